@@ -1,0 +1,110 @@
+# Pendulum: a durable job execution engine on PostgreSQL.
+#
+#   make            library and binaries in build/
+#   make check      deps, normal and ASan+UBSan builds, every test on a real Postgres
+#   make demo       the state machine moving in your terminal
+#   make bench      throughput figures (never gates anything)
+#   make lint       clang-format, shellcheck, mandoc -T lint
+#   make install    PREFIX=/usr/local DESTDIR=
+
+PREFIX   ?= /usr/local
+BINDIR   ?= $(PREFIX)/bin
+MANDIR   ?= $(PREFIX)/share/man
+B        ?= build
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+PGINC    := $(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
+
+PD_CFLAGS = -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	    -Wno-missing-field-initializers -D_GNU_SOURCE -DPD_VERSION='"$(VERSION)"' \
+	    -Ilib -I$(B)/gen -I$(PGINC) -MMD -MP
+PD_LDLIBS = -lpq -lyaml
+
+ifeq ($(SANITIZE),1)
+PD_CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+PD_LDFLAGS += -fsanitize=address,undefined
+endif
+
+PROGS     := pd-enqueue pd-worker pd-reaper pd-cron pd-relay pd-admin
+LIB_SRC   := $(sort $(wildcard lib/*.c))
+LIB_OBJ   := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/migrations.o
+BINS      := $(PROGS:%=$(B)/bin/%)
+UNIT_SRC  := $(sort $(wildcard tests/unit/*_test.c))
+UNITS     := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+HELPERS   := $(B)/tests/pd-test-tool
+SQL       := $(sort $(wildcard sql/[0-9]*.sql))
+MANS      := $(sort $(wildcard man/*.[1-9]))
+SCRIPTS   := $(shell grep -lE '^\#!.*(sh|bash)' scripts/* tests/*.bash tests/*.bats .ci/run 2>/dev/null)
+
+all: $(BINS) $(UNITS) $(HELPERS)
+
+$(B)/lib/%.o: lib/%.c
+	@mkdir -p $(@D)
+	$(CC) $(PD_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/gen/migrations.c: $(SQL) scripts/embed-sql
+	@mkdir -p $(@D)
+	sh scripts/embed-sql $(SQL) > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/migrations.o: $(B)/gen/migrations.c
+	$(CC) $(PD_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/libpendulum.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/cmd/%.o: cmd/%.c
+	@mkdir -p $(@D)
+	$(CC) $(PD_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/bin/%: $(B)/cmd/%.o $(B)/libpendulum.a
+	@mkdir -p $(@D)
+	$(CC) $(PD_LDFLAGS) $(LDFLAGS) -o $@ $< $(B)/libpendulum.a $(PD_LDLIBS)
+
+$(B)/tests/%.o: tests/unit/%.c
+	@mkdir -p $(@D)
+	$(CC) $(PD_CFLAGS) $(CFLAGS) -Itests/unit -c -o $@ $<
+
+$(B)/tests/%_test: $(B)/tests/%_test.o $(B)/libpendulum.a
+	$(CC) $(PD_LDFLAGS) $(LDFLAGS) -o $@ $< $(B)/libpendulum.a $(PD_LDLIBS)
+
+$(B)/tests/pd-test-tool: tests/helper/pd-test-tool.c $(B)/libpendulum.a
+	@mkdir -p $(@D)
+	$(CC) $(PD_CFLAGS) $(CFLAGS) $(PD_LDFLAGS) $(LDFLAGS) -o $@ $< $(B)/libpendulum.a $(PD_LDLIBS)
+
+deps:
+	sh scripts/deps
+
+check: deps
+	$(MAKE) all
+	$(MAKE) B=build-asan SANITIZE=1 all
+	sh scripts/check
+
+# Only the unit tests, no Postgres needed.
+unit: all
+	prove $(UNITS)
+
+demo: deps all
+	sh scripts/demo
+
+bench: deps all
+	sh scripts/bench
+
+lint:
+	clang-format --dry-run -Werror lib/*.c lib/*.h cmd/*.c tests/unit/*.c tests/unit/*.h tests/helper/*.c
+	shellcheck $(SCRIPTS)
+	mandoc -T lint -W warning $(MANS)
+
+install: $(BINS)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
+	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)
+	for m in $(MANS); do s=$${m##*.}; install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s; done
+
+clean:
+	rm -rf build build-asan
+
+.PHONY: all deps check unit demo bench lint install clean
+.SECONDARY:
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

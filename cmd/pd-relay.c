@@ -1,0 +1,41 @@
+/*
+ * pd-relay: drain the outbox: run a publish command per message, at least once.
+ *
+ * Only the common options exist so far; the commands land with issue 6.
+ */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "log.h"
+
+#define SYNOPSIS "usage: pd-relay [-hV]\n"
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	int ch;
+
+	pd_cli_init(argv[0]);
+	while ((ch = getopt_long(argc, argv, "+:hV", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			printf(SYNOPSIS "\nPendulum's pd-relay: drain the outbox: run a publish command per message, at least once.\n"
+			       "Not implemented in this version: only --help and --version work.\n\n"
+			       "  -h, --help     show this help\n"
+			       "  -V, --version  show the version\n");
+			return pd_cli_finish_stdout();
+		case 'V':
+			pd_cli_version();
+			return pd_cli_finish_stdout();
+		default:
+			return pd_cli_bad_option(SYNOPSIS, ch, argv);
+		}
+	}
+	pd_die_msg("not implemented in this version");
+	return PD_EX_SOFTWARE;
+}

@@ -1,0 +1,218 @@
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "dur.h"
+#include "json.h"
+#include "log.h"
+
+void pd_cli_init(const char *argv0)
+{
+	const char *lvl = getenv("PD_LOG_LEVEL");
+
+	pd_set_progname(argv0);
+	/* A closed 0, 1 or 2 would let the next open() become our stdout. */
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF)
+			if (open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd)
+				_exit(PD_EX_SOFTWARE);
+	signal(SIGPIPE, SIG_IGN);
+	if (lvl && pd_log_level_parse(lvl) >= 0)
+		pd_log_set_level(pd_log_level_parse(lvl));
+}
+
+void pd_cli_version(void)
+{
+	printf("%s (Pendulum) %s\n", pd_progname(), PD_VERSION);
+}
+
+int pd_cli_usage(const char *synopsis, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", pd_progname());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n%sTry '%s --help' for more information.\n", synopsis, pd_progname());
+	return PD_EX_USAGE;
+}
+
+int pd_cli_bad_option(const char *synopsis, int ch, char **argv)
+{
+	const char *arg = argv[optind - 1];
+	char shortopt[3] = {'-', (char)optopt, '\0'};
+
+	/* For a short option inside a cluster ("-qx") name the letter alone. */
+	if (optopt && !(arg[0] == '-' && arg[1] == '-'))
+		arg = shortopt;
+	if (ch == ':')
+		return pd_cli_usage(synopsis, "option '%s' needs a value", arg);
+	return pd_cli_usage(synopsis, "unknown option '%s'", arg);
+}
+
+int pd_cli_int(const char *opt, const char *s, long long min, long long max, long long *out,
+	       struct pd_err *e)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (*s == '\0' || *end != '\0' || errno == ERANGE)
+		return pd_errf(e, PD_EX_USAGE, "option %s: '%s' is not a whole number", opt, s);
+	if (v < min || v > max)
+		return pd_errf(e, PD_EX_USAGE, "option %s: %lld is out of range %lld-%lld", opt, v,
+			       min, max);
+	*out = v;
+	return 0;
+}
+
+int pd_cli_dur(const char *opt, const char *s, long long *ms, struct pd_err *e)
+{
+	struct pd_err e2 = PD_ERR_INIT;
+
+	if (pd_dur_parse(s, ms, &e2) < 0)
+		return pd_errf(e, PD_EX_USAGE, "option %s: %s", opt, e2.msg);
+	return 0;
+}
+
+int pd_cli_finish_stdout(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (errno == EPIPE)
+			return 0;
+		fprintf(stderr, "%s: cannot write to standard output: %s\n", pd_progname(),
+			strerror(errno));
+		return PD_EX_SOFTWARE;
+	}
+	return 0;
+}
+
+int pd_cli_color(FILE *f)
+{
+	const char *nc = getenv("NO_COLOR");
+
+	return isatty(fileno(f)) && !(nc && *nc);
+}
+
+void pd_table_init(struct pd_table *t, int ncols, const char **names, const char *numeric)
+{
+	memset(t, 0, sizeof(*t));
+	t->ncols = ncols;
+	t->names = names;
+	t->numeric = numeric;
+}
+
+void pd_table_add(struct pd_table *t, const char *const *row)
+{
+	if (t->nrows == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 16;
+		t->cells = pd_xrealloc(t->cells, sizeof(char *) * (size_t)t->cap * (size_t)t->ncols);
+	}
+	for (int c = 0; c < t->ncols; c++)
+		t->cells[t->nrows * t->ncols + c] = row[c] ? pd_xstrdup(row[c]) : NULL;
+	t->nrows++;
+}
+
+static int looks_numeric(const char *s)
+{
+	char *end;
+
+	if (*s == '\0')
+		return 0;
+	strtod(s, &end);
+	return *end == '\0' && strspn(s, "-0123456789.eE+") == strlen(s);
+}
+
+static void print_json(const struct pd_table *t, FILE *f)
+{
+	struct pd_buf b = PD_BUF_INIT;
+
+	for (int r = 0; r < t->nrows; r++) {
+		pd_buf_reset(&b);
+		pd_buf_putc(&b, '{');
+		for (int c = 0; c < t->ncols; c++) {
+			const char *v = t->cells[r * t->ncols + c];
+			char kind = t->numeric ? t->numeric[c] : 's';
+
+			if (c)
+				pd_buf_putc(&b, ',');
+			pd_json_quote(&b, t->names[c], strlen(t->names[c]));
+			pd_buf_putc(&b, ':');
+			if (v == NULL)
+				pd_buf_puts(&b, "null");
+			else if (kind == 'n' && looks_numeric(v))
+				pd_buf_puts(&b, v);
+			else if (kind == 'b')
+				pd_buf_puts(&b, (*v == 't' || *v == '1') ? "true" : "false");
+			else if (kind == 'j')
+				pd_buf_puts(&b, v); /* already JSON */
+			else
+				pd_json_quote(&b, v, strlen(v));
+		}
+		pd_buf_puts(&b, "}\n");
+		fputs(b.data, f);
+	}
+	pd_buf_release(&b);
+}
+
+void pd_table_print(const struct pd_table *t, FILE *f, int json)
+{
+	size_t *w;
+
+	if (json) {
+		print_json(t, f);
+		return;
+	}
+	w = pd_xcalloc((size_t)t->ncols, sizeof(*w));
+	for (int c = 0; c < t->ncols; c++) {
+		w[c] = strlen(t->names[c]);
+		for (int r = 0; r < t->nrows; r++) {
+			const char *v = t->cells[r * t->ncols + c];
+			size_t n = strlen(v ? v : "-");
+
+			if (n > w[c])
+				w[c] = n;
+		}
+	}
+	for (int r = -1; r < t->nrows; r++) {
+		for (int c = 0; c < t->ncols; c++) {
+			const char *v = r < 0 ? t->names[c] : t->cells[r * t->ncols + c];
+			int last = c == t->ncols - 1;
+
+			char head[64];
+
+			if (r < 0) {
+				size_t i = 0;
+
+				for (; v[i] && i + 1 < sizeof(head); i++)
+					head[i] = (char)toupper((unsigned char)v[i]);
+				head[i] = '\0';
+				v = head;
+			}
+			if (v == NULL)
+				v = "-";
+			if (last)
+				fprintf(f, "%s\n", v);
+			else
+				fprintf(f, "%-*s  ", (int)w[c], v);
+		}
+	}
+	free(w);
+}
+
+void pd_table_release(struct pd_table *t)
+{
+	for (int i = 0; i < t->nrows * t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	memset(t, 0, sizeof(*t));
+}

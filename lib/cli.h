@@ -1,0 +1,61 @@
+/*
+ * cli: what every main() shares — start-up, --version, usage errors,
+ * range-checked option values, and table or JSON-lines output.
+ */
+#ifndef PD_CLI_H
+#define PD_CLI_H
+
+#include <stdio.h>
+
+#include "buf.h"
+#include "err.h"
+
+/* Set progname, make sure fds 0-2 are open, ignore SIGPIPE, apply $PD_LOG_LEVEL. */
+void pd_cli_init(const char *argv0);
+
+/* Print "pd-x (Pendulum) VERSION" on stdout. */
+void pd_cli_version(void);
+
+/*
+ * Report a usage error: "pd-x: MSG", then the synopsis and "Try 'pd-x --help'"
+ * on stderr. Returns 64 for `return pd_cli_usage(...)` in main.
+ */
+int pd_cli_usage(const char *synopsis, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * After getopt_long returned '?' or ':' (optstring starts with "+:" or ":"),
+ * report the unknown option or the missing value by name; returns 64.
+ */
+int pd_cli_bad_option(const char *synopsis, int ch, char **argv);
+
+/* Option values, each checked; errors name the option and are code 64. */
+int pd_cli_int(const char *opt, const char *s, long long min, long long max, long long *out,
+	       struct pd_err *e);
+int pd_cli_dur(const char *opt, const char *s, long long *ms, struct pd_err *e);
+
+/* Flush stdout and report a write error (a full disk, a closed pipe): returns 0 or 70. */
+int pd_cli_finish_stdout(void);
+
+/*
+ * A table for listings: aligned columns on a terminal or when asked, or one
+ * JSON object a line (--json) with the column names as keys.
+ */
+struct pd_table {
+	int ncols;
+	const char **names;  /* column headers; JSON keys */
+	const char *numeric; /* per column 'n' = JSON number when it parses, 'b' = boolean, else string */
+	char **cells;	     /* nrows * ncols, NULL = null */
+	int nrows, cap;
+};
+
+void pd_table_init(struct pd_table *t, int ncols, const char **names, const char *numeric);
+void pd_table_add(struct pd_table *t, const char *const *row);
+/* Print to f; json = 1 for JSON lines. Headers are printed in table mode unless there are no rows
+ * and quiet_empty is set. */
+void pd_table_print(const struct pd_table *t, FILE *f, int json);
+void pd_table_release(struct pd_table *t);
+
+/* 1 when colour may be used on f (a terminal, and NO_COLOR unset). */
+int pd_cli_color(FILE *f);
+
+#endif

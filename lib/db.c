@@ -1,0 +1,187 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "buf.h"
+#include "db.h"
+#include "log.h"
+
+const char *pd_db_url(const char *url)
+{
+	const char *env;
+
+	if (url && *url)
+		return url;
+	env = getenv("PD_DATABASE_URL");
+	return env ? env : "";
+}
+
+void pd_db_describe(const char *conninfo, char *out, size_t n)
+{
+	static const char *keep[] = {"host", "hostaddr", "port", "dbname", "user", "service", NULL};
+	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
+	struct pd_buf b = PD_BUF_INIT;
+
+	if (opts) {
+		for (PQconninfoOption *o = opts; o->keyword; o++) {
+			for (int i = 0; keep[i]; i++)
+				if (strcmp(o->keyword, keep[i]) == 0 && o->val && *o->val)
+					pd_buf_printf(&b, "%s%s=%s", b.len ? " " : "", o->keyword,
+						      o->val);
+		}
+		PQconninfoFree(opts);
+	}
+	snprintf(out, n, "%s", b.len ? b.data : "libpq defaults");
+	pd_buf_release(&b);
+}
+
+/* The first line of a libpq message, without the trailing newline. */
+static void first_line(const char *msg, char *out, size_t n)
+{
+	size_t len = strcspn(msg, "\n");
+
+	if (len >= n)
+		len = n - 1;
+	memcpy(out, msg, len);
+	out[len] = '\0';
+}
+
+int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, struct pd_err *e)
+{
+	const char *keys[] = {"dbname", "fallback_application_name", NULL};
+	const char *vals[] = {conninfo, appname, NULL};
+	char line[400];
+
+	if (db->conninfo != conninfo) {
+		free(db->conninfo);
+		db->conninfo = pd_xstrdup(conninfo);
+	}
+	if (db->appname != appname) {
+		free(db->appname);
+		db->appname = pd_xstrdup(appname);
+	}
+	pd_db_describe(conninfo, db->where, sizeof(db->where));
+	if (db->conn)
+		PQfinish(db->conn);
+	db->conn = PQconnectdbParams(keys, vals, 1);
+	if (db->conn == NULL)
+		pd_oom();
+	if (PQstatus(db->conn) != CONNECTION_OK) {
+		first_line(PQerrorMessage(db->conn), line, sizeof(line));
+		PQfinish(db->conn);
+		db->conn = NULL;
+		return pd_errf(e, PD_EX_UNAVAILABLE, "cannot connect to the database (%s): %s",
+			       db->where, line);
+	}
+	/* Timestamps we print come from the server; keep them in UTC. */
+	return pd_db_exec(db, "SET TIME ZONE 'UTC'", 0, NULL, PGRES_COMMAND_OK, NULL, e);
+}
+
+int pd_db_reconnect(struct pd_db *db, volatile int *stop, struct pd_err *e)
+{
+	long long delay_ms = 100;
+
+	while (!*stop) {
+		struct pd_err e2 = PD_ERR_INIT;
+		struct timespec ts;
+
+		if (pd_db_connect(db, db->conninfo, db->appname, &e2) == 0) {
+			pd_log(PD_LOG_INFO, "reconnected to the database", NULL);
+			return 0;
+		}
+		pd_log(PD_LOG_WARN, "database unavailable, retrying", "error=%s retry_ms=%lld",
+		       pd_log_quote((char[600]){0}, 600, e2.msg), delay_ms);
+		ts.tv_sec = delay_ms / 1000;
+		ts.tv_nsec = (delay_ms % 1000) * 1000000L;
+		nanosleep(&ts, NULL);
+		delay_ms = delay_ms * 2 > 5000 ? 5000 : delay_ms * 2;
+	}
+	return pd_errf(e, PD_EX_UNAVAILABLE, "stopped while reconnecting to the database (%s)",
+		       db->where);
+}
+
+int pd_db_ok(const struct pd_db *db)
+{
+	return db->conn && PQstatus(db->conn) == CONNECTION_OK;
+}
+
+void pd_db_close(struct pd_db *db)
+{
+	if (db->conn)
+		PQfinish(db->conn);
+	db->conn = NULL;
+	free(db->conninfo);
+	free(db->appname);
+	db->conninfo = db->appname = NULL;
+}
+
+static int fail(struct pd_db *db, PGresult *r, struct pd_err *e)
+{
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg = r ? PQresultErrorMessage(r) : "";
+	char line[400];
+	int code = PD_EX_SOFTWARE;
+
+	if (msg == NULL || *msg == '\0')
+		msg = db->conn ? PQerrorMessage(db->conn) : "no connection";
+	first_line(msg, line, sizeof(line));
+	if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK ||
+	    (state && strncmp(state, "08", 2) == 0) ||
+	    (state && strncmp(state, "57P", 3) == 0))
+		code = PD_EX_UNAVAILABLE;
+	if (e && e->code == 0 && state)
+		snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", state);
+	if (r)
+		PQclear(r);
+	if (code == PD_EX_UNAVAILABLE)
+		return pd_errf(e, code, "database unavailable (%s): %s", db->where, line);
+	return pd_errf(e, code, "database error: %s", line);
+}
+
+int pd_db_exec(struct pd_db *db, const char *sql, int n, const char *const *params,
+	       ExecStatusType want, PGresult **res, struct pd_err *e)
+{
+	PGresult *r;
+
+	if (res)
+		*res = NULL;
+	if (db->conn == NULL)
+		return fail(db, NULL, e);
+	r = PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
+	if (r == NULL || PQresultStatus(r) != want)
+		return fail(db, r, e);
+	if (res)
+		*res = r;
+	else
+		PQclear(r);
+	return 0;
+}
+
+int pd_db_exec_script(struct pd_db *db, const char *sql, struct pd_err *e)
+{
+	PGresult *r;
+
+	if (db->conn == NULL)
+		return fail(db, NULL, e);
+	r = PQexec(db->conn, sql);
+	if (r == NULL || (PQresultStatus(r) != PGRES_COMMAND_OK &&
+			  PQresultStatus(r) != PGRES_TUPLES_OK))
+		return fail(db, r, e);
+	PQclear(r);
+	return 0;
+}
+
+int pd_db_value(struct pd_db *db, const char *sql, int n, const char *const *params, char **out,
+		struct pd_err *e)
+{
+	PGresult *r;
+
+	*out = NULL;
+	if (pd_db_exec(db, sql, n, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	if (PQntuples(r) > 0 && PQnfields(r) > 0 && !PQgetisnull(r, 0, 0))
+		*out = pd_xstrdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return 0;
+}

@@ -1,0 +1,71 @@
+/*
+ * db: the one way Pendulum talks to PostgreSQL.
+ *
+ * Every query goes through pd_db_exec() with text parameters (never string
+ * interpolation). Connection failures and SQLSTATE class 08 map to exit 69;
+ * other query errors keep their SQLSTATE in e->sqlstate for callers that
+ * want to tell a unique violation from the rest.
+ */
+#ifndef PD_DB_H
+#define PD_DB_H
+
+#include <libpq-fe.h>
+
+#include "err.h"
+
+struct pd_db {
+	PGconn *conn;
+	char *conninfo;	 /* as given; may hold a password: never log it */
+	char *appname;	 /* application_name */
+	char where[256]; /* "host=... port=... dbname=... user=..." without password, for messages */
+};
+
+#define PD_DB_INIT {NULL, NULL, NULL, ""}
+
+/*
+ * The conninfo to use: url if given, else $PD_DATABASE_URL, else "" (libpq's
+ * own defaults: PGHOST, PGDATABASE, PGSERVICE...). Never NULL.
+ */
+const char *pd_db_url(const char *url);
+
+/*
+ * Connect with application_name=appname. On failure fills e with code 69 and
+ * one line naming the host or socket tried, without the password.
+ */
+int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, struct pd_err *e);
+
+/*
+ * For daemons: reconnect until it works or *stop becomes nonzero, sleeping
+ * with capped exponential backoff (100 ms .. 5 s) and logging each failure.
+ * Returns 0 when connected, -1 when stopped.
+ */
+int pd_db_reconnect(struct pd_db *db, volatile int *stop, struct pd_err *e);
+
+/* 1 if the connection is usable. */
+int pd_db_ok(const struct pd_db *db);
+
+void pd_db_close(struct pd_db *db);
+
+/*
+ * Run sql with n text parameters (NULL entries are SQL NULL). Succeeds when
+ * the result status is want (PGRES_COMMAND_OK or PGRES_TUPLES_OK); then *res
+ * holds the result (caller PQclear()s it) if res is not NULL, else it is
+ * cleared here. On failure *res is NULL and e is filled: code 69 when the
+ * connection is gone (or SQLSTATE class 08), else 70 with the server's
+ * message; e->sqlstate holds the SQLSTATE.
+ */
+int pd_db_exec(struct pd_db *db, const char *sql, int n, const char *const *params,
+	       ExecStatusType want, PGresult **res, struct pd_err *e);
+
+/* Same, for a script of several statements with no parameters (migrations). */
+int pd_db_exec_script(struct pd_db *db, const char *sql, struct pd_err *e);
+
+/* Convenience: run sql and return the first column of the first row, malloc'd, or NULL for SQL NULL
+ * or no rows (*found says which). */
+int pd_db_value(struct pd_db *db, const char *sql, int n, const char *const *params, char **out,
+		struct pd_err *e);
+
+/* Describe conninfo for messages: "host=... port=... dbname=..." without secrets. */
+void pd_db_describe(const char *conninfo, char *out, size_t n);
+
+#endif

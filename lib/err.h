@@ -1,0 +1,53 @@
+/*
+ * err: one error per call chain, and the exit codes every binary shares.
+ *
+ * Library calls return 0 on success and -1 on failure, having filled a
+ * struct pd_err. The first writer wins: a caller that adds context after a
+ * callee already explained itself does not overwrite the explanation.
+ */
+#ifndef PD_ERR_H
+#define PD_ERR_H
+
+#include <stdarg.h>
+
+enum pd_exit {
+	PD_EX_OK = 0,
+	PD_EX_CONFLICT = 1,	/* well formed, but the object's state forbids it */
+	PD_EX_NOTFOUND = 2,
+	PD_EX_USAGE = 64,
+	PD_EX_DATAERR = 65,	/* bad input data; nothing written */
+	PD_EX_UNAVAILABLE = 69, /* database unavailable */
+	PD_EX_SOFTWARE = 70,	/* internal error */
+	PD_EX_CONFIG = 78,
+};
+
+struct pd_err {
+	int code;	  /* one of enum pd_exit; 0 while unset */
+	char sqlstate[6]; /* SQLSTATE of a failed query, "" otherwise */
+	char msg[512];
+};
+
+#define PD_ERR_INIT {0, "", ""}
+
+/* Fill e (unless already filled) and return -1. */
+int pd_errf(struct pd_err *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int pd_verrf(struct pd_err *e, int code, const char *fmt, va_list ap);
+
+/* Forget a previous error (for callers that handled it). */
+void pd_err_clear(struct pd_err *e);
+
+/* The name of an exit code, for messages and man pages ("conflict"...). */
+const char *pd_exit_name(int code);
+
+/* Abort with exit 70 after printing "progname: out of memory". */
+__attribute__((noreturn)) void pd_oom(void);
+
+/* malloc family that never returns NULL (pd_oom instead). */
+void *pd_xmalloc(size_t n);
+void *pd_xcalloc(size_t n, size_t size);
+void *pd_xrealloc(void *p, size_t n);
+char *pd_xstrdup(const char *s);
+char *pd_xstrndup(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * log: logfmt lines on stderr.
+ *
+ *   ts=2026-11-30T00:42:39.123Z level=info msg="job done" job=42 outcome=ok
+ *
+ * The only process-wide state besides progname. Values that may hold spaces,
+ * quotes or newlines go through pd_log_quote(), which adds quotes only when
+ * needed.
+ */
+#ifndef PD_LOG_H
+#define PD_LOG_H
+
+#include <stddef.h>
+
+enum pd_log_level { PD_LOG_DEBUG, PD_LOG_INFO, PD_LOG_WARN, PD_LOG_ERROR };
+
+/* Set the program name (basename of argv[0]) used in messages. */
+void pd_set_progname(const char *argv0);
+const char *pd_progname(void);
+
+void pd_log_set_level(enum pd_log_level level);
+enum pd_log_level pd_log_get_level(void);
+/* Parse "debug", "info", "warn", "error"; -1 if unknown. */
+int pd_log_level_parse(const char *s);
+
+/*
+ * Log msg at level, followed by the key=value pairs that fmt produces
+ * (fmt may be NULL). Nothing is written below the current level.
+ */
+void pd_log(enum pd_log_level level, const char *msg, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Quote s for a logfmt value into out (size n), truncating if needed.
+ * Returns out. Strings without spaces, quotes, '=' or control characters
+ * are copied as they are.
+ */
+const char *pd_log_quote(char *out, size_t n, const char *s);
+
+/* Print "progname: msg" as one line on stderr (for the final error). */
+void pd_die_msg(const char *msg);
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * migrate: the schema, applied in order from migrations embedded at build
+ * time (scripts/embed-sql turns sql/NNN_*.sql into pd_migrations[]).
+ */
+#ifndef PD_MIGRATE_H
+#define PD_MIGRATE_H
+
+#include "db.h"
+
+struct pd_migration {
+	int version;
+	const char *name; /* "001_init" */
+	const char *sql;
+};
+
+extern const struct pd_migration pd_migrations[];
+extern const int pd_nmigrations;
+
+struct pd_migration_status {
+	int version;
+	const char *name;
+	char applied_at[40]; /* "" when pending */
+};
+
+/*
+ * Apply every pending migration, each in its own transaction, holding a
+ * session advisory lock so that concurrent migrators serialise. *applied
+ * gets the number applied by this call (0: already up to date).
+ */
+int pd_migrate_apply(struct pd_db *db, int *applied, struct pd_err *e);
+
+/* Fill st[pd_nmigrations] with what is applied and what is pending. */
+int pd_migrate_status(struct pd_db *db, struct pd_migration_status *st, struct pd_err *e);
+
+/* 0 if the schema is at the newest version, else -1 with code 78 saying to run migrate. */
+int pd_migrate_check(struct pd_db *db, struct pd_err *e);
+
+#endif

@@ -1,0 +1,55 @@
+#include "text.h"
+
+static const char replacement[] = "\xEF\xBF\xBD";
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+static size_t seq_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len;
+	unsigned int cp;
+
+	if (c < 0x80)
+		return c ? 1 : 0;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2, cp = c & 0x1F;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3, cp = c & 0x0F;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+		return 0;
+	return len;
+}
+
+void pd_utf8_sanitize(struct pd_buf *out, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, run = 0;
+
+	pd_buf_grow(out, n);
+	while (i < n) {
+		size_t len = seq_len(p + i, n - i);
+
+		if (len) {
+			i += len;
+			run += len;
+			continue;
+		}
+		pd_buf_append(out, s + i - run, run);
+		pd_buf_append(out, replacement, 3);
+		run = 0;
+		i++;
+	}
+	pd_buf_append(out, s + i - run, run);
+}
