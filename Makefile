@@ -35,7 +35,8 @@ UNITS     := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 HELPERS   := $(B)/tests/pd-test-tool
 SQL       := $(sort $(wildcard sql/[0-9]*.sql))
 MANS      := $(sort $(wildcard man/*.[1-9]))
-SCRIPTS   := $(shell grep -lE '^\#!.*(sh|bash)' scripts/* tests/*.bash tests/*.bats .ci/run 2>/dev/null)
+SCRIPTS   := $(shell grep -lE '^\#!.*(sh|bash)' scripts/* .ci/run 2>/dev/null) $(wildcard tests/*.bash)
+BATS      := $(wildcard tests/*.bats)
 
 all: $(BINS) $(UNITS) $(HELPERS)
 
@@ -77,6 +78,7 @@ deps:
 	sh scripts/deps
 
 check: deps
+	$(MAKE) lint
 	$(MAKE) all
 	$(MAKE) B=build-asan SANITIZE=1 all
 	sh scripts/check
@@ -92,8 +94,10 @@ bench: deps all
 	sh scripts/bench
 
 lint:
-	clang-format --dry-run -Werror lib/*.c lib/*.h cmd/*.c tests/unit/*.c tests/unit/*.h tests/helper/*.c
-	shellcheck $(SCRIPTS)
+	clang-format --dry-run -Werror lib/*.[ch] cmd/*.c tests/unit/*.[ch] $(wildcard tests/helper/*.c tests/fuzz/*.c)
+	shellcheck -S warning $(SCRIPTS)
+	# bats defines $$output, $$stderr, $$lines... for the tests that read them.
+	shellcheck -S warning -s bash -e SC2154,SC2034 $(BATS)
 	mandoc -T lint -W warning $(MANS)
 
 install: $(BINS)

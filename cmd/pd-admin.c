@@ -24,13 +24,14 @@ struct command {
 static int cmd_migrate(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 
 static const struct command commands[] = {
-	{"migrate", cmd_migrate, "migrate [--status]", "apply pending schema migrations"},
-	{NULL, NULL, NULL, NULL},
+    {"migrate", cmd_migrate, "migrate [--status]", "apply pending schema migrations"},
+    {NULL, NULL, NULL, NULL},
 };
 
 static void help(void)
 {
-	printf(SYNOPSIS "\nOperate Pendulum, the durable job engine on PostgreSQL.\n\nOptions:\n"
+	printf(SYNOPSIS
+	       "\nOperate Pendulum, the durable job engine on PostgreSQL.\n\nOptions:\n"
 	       "  -c, --config FILE       configuration file (default $PD_CONFIG, then\n"
 	       "                          /etc/pendulum/pendulum.yaml)\n"
 	       "  -d, --database CONNINFO libpq conninfo or URI (default $PD_DATABASE_URL)\n"
@@ -64,9 +65,9 @@ static const struct command *find(const char *name)
 static int cmd_migrate(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 {
 	static const struct option opts[] = {
-		{"status", no_argument, NULL, 's'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"status", no_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const struct command *self = find("migrate");
 	int status = 0, ch, applied = 0;
@@ -77,10 +78,11 @@ static int cmd_migrate(struct pd_app *a, int argc, char **argv, struct pd_err *e
 			status = 1;
 			break;
 		case 'h':
-			printf("usage: pd-admin %s\n\nApply the pending schema migrations in order, "
-			       "each in its own transaction.\n  --status  list applied and pending "
-			       "migrations instead\n",
-			       self->usage);
+			printf(
+			    "usage: pd-admin %s\n\nApply the pending schema migrations in order, "
+			    "each in its own transaction.\n  --status  list applied and pending "
+			    "migrations instead\n",
+			    self->usage);
 			return 0;
 		default:
 			return pd_cli_bad_option(sub_synopsis(self), ch, argv);
@@ -102,7 +104,8 @@ static int cmd_migrate(struct pd_app *a, int argc, char **argv, struct pd_err *e
 		pd_table_init(&t, 4, names, "nsss");
 		for (int i = 0; i < pd_nmigrations; i++) {
 			char v[16];
-			const char *row[4] = {v, st[i].name, st[i].applied_at[0] ? "applied" : "pending",
+			const char *row[4] = {v, st[i].name,
+					      st[i].applied_at[0] ? "applied" : "pending",
 					      st[i].applied_at[0] ? st[i].applied_at : NULL};
 
 			snprintf(v, sizeof(v), "%d", st[i].version);
@@ -127,14 +130,10 @@ static int cmd_migrate(struct pd_app *a, int argc, char **argv, struct pd_err *e
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"database", required_argument, NULL, 'd'},
-		{"json", no_argument, NULL, 'j'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'}, {"database", required_argument, NULL, 'd'},
+	    {"json", no_argument, NULL, 'j'},	      {"quiet", no_argument, NULL, 'q'},
+	    {"verbose", no_argument, NULL, 'v'},      {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
 	};
 	struct pd_err e = PD_ERR_INIT;
 	struct pd_app a;

@@ -20,36 +20,37 @@
 	"usage: pd-enqueue [-hVv] [-c file] [-d conninfo] [options] TYPE [PAYLOAD]\n"              \
 	"       pd-enqueue [-hVv] [-c file] [-d conninfo] [options] --ndjson [TYPE]\n"
 
-#define BATCH 5000 /* NDJSON lines per statement */
+#define BATCH	  5000 /* NDJSON lines per statement */
 #define MAX_AFTER 64
 
 static void help(void)
 {
-	printf(SYNOPSIS
-	       "\nEnqueue a job of type TYPE with a JSON PAYLOAD (default: read from stdin when it\n"
-	       "is not a terminal; {} otherwise) and print its id.\n\n"
-	       "  -t, --tenant TENANT          tenant (default 'default')\n"
-	       "  -q, --queue QUEUE            queue (default 'default')\n"
-	       "  -p, --priority N             integer, higher first; or high, normal, low\n"
-	       "      --run-at INSTANT         not before this ISO 8601 instant\n"
-	       "      --delay DURATION         not before now + DURATION (250ms 30s 5m 2h 1d)\n"
-	       "  -k, --idempotency-key KEY    one job per KEY and tenant; a repeat returns its id\n"
-	       "      --max-attempts N         attempts before dead-lettering (default 5)\n"
-	       "      --timeout DURATION       kill the handler after DURATION\n"
-	       "      --at-most-once           never re-run after a lost lease: dead-letter instead\n"
-	       "      --traceparent TP         W3C trace context (default $TRACEPARENT)\n"
-	       "      --after ID               run only after job ID succeeded (repeatable)\n"
-	       "      --ndjson                 one job a line on stdin, all or nothing\n"
-	       "      --json                   print the job rows as JSON, not the ids\n"
-	       "      --wait                   wait for the job to end; print its result and exit\n"
-	       "                               with the handler's status\n"
-	       "  -c, --config FILE            configuration file\n"
-	       "  -d, --database CONNINFO      libpq conninfo or URI (default $PD_DATABASE_URL)\n"
-	       "  -v, --verbose                log more\n"
-	       "  -h, --help                   show this help\n"
-	       "  -V, --version                show the version\n\n"
-	       "Exit status: 0 done, 2 dependency not found, 64 usage, 65 bad input (nothing\n"
-	       "enqueued), 69 database unavailable. See pd-enqueue(1).\n");
+	printf(
+	    SYNOPSIS
+	    "\nEnqueue a job of type TYPE with a JSON PAYLOAD (default: read from stdin when it\n"
+	    "is not a terminal; {} otherwise) and print its id.\n\n"
+	    "  -t, --tenant TENANT          tenant (default 'default')\n"
+	    "  -q, --queue QUEUE            queue (default 'default')\n"
+	    "  -p, --priority N             integer, higher first; or high, normal, low\n"
+	    "      --run-at INSTANT         not before this ISO 8601 instant\n"
+	    "      --delay DURATION         not before now + DURATION (250ms 30s 5m 2h 1d)\n"
+	    "  -k, --idempotency-key KEY    one job per KEY and tenant; a repeat returns its id\n"
+	    "      --max-attempts N         attempts before dead-lettering (default 5)\n"
+	    "      --timeout DURATION       kill the handler after DURATION\n"
+	    "      --at-most-once           never re-run after a lost lease: dead-letter instead\n"
+	    "      --traceparent TP         W3C trace context (default $TRACEPARENT)\n"
+	    "      --after ID               run only after job ID succeeded (repeatable)\n"
+	    "      --ndjson                 one job a line on stdin, all or nothing\n"
+	    "      --json                   print the job rows as JSON, not the ids\n"
+	    "      --wait                   wait for the job to end; print its result and exit\n"
+	    "                               with the handler's status\n"
+	    "  -c, --config FILE            configuration file\n"
+	    "  -d, --database CONNINFO      libpq conninfo or URI (default $PD_DATABASE_URL)\n"
+	    "  -v, --verbose                log more\n"
+	    "  -h, --help                   show this help\n"
+	    "  -V, --version                show the version\n\n"
+	    "Exit status: 0 done, 2 dependency not found, 64 usage, 65 bad input (nothing\n"
+	    "enqueued), 69 database unavailable. See pd-enqueue(1).\n");
 }
 
 struct opts {
@@ -79,15 +80,17 @@ static int read_stdin(struct pd_buf *b, struct pd_err *e)
 	return 0;
 }
 
-/* Rewrite a json error for `where` ("stdin line 3"): "invalid JSON on stdin line 3, column 7: ..." */
+/* Rewrite a json error for `where` ("stdin line 3"): "invalid JSON on stdin line 3, column 7: ..."
+ */
 static int json_error(struct pd_err *e, const struct pd_err *je, const char *where, int line_based)
 {
 	int l = 0, c = 0, off = 0;
 
-	if (sscanf(je->msg, "invalid JSON at line %d, column %d: %n", &l, &c, &off) == 2 && off > 0) {
+	if (sscanf(je->msg, "invalid JSON at line %d, column %d: %n", &l, &c, &off) == 2 &&
+	    off > 0) {
 		if (line_based)
-			return pd_errf(e, PD_EX_DATAERR, "invalid JSON on %s, column %d: %s", where, c,
-				       je->msg + off);
+			return pd_errf(e, PD_EX_DATAERR, "invalid JSON on %s, column %d: %s", where,
+				       c, je->msg + off);
 		return pd_errf(e, PD_EX_DATAERR, "invalid JSON in %s at line %d, column %d: %s",
 			       where, l, c, je->msg + off);
 	}
@@ -124,13 +127,14 @@ static int line_dur(const struct pd_json *j, int t, long long *ms, struct pd_err
 static int parse_line_object(const struct pd_json *j, struct pd_jobspec *spec, char **keep,
 			     int *nkeep, struct pd_err *e)
 {
-	static const char *keys[] = {"type",	     "payload",	     "tenant",	     "queue",
-				     "priority",     "run_at",	     "delay",	     "idempotency_key",
-				     "max_attempts", "timeout",	     "delivery",     NULL};
+	static const char *keys[] = {"type",	     "payload", "tenant",   "queue",
+				     "priority",     "run_at",	"delay",    "idempotency_key",
+				     "max_attempts", "timeout", "delivery", NULL};
 	int t = 1;
 
 	if (j->tok[0].type != PD_JSON_OBJECT)
-		return pd_errf(e, PD_EX_DATAERR, "expected an object {\"type\": ..., \"payload\": ...}");
+		return pd_errf(e, PD_EX_DATAERR,
+			       "expected an object {\"type\": ..., \"payload\": ...}");
 	for (int k = 0; k < j->tok[0].size; k++, t = pd_json_skip(j, t + 1)) {
 		char *key = pd_json_str(j, t);
 		int v = t + 1, known = 0;
@@ -171,6 +175,10 @@ static int parse_line_object(const struct pd_json *j, struct pd_jobspec *spec, c
 		} else if (strcmp(key, "timeout") == 0) {
 			if (line_dur(j, v, &spec->timeout_ms, e) < 0)
 				goto bad;
+			if (spec->timeout_ms == 0) {
+				pd_errf(e, PD_EX_DATAERR, "must be positive");
+				goto bad;
+			}
 		} else {
 			if (vt != PD_JSON_STRING) {
 				pd_errf(e, PD_EX_DATAERR, "key '%s': expected a string", key);
@@ -181,10 +189,12 @@ static int parse_line_object(const struct pd_json *j, struct pd_jobspec *spec, c
 				if (pd_instant_parse(s, &spec->run_at_us, e) < 0)
 					goto bad;
 				spec->has_run_at = 1;
-			} else if (strcmp(key, "delivery") == 0 && strcmp(s, "at-least-once") != 0 &&
+			} else if (strcmp(key, "delivery") == 0 &&
+				   strcmp(s, "at-least-once") != 0 &&
 				   strcmp(s, "at-most-once") != 0) {
 				pd_errf(e, PD_EX_DATAERR,
-					"key 'delivery': expected \"at-least-once\" or \"at-most-once\"");
+					"key 'delivery': expected \"at-least-once\" or "
+					"\"at-most-once\"");
 				goto bad;
 			} else if (*s == '\0') {
 				pd_errf(e, PD_EX_DATAERR, "key '%s': must not be empty", key);
@@ -218,7 +228,8 @@ static int parse_line_object(const struct pd_json *j, struct pd_jobspec *spec, c
 		return -1;
 	}
 	if (spec->type == NULL)
-		return pd_errf(e, PD_EX_DATAERR, "missing key 'type' (or give TYPE on the command line)");
+		return pd_errf(e, PD_EX_DATAERR,
+			       "missing key 'type' (or give TYPE on the command line)");
 	return 0;
 }
 
@@ -319,11 +330,11 @@ out:
 static int wait_job(struct pd_db *db, long long id, struct pd_err *e)
 {
 	static const char sql[] =
-		"SELECT j.state, j.result::text, j.result_is_text, j.result #>> '{}', "
-		"COALESCE(j.dead_reason, ''), COALESCE(j.last_error, ''), a.exit_code, a.signal "
-		"FROM pendulum.jobs j LEFT JOIN LATERAL (SELECT exit_code, signal FROM "
-		"pendulum.job_attempts WHERE job_id = j.id ORDER BY started_at DESC, lease_token "
-		"DESC LIMIT 1) a ON true WHERE j.id = $1";
+	    "SELECT j.state, j.result::text, j.result_is_text, j.result #>> '{}', "
+	    "COALESCE(j.dead_reason, ''), COALESCE(j.last_error, ''), a.exit_code, a.signal "
+	    "FROM pendulum.jobs j LEFT JOIN LATERAL (SELECT exit_code, signal FROM "
+	    "pendulum.job_attempts WHERE job_id = j.id ORDER BY started_at DESC, lease_token "
+	    "DESC LIMIT 1) a ON true WHERE j.id = $1";
 	char idstr[24];
 	const char *params[1] = {idstr};
 	long long delay_ms = 20;
@@ -356,8 +367,9 @@ static int wait_job(struct pd_db *db, long long id, struct pd_err *e)
 			int code = 1;
 
 			fprintf(stderr, "%s: job %lld %s: %s%s%s\n", pd_progname(), id,
-				state[0] == 'D' ? "dead-lettered" : "cancelled", PQgetvalue(r, 0, 4),
-				*PQgetvalue(r, 0, 5) ? ": " : "", PQgetvalue(r, 0, 5));
+				state[0] == 'D' ? "dead-lettered" : "cancelled",
+				PQgetvalue(r, 0, 4), *PQgetvalue(r, 0, 5) ? ": " : "",
+				PQgetvalue(r, 0, 5));
 			if (!PQgetisnull(r, 0, 6) && atoi(PQgetvalue(r, 0, 6)) > 0)
 				code = atoi(PQgetvalue(r, 0, 6));
 			else if (!PQgetisnull(r, 0, 7) && atoi(PQgetvalue(r, 0, 7)) > 0)
@@ -402,29 +414,39 @@ static int print_rows(struct pd_db *db, const long long *ids, int n, struct pd_e
 /* Options into o; returns -1 after printing a usage error, 1 after --help/--version, 0 to go on. */
 static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, struct pd_err *e)
 {
-	enum { O_RUN_AT = 256, O_DELAY, O_MAX, O_TIMEOUT, O_AMO, O_TP, O_AFTER, O_NDJSON, O_JSON,
-	       O_WAIT };
+	enum {
+		O_RUN_AT = 256,
+		O_DELAY,
+		O_MAX,
+		O_TIMEOUT,
+		O_AMO,
+		O_TP,
+		O_AFTER,
+		O_NDJSON,
+		O_JSON,
+		O_WAIT
+	};
 	static const struct option opts[] = {
-		{"tenant", required_argument, NULL, 't'},
-		{"queue", required_argument, NULL, 'q'},
-		{"priority", required_argument, NULL, 'p'},
-		{"run-at", required_argument, NULL, O_RUN_AT},
-		{"delay", required_argument, NULL, O_DELAY},
-		{"idempotency-key", required_argument, NULL, 'k'},
-		{"max-attempts", required_argument, NULL, O_MAX},
-		{"timeout", required_argument, NULL, O_TIMEOUT},
-		{"at-most-once", no_argument, NULL, O_AMO},
-		{"traceparent", required_argument, NULL, O_TP},
-		{"after", required_argument, NULL, O_AFTER},
-		{"ndjson", no_argument, NULL, O_NDJSON},
-		{"json", no_argument, NULL, O_JSON},
-		{"wait", no_argument, NULL, O_WAIT},
-		{"config", required_argument, NULL, 'c'},
-		{"database", required_argument, NULL, 'd'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+	    {"tenant", required_argument, NULL, 't'},
+	    {"queue", required_argument, NULL, 'q'},
+	    {"priority", required_argument, NULL, 'p'},
+	    {"run-at", required_argument, NULL, O_RUN_AT},
+	    {"delay", required_argument, NULL, O_DELAY},
+	    {"idempotency-key", required_argument, NULL, 'k'},
+	    {"max-attempts", required_argument, NULL, O_MAX},
+	    {"timeout", required_argument, NULL, O_TIMEOUT},
+	    {"at-most-once", no_argument, NULL, O_AMO},
+	    {"traceparent", required_argument, NULL, O_TP},
+	    {"after", required_argument, NULL, O_AFTER},
+	    {"ndjson", no_argument, NULL, O_NDJSON},
+	    {"json", no_argument, NULL, O_JSON},
+	    {"wait", no_argument, NULL, O_WAIT},
+	    {"config", required_argument, NULL, 'c'},
+	    {"database", required_argument, NULL, 'd'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct pd_jobspec *s = &o->spec;
 	int ch;
@@ -436,8 +458,9 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 		case 'k':
 			if (*optarg == '\0')
 				return pd_errf(e, PD_EX_USAGE, "option -%c: must not be empty", ch);
-			*(ch == 't' ? &s->tenant : ch == 'q' ? &s->queue : &s->idempotency_key) =
-				optarg;
+			*(ch == 't'   ? &s->tenant
+			  : ch == 'q' ? &s->queue
+				      : &s->idempotency_key) = optarg;
 			break;
 		case 'p':
 			if (pd_priority_parse(optarg, &s->priority, e) < 0)
@@ -460,6 +483,9 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 		case O_TIMEOUT:
 			if (pd_cli_dur("--timeout", optarg, &s->timeout_ms, e) < 0)
 				return -1;
+			if (s->timeout_ms == 0)
+				return pd_errf(e, PD_EX_USAGE,
+					       "option --timeout: must be positive");
 			break;
 		case O_AMO:
 			s->delivery = "at-most-once";
@@ -469,9 +495,10 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 			break;
 		case O_AFTER:
 			if (s->nafter == MAX_AFTER)
-				return pd_errf(e, PD_EX_USAGE, "at most %d --after options", MAX_AFTER);
-			if (pd_cli_int("--after", optarg, 1, __LONG_LONG_MAX__, &o->after[s->nafter],
-				       e) < 0)
+				return pd_errf(e, PD_EX_USAGE, "at most %d --after options",
+					       MAX_AFTER);
+			if (pd_cli_int("--after", optarg, 1, __LONG_LONG_MAX__,
+				       &o->after[s->nafter], e) < 0)
 				return -1;
 			s->nafter++;
 			break;
@@ -513,18 +540,22 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 		return pd_errf(e, PD_EX_USAGE, "--run-at and --delay cannot be combined");
 	if (o->ndjson) {
 		if (argc - optind > 1)
-			return pd_errf(e, PD_EX_USAGE, "unexpected argument '%s' (with --ndjson the "
-				       "jobs come from stdin)", argv[optind + 1]);
+			return pd_errf(e, PD_EX_USAGE,
+				       "unexpected argument '%s' (with --ndjson the "
+				       "jobs come from stdin)",
+				       argv[optind + 1]);
 		if (o->wait)
 			return pd_errf(e, PD_EX_USAGE, "--wait takes a single job, not --ndjson");
 		if (s->idempotency_key)
-			return pd_errf(e, PD_EX_USAGE, "-k applies to one job; with --ndjson give "
+			return pd_errf(e, PD_EX_USAGE,
+				       "-k applies to one job; with --ndjson give "
 				       "\"idempotency_key\" on each line");
 	} else {
 		if (argc - optind < 1)
 			return pd_errf(e, PD_EX_USAGE, "missing TYPE");
 		if (argc - optind > 2)
-			return pd_errf(e, PD_EX_USAGE, "unexpected argument '%s'", argv[optind + 2]);
+			return pd_errf(e, PD_EX_USAGE, "unexpected argument '%s'",
+				       argv[optind + 2]);
 	}
 	if (argc > optind && *argv[optind] == '\0')
 		return pd_errf(e, PD_EX_USAGE, "TYPE must not be empty");
@@ -598,9 +629,10 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < n; i++)
 		if (!created[i])
-			fprintf(stderr,
-				"%s: idempotency key already used in tenant '%s': existing job %lld\n",
-				pd_progname(), o.spec.tenant ? o.spec.tenant : "default", ids[i]);
+			fprintf(
+			    stderr,
+			    "%s: idempotency key already used in tenant '%s': existing job %lld\n",
+			    pd_progname(), o.spec.tenant ? o.spec.tenant : "default", ids[i]);
 	if (o.json) {
 		if (print_rows(&a.db, ids, n, &e) < 0)
 			goto done;

@@ -26,32 +26,33 @@ static void on_signal(int sig)
 
 static void help(void)
 {
-	printf(SYNOPSIS "\nGive expired leases back to their queues; dead-letter jobs whose attempts\n"
-			"are exhausted and at-most-once jobs.\n\n"
-			"      --interval DURATION  time between passes (default 5s)\n"
-			"      --once               one pass, print what it did, and exit\n"
-			"  -c, --config FILE        configuration file\n"
-			"  -d, --database CONNINFO  libpq conninfo or URI (default $PD_DATABASE_URL)\n"
-			"  -q, --quiet              log warnings and errors only\n"
-			"  -v, --verbose            log debug messages\n"
-			"  -h, --help               show this help\n"
-			"  -V, --version            show the version\n\n"
-			"pd-worker does the same pass unless --no-reap. See pd-reaper(1).\n");
+	printf(SYNOPSIS
+	       "\nGive expired leases back to their queues; dead-letter jobs whose attempts\n"
+	       "are exhausted and at-most-once jobs.\n\n"
+	       "      --interval DURATION  time between passes (default 5s)\n"
+	       "      --once               one pass, print what it did, and exit\n"
+	       "  -c, --config FILE        configuration file\n"
+	       "  -d, --database CONNINFO  libpq conninfo or URI (default $PD_DATABASE_URL)\n"
+	       "  -q, --quiet              log warnings and errors only\n"
+	       "  -v, --verbose            log debug messages\n"
+	       "  -h, --help               show this help\n"
+	       "  -V, --version            show the version\n\n"
+	       "pd-worker does the same pass unless --no-reap. See pd-reaper(1).\n");
 }
 
 int main(int argc, char **argv)
 {
 	enum { O_INTERVAL = 256, O_ONCE };
 	static const struct option opts[] = {
-		{"interval", required_argument, NULL, O_INTERVAL},
-		{"once", no_argument, NULL, O_ONCE},
-		{"config", required_argument, NULL, 'c'},
-		{"database", required_argument, NULL, 'd'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+	    {"interval", required_argument, NULL, O_INTERVAL},
+	    {"once", no_argument, NULL, O_ONCE},
+	    {"config", required_argument, NULL, 'c'},
+	    {"database", required_argument, NULL, 'd'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct pd_err e = PD_ERR_INIT;
 	struct pd_app a;
@@ -67,7 +68,8 @@ int main(int argc, char **argv)
 			if (pd_cli_dur("--interval", optarg, &interval, &e) < 0)
 				return pd_cli_usage(SYNOPSIS, "%s", e.msg);
 			if (interval <= 0)
-				return pd_cli_usage(SYNOPSIS, "option --interval: must be positive");
+				return pd_cli_usage(SYNOPSIS,
+						    "option --interval: must be positive");
 			break;
 		case O_ONCE:
 			once = 1;

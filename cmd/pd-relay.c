@@ -14,9 +14,9 @@
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 	int ch;
 
@@ -24,10 +24,13 @@ int main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "+:hV", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'h':
-			printf(SYNOPSIS "\nPendulum's pd-relay: drain the outbox: run a publish command per message, at least once.\n"
-			       "Not implemented in this version: only --help and --version work.\n\n"
-			       "  -h, --help     show this help\n"
-			       "  -V, --version  show the version\n");
+			printf(
+			    SYNOPSIS
+			    "\nPendulum's pd-relay: drain the outbox: run a publish command per "
+			    "message, at least once.\n"
+			    "Not implemented in this version: only --help and --version work.\n\n"
+			    "  -h, --help     show this help\n"
+			    "  -V, --version  show the version\n");
 			return pd_cli_finish_stdout();
 		case 'V':
 			pd_cli_version();

@@ -28,35 +28,38 @@
 #include "sig.h"
 #include "text.h"
 
-#define SYNOPSIS "usage: pd-worker [-hVqv] [-c file] [-d conninfo] [options] --handler TYPE=COMMAND ...\n"
+#define SYNOPSIS                                                                                   \
+	"usage: pd-worker [-hVqv] [-c file] [-d conninfo] [options] --handler TYPE=COMMAND ...\n"
 #define MAX_HANDLERS 256
-#define MAX_QUEUES 64
+#define MAX_QUEUES   64
 
 extern char **environ;
 
 static void help(void)
 {
-	printf(SYNOPSIS
-	       "\nClaim jobs and run each one's handler with the payload on stdin.\n\n"
-	       "      --handler TYPE=COMMAND  run COMMAND with /bin/sh -c for jobs of TYPE ('*': any)\n"
-	       "      --exec TYPE=PATH        exec PATH (no shell) for jobs of TYPE\n"
-	       "  -q, --queue QUEUE           queue to serve (repeatable; default 'default')\n"
-	       "  -n, --concurrency N         handlers at once (default 4)\n"
-	       "      --lease DURATION        lease length (default 30s)\n"
-	       "      --heartbeat DURATION    lease renewal interval (default 10s)\n"
-	       "      --poll DURATION         poll interval when no notification comes (default 1s)\n"
-	       "      --drain-timeout DUR     on SIGTERM, wait this long for handlers (default 30s)\n"
-	       "      --batch N               jobs claimed at once (default: concurrency)\n"
-	       "      --no-reap               do not give back expired leases (run pd-reaper)\n"
-	       "      --until-idle            exit once nothing is runnable and nothing runs\n"
-	       "  -c, --config FILE           configuration file (handlers:, worker:, retry:)\n"
-	       "  -d, --database CONNINFO     libpq conninfo or URI (default $PD_DATABASE_URL)\n"
-	       "      --quiet                 log warnings and errors only\n"
-	       "  -v, --verbose               log debug messages\n"
-	       "  -h, --help                  show this help\n"
-	       "  -V, --version               show the version\n\n"
-	       "Handler exit 0 succeeds; 64, 65 or a configured terminal code dead-letters;\n"
-	       "anything else is retried with backoff. See pd-worker(1).\n");
+	printf(
+	    SYNOPSIS
+	    "\nClaim jobs and run each one's handler with the payload on stdin.\n\n"
+	    "      --handler TYPE=COMMAND  run COMMAND with /bin/sh -c for jobs of TYPE ('*': "
+	    "any)\n"
+	    "      --exec TYPE=PATH        exec PATH (no shell) for jobs of TYPE\n"
+	    "  -q, --queue QUEUE           queue to serve (repeatable; default 'default')\n"
+	    "  -n, --concurrency N         handlers at once (default 4)\n"
+	    "      --lease DURATION        lease length (default 30s)\n"
+	    "      --heartbeat DURATION    lease renewal interval (default 10s)\n"
+	    "      --poll DURATION         poll interval when no notification comes (default 1s)\n"
+	    "      --drain-timeout DUR     on SIGTERM, wait this long for handlers (default 30s)\n"
+	    "      --batch N               jobs claimed at once (default: concurrency)\n"
+	    "      --no-reap               do not give back expired leases (run pd-reaper)\n"
+	    "      --until-idle            exit once nothing is runnable and nothing runs\n"
+	    "  -c, --config FILE           configuration file (handlers:, worker:, retry:)\n"
+	    "  -d, --database CONNINFO     libpq conninfo or URI (default $PD_DATABASE_URL)\n"
+	    "      --quiet                 log warnings and errors only\n"
+	    "  -v, --verbose               log debug messages\n"
+	    "  -h, --help                  show this help\n"
+	    "  -V, --version               show the version\n\n"
+	    "Handler exit 0 succeeds; 64, 65 or a configured terminal code dead-letters;\n"
+	    "anything else is retried with backoff. See pd-worker(1).\n");
 }
 
 struct handler {
@@ -154,7 +157,8 @@ static void on_stderr(void *ctx, const char *line, size_t n)
 	char q[4200];
 
 	(void)n;
-	pd_log(PD_LOG_INFO, "handler stderr", "%s line=%s", s->prefix, pd_log_quote(q, sizeof(q), line));
+	pd_log(PD_LOG_INFO, "handler stderr", "%s line=%s", s->prefix,
+	       pd_log_quote(q, sizeof(q), line));
 }
 
 static char *envvar(const char *k, const char *v)
@@ -169,10 +173,10 @@ static char *envvar(const char *k, const char *v)
 /* The worker's environment plus the job's PD_* variables. */
 static char **build_env(const struct pd_claimed *j)
 {
-	static const char *ours[] = {"PD_JOB_ID",	"PD_JOB_TYPE",	    "PD_QUEUE",
-				     "PD_TENANT",	"PD_ATTEMPT",	    "PD_MAX_ATTEMPTS",
-				     "PD_LEASE_TOKEN",	"PD_RUN_AT",	    "PD_IDEMPOTENCY_KEY",
-				     "PD_REPLAY_COUNT", "TRACEPARENT",	    NULL};
+	static const char *ours[] = {"PD_JOB_ID",	"PD_JOB_TYPE", "PD_QUEUE",
+				     "PD_TENANT",	"PD_ATTEMPT",  "PD_MAX_ATTEMPTS",
+				     "PD_LEASE_TOKEN",	"PD_RUN_AT",   "PD_IDEMPOTENCY_KEY",
+				     "PD_REPLAY_COUNT", "TRACEPARENT", NULL};
 	size_t n = 0, k = 0;
 	char num[24], **env;
 
@@ -240,7 +244,8 @@ static void classify(struct worker *w, struct slot *s, int start_failed, const c
 	} else if (r.timed_out) {
 		o->kind = PD_FINISH_RETRY;
 		o->outcome = "timeout";
-		pd_buf_printf(&s->error, "timeout after %lldms", s->proc.timeout_at - s->proc.started_ms);
+		pd_buf_printf(&s->error, "timeout after %lldms",
+			      s->proc.timeout_at - s->proc.started_ms);
 	} else if (r.exit_code == 0) {
 		struct pd_json j = PD_JSON_INIT;
 		struct pd_err ignore = PD_ERR_INIT;
@@ -251,7 +256,8 @@ static void classify(struct worker *w, struct slot *s, int start_failed, const c
 		o->result_truncated = s->proc.truncated;
 		if (s->proc.out.len == 0) {
 			o->result = NULL;
-		} else if (!s->proc.truncated && pd_json_parse(&j, out, s->proc.out.len, &ignore) == 0) {
+		} else if (!s->proc.truncated &&
+			   pd_json_parse(&j, out, s->proc.out.len, &ignore) == 0) {
 			pd_buf_append(&s->result, out, s->proc.out.len);
 			o->result = s->result.data;
 		} else {
@@ -339,23 +345,31 @@ static int db_failed(struct worker *w, const struct pd_err *e)
 		db_down(w, e);
 		return 0;
 	}
-	pd_log(PD_LOG_ERROR, "database error", "error=%s", pd_log_quote((char[600]){0}, 600, e->msg));
+	pd_log(PD_LOG_ERROR, "database error", "error=%s",
+	       pd_log_quote((char[600]){0}, 600, e->msg));
 	return -1;
 }
 
-static int connect_db(struct worker *w)
+/*
+ * Connect, LISTEN and register. At start-up (first) any failure is final:
+ * the caller exits with e's code. Later, an unavailable database is retried
+ * with backoff and the loop goes on; anything else is final.
+ */
+static int connect_db(struct worker *w, int first, struct pd_err *e)
 {
-	struct pd_err e = PD_ERR_INIT;
+	static const char *any[] = {"*"};
 
-	if (pd_app_connect(&w->app, 1, &e) < 0 ||
-	    pd_db_exec(&w->app.db, "LISTEN pendulum_jobs", 0, NULL, PGRES_COMMAND_OK, NULL, &e) < 0 ||
+	if (pd_app_connect(&w->app, 1, e) < 0 ||
+	    pd_db_exec(&w->app.db, "LISTEN pendulum_jobs", 0, NULL, PGRES_COMMAND_OK, NULL, e) <
+		0 ||
 	    pd_worker_register(&w->app.db, w->id, w->host, (int)getpid(), w->queues, w->nqueues,
-			       w->types ? w->types : (const char *[]){"*"}, w->types ? w->ntypes : 1,
-			       (int)w->concurrency, &e) < 0) {
-		if (e.code != PD_EX_UNAVAILABLE)
-			return pd_die_msg(e.msg), -1;
+			       w->types ? w->types : any, w->types ? w->ntypes : 1,
+			       (int)w->concurrency, e) < 0) {
+		if (first || e->code != PD_EX_UNAVAILABLE)
+			return -1;
 		pd_log(PD_LOG_WARN, "database unavailable, will retry", "retry_ms=%lld error=%s",
-		       w->connect_backoff, pd_log_quote((char[600]){0}, 600, e.msg));
+		       w->connect_backoff, pd_log_quote((char[600]){0}, 600, e->msg));
+		pd_err_clear(e);
 		w->db_up = 0;
 		w->next_connect = pd_now_ms() + w->connect_backoff;
 		w->connect_backoff = w->connect_backoff * 2 > 5000 ? 5000 : w->connect_backoff * 2;
@@ -364,7 +378,8 @@ static int connect_db(struct worker *w)
 	w->db_up = 1;
 	w->wake = 1;
 	w->connect_backoff = 100;
-	pd_log(PD_LOG_INFO, "connected", "worker=%s", w->id);
+	pd_log(first ? PD_LOG_DEBUG : PD_LOG_INFO, first ? "connected" : "reconnected", "worker=%s",
+	       w->id);
 	return 0;
 }
 
@@ -410,7 +425,11 @@ static int heartbeat(struct worker *w)
 	for (int i = 0; i < w->concurrency && n < 1024; i++) {
 		struct slot *s = &w->slots[i];
 
-		if (s->used && !s->finished && !s->lease_lost) {
+		/*
+		 * A handler that already exited has an outcome to write: let that write
+		 * go through the fence (and be counted if fenced) rather than drop it here.
+		 */
+		if (s->used && !s->finished && !s->lease_lost && !s->proc.reaped) {
 			ids[n] = s->job.id;
 			tokens[n] = s->job.token;
 			idx[n++] = i;
@@ -435,7 +454,8 @@ static int claim(struct worker *w)
 {
 	struct pd_claimed *c = NULL;
 	struct pd_err e = PD_ERR_INIT;
-	int free_slots = (int)w->concurrency - running_count(w), n = 0, want;
+	int free_slots = (int)w->concurrency - running_count(w), n = 0, want, started = 0;
+	long long ids[1024], tokens[1024];
 
 	want = free_slots < w->batch ? free_slots : (int)w->batch;
 	if (want <= 0)
@@ -456,10 +476,14 @@ static int claim(struct worker *w)
 		s->job = c[k];
 		s->h = find_handler(w, s->job.type);
 		start_slot(w, s);
-		if (s->running && pd_jobs_start(&w->app.db, s->job.id, s->job.token, &e) < 0)
-			return free(c), db_failed(w, &e);
+		if (s->running && started < 1024) {
+			ids[started] = s->job.id;
+			tokens[started++] = s->job.token;
+		}
 	}
 	free(c); /* the strings now belong to the slots */
+	if (pd_jobs_start(&w->app.db, ids, tokens, started, &e) < 0)
+		return db_failed(w, &e);
 	return 0;
 }
 
@@ -510,9 +534,15 @@ static int loop(struct worker *w)
 		long long now = pd_now_ms(), deadline = -1;
 		int nfds = 0, n;
 
-		if (!w->db_up && now >= w->next_connect && connect_db(w) < 0) {
-			rc = PD_EX_SOFTWARE;
-			break;
+		if (!w->db_up && now >= w->next_connect) {
+			struct pd_err e = PD_ERR_INIT;
+
+			if (connect_db(w, 0, &e) < 0) {
+				pd_log(PD_LOG_ERROR, "cannot reconnect", "error=%s",
+				       pd_log_quote((char[600]){0}, 600, e.msg));
+				rc = e.code;
+				break;
+			}
 		}
 		/* Outcomes first: a worker resumed after a stop writes (and is fenced) before it
 		 * heartbeats. */
@@ -538,8 +568,8 @@ static int loop(struct worker *w)
 					break;
 				}
 			} else if (requeued || dead) {
-				pd_log(PD_LOG_INFO, "expired leases given back", "requeued=%d dead=%d",
-				       requeued, dead);
+				pd_log(PD_LOG_INFO, "expired leases given back",
+				       "requeued=%d dead=%d", requeued, dead);
 			}
 			w->next_reap = now + w->lease_ms / 2;
 		}
@@ -576,7 +606,8 @@ static int loop(struct worker *w)
 
 		fds[nfds++] = (struct pollfd){.fd = w->sigfd, .events = POLLIN};
 		if (w->db_up)
-			fds[nfds++] = (struct pollfd){.fd = PQsocket(w->app.db.conn), .events = POLLIN};
+			fds[nfds++] =
+			    (struct pollfd){.fd = PQsocket(w->app.db.conn), .events = POLLIN};
 		for (int i = 0; i < w->concurrency; i++) {
 			struct slot *s = &w->slots[i];
 
@@ -597,7 +628,10 @@ static int loop(struct worker *w)
 		if (w->draining && !w->drain_killed)
 			deadline = min_deadline(deadline, w->drain_deadline);
 		now = pd_now_ms();
-		n = poll(fds, (nfds_t)nfds, deadline < 0 ? -1 : deadline <= now ? 0 : (int)(deadline - now));
+		n = poll(fds, (nfds_t)nfds,
+			 deadline < 0	   ? -1
+			 : deadline <= now ? 0
+					   : (int)(deadline - now));
 		if (n < 0 && errno != EINTR) {
 			pd_log(PD_LOG_ERROR, "poll failed", "error=%s", strerror(errno));
 			rc = PD_EX_SOFTWARE;
@@ -619,7 +653,8 @@ static int loop(struct worker *w)
 			if (!PQconsumeInput(w->app.db.conn)) {
 				struct pd_err e = PD_ERR_INIT;
 
-				pd_errf(&e, PD_EX_UNAVAILABLE, "%s", PQerrorMessage(w->app.db.conn));
+				pd_errf(&e, PD_EX_UNAVAILABLE, "%s",
+					PQerrorMessage(w->app.db.conn));
 				db_down(w, &e);
 			} else {
 				while ((nt = PQnotifies(w->app.db.conn)) != NULL) {
@@ -662,8 +697,8 @@ static int add_handler(struct worker *w, const char *arg, int exec, struct pd_er
 	if (eq == NULL || eq == h->owned || eq[1] == '\0') {
 		free(h->owned);
 		h->owned = NULL;
-		return pd_errf(e, PD_EX_USAGE, "--%s '%s': expected TYPE=%s", exec ? "exec" : "handler",
-			       arg, exec ? "PATH" : "COMMAND");
+		return pd_errf(e, PD_EX_USAGE, "--%s '%s': expected TYPE=%s",
+			       exec ? "exec" : "handler", arg, exec ? "PATH" : "COMMAND");
 	}
 	*eq = '\0';
 	h->type = h->owned;
@@ -680,27 +715,37 @@ static int add_handler(struct worker *w, const char *arg, int exec, struct pd_er
 
 static int parse_args(struct worker *w, int argc, char **argv, struct pd_err *e)
 {
-	enum { O_HANDLER = 256, O_EXEC, O_LEASE, O_BEAT, O_POLL, O_DRAIN, O_BATCH, O_NOREAP, O_IDLE,
-	       O_QUIET };
+	enum {
+		O_HANDLER = 256,
+		O_EXEC,
+		O_LEASE,
+		O_BEAT,
+		O_POLL,
+		O_DRAIN,
+		O_BATCH,
+		O_NOREAP,
+		O_IDLE,
+		O_QUIET
+	};
 	static const struct option opts[] = {
-		{"handler", required_argument, NULL, O_HANDLER},
-		{"exec", required_argument, NULL, O_EXEC},
-		{"queue", required_argument, NULL, 'q'},
-		{"concurrency", required_argument, NULL, 'n'},
-		{"lease", required_argument, NULL, O_LEASE},
-		{"heartbeat", required_argument, NULL, O_BEAT},
-		{"poll", required_argument, NULL, O_POLL},
-		{"drain-timeout", required_argument, NULL, O_DRAIN},
-		{"batch", required_argument, NULL, O_BATCH},
-		{"no-reap", no_argument, NULL, O_NOREAP},
-		{"until-idle", no_argument, NULL, O_IDLE},
-		{"config", required_argument, NULL, 'c'},
-		{"database", required_argument, NULL, 'd'},
-		{"quiet", no_argument, NULL, O_QUIET},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+	    {"handler", required_argument, NULL, O_HANDLER},
+	    {"exec", required_argument, NULL, O_EXEC},
+	    {"queue", required_argument, NULL, 'q'},
+	    {"concurrency", required_argument, NULL, 'n'},
+	    {"lease", required_argument, NULL, O_LEASE},
+	    {"heartbeat", required_argument, NULL, O_BEAT},
+	    {"poll", required_argument, NULL, O_POLL},
+	    {"drain-timeout", required_argument, NULL, O_DRAIN},
+	    {"batch", required_argument, NULL, O_BATCH},
+	    {"no-reap", no_argument, NULL, O_NOREAP},
+	    {"until-idle", no_argument, NULL, O_IDLE},
+	    {"config", required_argument, NULL, 'c'},
+	    {"database", required_argument, NULL, 'd'},
+	    {"quiet", no_argument, NULL, O_QUIET},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 	int ch;
 
@@ -713,7 +758,8 @@ static int parse_args(struct worker *w, int argc, char **argv, struct pd_err *e)
 			break;
 		case 'q':
 			if (w->nqueues == MAX_QUEUES)
-				return pd_errf(e, PD_EX_USAGE, "too many queues (at most %d)", MAX_QUEUES);
+				return pd_errf(e, PD_EX_USAGE, "too many queues (at most %d)",
+					       MAX_QUEUES);
 			if (*optarg == '\0')
 				return pd_errf(e, PD_EX_USAGE, "option -q: must not be empty");
 			w->queues[w->nqueues++] = optarg;
@@ -823,7 +869,8 @@ int main(int argc, char **argv)
 		const struct pd_handler_cfg *hc = &cfg->handlers[i];
 		struct handler *h = &w.handlers[w.nhandlers];
 
-		if (find_handler(&w, hc->type) && strcmp(find_handler(&w, hc->type)->type, hc->type) == 0)
+		if (find_handler(&w, hc->type) &&
+		    strcmp(find_handler(&w, hc->type)->type, hc->type) == 0)
 			continue; /* a flag for this type wins */
 		h->type = hc->type;
 		h->run = hc->run;
@@ -840,7 +887,8 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	if (w.heartbeat_ms <= 0 || w.heartbeat_ms >= w.lease_ms) {
-		pd_errf(&e, PD_EX_USAGE, "the heartbeat (%lldms) must be shorter than the lease (%lldms)",
+		pd_errf(&e, PD_EX_USAGE,
+			"the heartbeat (%lldms) must be shorter than the lease (%lldms)",
 			w.heartbeat_ms, w.lease_ms);
 		goto fail;
 	}
@@ -861,14 +909,10 @@ int main(int argc, char **argv)
 		 (unsigned)(pd_rng_next(&w.rng) & 0xffff));
 	if ((w.sigfd = pd_sig_open(signals, 4, &e)) < 0)
 		goto fail;
-	/* A one-shot failure to connect at start-up is an error (69), not a retry loop. */
-	if (pd_app_connect(&w.app, 1, &e) < 0)
-		goto fail;
+	/* A failure to connect at start-up is an error (69), not a retry loop. */
 	w.connect_backoff = 100;
-	if (connect_db(&w) < 0 || !w.db_up) {
-		rc = PD_EX_UNAVAILABLE;
-		goto out;
-	}
+	if (connect_db(&w, 1, &e) < 0)
+		goto fail;
 	pd_log(PD_LOG_INFO, "worker started", "worker=%s concurrency=%lld queues=%d handlers=%d",
 	       w.id, w.concurrency, w.nqueues, w.nhandlers);
 	rc = loop(&w);

@@ -1,3 +1,4 @@
+#include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
@@ -29,9 +30,14 @@ int pd_app_load(struct pd_app *a, struct pd_err *e)
 
 int pd_app_connect(struct pd_app *a, int check_schema, struct pd_err *e)
 {
-	const char *url = a->database ? a->database : a->cfg.database_url;
+	/* -d, then $PD_DATABASE_URL, then the file's database_url, then libpq's defaults. */
+	const char *env = getenv("PD_DATABASE_URL");
+	const char *url = a->database		? a->database
+			  : env && *env		? env
+			  : a->cfg.database_url ? a->cfg.database_url
+						: "";
 
-	if (pd_db_connect(&a->db, pd_db_url(url), pd_progname(), e) < 0)
+	if (pd_db_connect(&a->db, url, pd_progname(), e) < 0)
 		return -1;
 	if (check_schema && pd_migrate_check(&a->db, e) < 0)
 		return -1;

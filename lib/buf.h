@@ -13,7 +13,10 @@ struct pd_buf {
 	size_t cap;
 };
 
-#define PD_BUF_INIT {NULL, 0, 0}
+#define PD_BUF_INIT                                                                                \
+	{                                                                                          \
+		NULL, 0, 0                                                                         \
+	}
 
 void pd_buf_append(struct pd_buf *b, const void *p, size_t n);
 void pd_buf_puts(struct pd_buf *b, const char *s);

@@ -115,7 +115,8 @@ void pd_table_add(struct pd_table *t, const char *const *row)
 {
 	if (t->nrows == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 16;
-		t->cells = pd_xrealloc(t->cells, sizeof(char *) * (size_t)t->cap * (size_t)t->ncols);
+		t->cells =
+		    pd_xrealloc(t->cells, sizeof(char *) * (size_t)t->cap * (size_t)t->ncols);
 	}
 	for (int c = 0; c < t->ncols; c++)
 		t->cells[t->nrows * t->ncols + c] = row[c] ? pd_xstrdup(row[c]) : NULL;

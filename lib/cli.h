@@ -42,9 +42,10 @@ int pd_cli_finish_stdout(void);
  */
 struct pd_table {
 	int ncols;
-	const char **names;  /* column headers; JSON keys */
-	const char *numeric; /* per column 'n' = JSON number when it parses, 'b' = boolean, else string */
-	char **cells;	     /* nrows * ncols, NULL = null */
+	const char **names; /* column headers; JSON keys */
+	const char
+	    *numeric; /* per column 'n' = JSON number when it parses, 'b' = boolean, else string */
+	char **cells; /* nrows * ncols, NULL = null */
 	int nrows, cap;
 };
 

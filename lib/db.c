@@ -7,16 +7,6 @@
 #include "db.h"
 #include "log.h"
 
-const char *pd_db_url(const char *url)
-{
-	const char *env;
-
-	if (url && *url)
-		return url;
-	env = getenv("PD_DATABASE_URL");
-	return env ? env : "";
-}
-
 void pd_db_describe(const char *conninfo, char *out, size_t n)
 {
 	static const char *keep[] = {"host", "hostaddr", "port", "dbname", "user", "service", NULL};
@@ -123,12 +113,14 @@ static int fail(struct pd_db *db, PGresult *r, struct pd_err *e)
 	char line[400];
 	int code = PD_EX_SOFTWARE;
 
+	/* The server's primary message alone reads best ("relation x does not exist"). */
+	if (r && PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY))
+		msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
 	if (msg == NULL || *msg == '\0')
 		msg = db->conn ? PQerrorMessage(db->conn) : "no connection";
 	first_line(msg, line, sizeof(line));
 	if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK ||
-	    (state && strncmp(state, "08", 2) == 0) ||
-	    (state && strncmp(state, "57P", 3) == 0))
+	    (state && strncmp(state, "08", 2) == 0) || (state && strncmp(state, "57P", 3) == 0))
 		code = PD_EX_UNAVAILABLE;
 	if (e && e->code == 0 && state)
 		snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", state);
@@ -165,8 +157,8 @@ int pd_db_exec_script(struct pd_db *db, const char *sql, struct pd_err *e)
 	if (db->conn == NULL)
 		return fail(db, NULL, e);
 	r = PQexec(db->conn, sql);
-	if (r == NULL || (PQresultStatus(r) != PGRES_COMMAND_OK &&
-			  PQresultStatus(r) != PGRES_TUPLES_OK))
+	if (r == NULL ||
+	    (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK))
 		return fail(db, r, e);
 	PQclear(r);
 	return 0;

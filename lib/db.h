@@ -15,18 +15,16 @@
 
 struct pd_db {
 	PGconn *conn;
-	char *conninfo;	 /* as given; may hold a password: never log it */
-	char *appname;	 /* application_name */
-	char where[256]; /* "host=... port=... dbname=... user=..." without password, for messages */
+	char *conninfo; /* as given; may hold a password: never log it */
+	char *appname;	/* application_name */
+	char
+	    where[256]; /* "host=... port=... dbname=... user=..." without password, for messages */
 };
 
-#define PD_DB_INIT {NULL, NULL, NULL, ""}
-
-/*
- * The conninfo to use: url if given, else $PD_DATABASE_URL, else "" (libpq's
- * own defaults: PGHOST, PGDATABASE, PGSERVICE...). Never NULL.
- */
-const char *pd_db_url(const char *url);
+#define PD_DB_INIT                                                                                 \
+	{                                                                                          \
+		NULL, NULL, NULL, ""                                                               \
+	}
 
 /*
  * Connect with application_name=appname. On failure fills e with code 69 and

@@ -12,7 +12,7 @@
 
 enum pd_exit {
 	PD_EX_OK = 0,
-	PD_EX_CONFLICT = 1,	/* well formed, but the object's state forbids it */
+	PD_EX_CONFLICT = 1, /* well formed, but the object's state forbids it */
 	PD_EX_NOTFOUND = 2,
 	PD_EX_USAGE = 64,
 	PD_EX_DATAERR = 65,	/* bad input data; nothing written */
@@ -27,11 +27,13 @@ struct pd_err {
 	char msg[512];
 };
 
-#define PD_ERR_INIT {0, "", ""}
+#define PD_ERR_INIT                                                                                \
+	{                                                                                          \
+		0, "", ""                                                                          \
+	}
 
 /* Fill e (unless already filled) and return -1. */
-int pd_errf(struct pd_err *e, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+int pd_errf(struct pd_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int pd_verrf(struct pd_err *e, int code, const char *fmt, va_list ap);
 
 /* Forget a previous error (for callers that handled it). */

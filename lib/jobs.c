@@ -28,28 +28,28 @@ static char *dup_or_null(const PGresult *r, int row, int col)
 }
 
 static const char claim_sql[] =
-	"WITH c AS ("
-	" SELECT id FROM pendulum.jobs"
-	" WHERE state = 'PENDING' AND queue = ANY ($1::text[]) AND run_at <= now()"
-	"   AND ($2::text[] IS NULL OR job_type = ANY ($2::text[]))"
-	" ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
-	"), j AS ("
-	" UPDATE pendulum.jobs j SET state = 'LEASED',"
-	"   lease_token = nextval('pendulum.lease_token_seq'), lease_owner = $4,"
-	"   lease_expires_at = now() + $5::bigint * interval '1 millisecond',"
-	"   attempt = j.attempt + 1, started_at = NULL"
-	" FROM c WHERE j.id = c.id"
-	" RETURNING j.*"
-	"), a AS ("
-	" INSERT INTO pendulum.job_attempts (job_id, attempt, lease_token, worker)"
-	" SELECT id, attempt, lease_token, $4 FROM j"
-	") "
-	"SELECT id, lease_token, attempt, max_attempts, replay_count,"
-	" COALESCE((extract(epoch FROM timeout) * 1000)::bigint, -1),"
-	" job_type, queue, tenant_id, payload::text,"
-	" to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),"
-	" idempotency_key, traceparent "
-	"FROM j ORDER BY priority DESC, run_at, id";
+    "WITH c AS ("
+    " SELECT id FROM pendulum.jobs"
+    " WHERE state = 'PENDING' AND queue = ANY ($1::text[]) AND run_at <= now()"
+    "   AND ($2::text[] IS NULL OR job_type = ANY ($2::text[]))"
+    " ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+    "), j AS ("
+    " UPDATE pendulum.jobs j SET state = 'LEASED',"
+    "   lease_token = nextval('pendulum.lease_token_seq'), lease_owner = $4,"
+    "   lease_expires_at = now() + $5::bigint * interval '1 millisecond',"
+    "   attempt = j.attempt + 1, started_at = NULL"
+    " FROM c WHERE j.id = c.id"
+    " RETURNING j.*"
+    "), a AS ("
+    " INSERT INTO pendulum.job_attempts (job_id, attempt, lease_token, worker)"
+    " SELECT id, attempt, lease_token, $4 FROM j"
+    ") "
+    "SELECT id, lease_token, attempt, max_attempts, replay_count,"
+    " COALESCE((extract(epoch FROM timeout) * 1000)::bigint, -1),"
+    " job_type, queue, tenant_id, payload::text,"
+    " to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),"
+    " idempotency_key, traceparent "
+    "FROM j ORDER BY priority DESC, run_at, id";
 
 int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queues, int nqueues,
 		  const char *const *types, int ntypes, int limit, long long lease_ms,
@@ -116,65 +116,93 @@ void pd_claimed_free(struct pd_claimed *c, int n)
 	free(c);
 }
 
-int pd_jobs_start(struct pd_db *db, long long id, long long token, struct pd_err *e)
+/* "{1,2,3}" */
+static void id_array(struct pd_buf *b, const long long *v, int n)
+{
+	pd_buf_putc(b, '{');
+	for (int i = 0; i < n; i++)
+		pd_buf_printf(b, "%s%lld", i ? "," : "", v[i]);
+	pd_buf_putc(b, '}');
+}
+
+int pd_jobs_start(struct pd_db *db, const long long *ids, const long long *tokens, int n,
+		  struct pd_err *e)
 {
 	static const char sql[] =
-		"WITH j AS (UPDATE pendulum.jobs SET state = 'RUNNING', started_at = now()"
-		" WHERE id = $1 AND lease_token = $2 AND state = 'LEASED' RETURNING id), "
-		"f AS (UPDATE pendulum.counters SET value = value + 1"
-		" WHERE name = 'writes_fenced' AND NOT EXISTS (SELECT 1 FROM j)) "
-		"SELECT count(*) FROM j";
-	char a[24], b[24];
-	const char *params[2] = {a, b};
+	    "WITH j AS (UPDATE pendulum.jobs j SET state = 'RUNNING', started_at = now()"
+	    " FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)"
+	    " WHERE j.id = l.id AND j.lease_token = l.token AND j.state = 'LEASED' RETURNING "
+	    "j.id), "
+	    "f AS (UPDATE pendulum.counters SET value = value + $3::integer - (SELECT count(*) "
+	    "FROM j)"
+	    " WHERE name = 'writes_fenced' AND (SELECT count(*) FROM j) < $3::integer) "
+	    "SELECT count(*) FROM j";
+	struct pd_buf ia = PD_BUF_INIT, ta = PD_BUF_INIT;
+	char count[16];
+	const char *params[3];
 	char *v = NULL;
-	int applied;
+	int applied, rc;
 
-	snprintf(a, sizeof(a), "%lld", id);
-	snprintf(b, sizeof(b), "%lld", token);
-	if (pd_db_value(db, sql, 2, params, &v, e) < 0)
+	if (n == 0)
+		return 0;
+	id_array(&ia, ids, n);
+	id_array(&ta, tokens, n);
+	snprintf(count, sizeof(count), "%d", n);
+	params[0] = ia.data;
+	params[1] = ta.data;
+	params[2] = count;
+	rc = pd_db_value(db, sql, 3, params, &v, e);
+	pd_buf_release(&ia);
+	pd_buf_release(&ta);
+	if (rc < 0)
 		return -1;
-	applied = v && strcmp(v, "1") == 0;
+	applied = v ? atoi(v) : 0;
 	free(v);
 	return applied;
 }
 
 static const char finish_sql[] =
-	"WITH j AS ("
-	" UPDATE pendulum.jobs SET"
-	"  state = CASE $3 WHEN 'succeeded' THEN 'SUCCEEDED' WHEN 'dead' THEN 'DEAD_LETTERED'"
-	"   WHEN 'release' THEN 'PENDING'"
-	"   ELSE CASE WHEN attempt >= max_attempts THEN 'DEAD_LETTERED' ELSE 'PENDING' END END,"
-	"  attempt = CASE $3 WHEN 'release' THEN greatest(attempt - 1, 0) ELSE attempt END,"
-	"  run_at = CASE WHEN $3 = 'retry' AND attempt < max_attempts"
-	"   THEN now() + $4::bigint * interval '1 millisecond'"
-	"   WHEN $3 = 'release' THEN now() ELSE run_at END,"
-	"  result = CASE $3 WHEN 'succeeded' THEN $5::jsonb ELSE result END,"
-	"  result_is_text = CASE $3 WHEN 'succeeded' THEN $6::boolean ELSE result_is_text END,"
-	"  result_truncated = CASE $3 WHEN 'succeeded' THEN $7::boolean ELSE result_truncated END,"
-	"  last_error = CASE $3 WHEN 'succeeded' THEN NULL WHEN 'release' THEN last_error"
-	"   ELSE $8 END,"
-	"  dead_reason = CASE WHEN $3 = 'dead' THEN $9"
-	"   WHEN $3 = 'retry' AND attempt >= max_attempts THEN 'attempts exhausted' END,"
-	"  finished_at = CASE WHEN $3 IN ('succeeded', 'dead')"
-	"   OR ($3 = 'retry' AND attempt >= max_attempts) THEN now() END,"
-	"  lease_owner = NULL, lease_expires_at = NULL"
-	" WHERE id = $1 AND lease_token = $2 AND state IN ('LEASED', 'RUNNING')"
-	" RETURNING id, state"
-	"), a AS ("
-	" UPDATE pendulum.job_attempts SET finished_at = now(), outcome = $10,"
-	"  exit_code = $11::integer, signal = $12::integer, stderr_tail = $13"
-	" WHERE job_id = $1 AND lease_token = $2 AND EXISTS (SELECT 1 FROM j)"
-	"), u AS ("
-	" UPDATE pendulum.jobs b SET state = 'PENDING', run_at = greatest(b.run_at, now())"
-	" WHERE $3 = 'succeeded' AND b.state = 'BLOCKED' AND b.depends_on @> ARRAY[$1::bigint]"
-	"  AND EXISTS (SELECT 1 FROM j)"
-	"  AND NOT EXISTS (SELECT 1 FROM pendulum.jobs d WHERE d.id = ANY (b.depends_on)"
-	"   AND d.id <> $1 AND d.state <> 'SUCCEEDED')"
-	"), f AS ("
-	" UPDATE pendulum.counters SET value = value + 1"
-	" WHERE name = 'writes_fenced' AND NOT EXISTS (SELECT 1 FROM j)"
-	") "
-	"SELECT state FROM j";
+    "WITH j AS ("
+    " UPDATE pendulum.jobs SET"
+    "  state = CASE $3 WHEN 'succeeded' THEN 'SUCCEEDED' WHEN 'dead' THEN 'DEAD_LETTERED'"
+    "   WHEN 'release' THEN CASE WHEN delivery = 'at-most-once' THEN 'DEAD_LETTERED'"
+    "    ELSE 'PENDING' END"
+    "   ELSE CASE WHEN attempt >= max_attempts THEN 'DEAD_LETTERED' ELSE 'PENDING' END END,"
+    "  attempt = CASE WHEN $3 = 'release' AND delivery <> 'at-most-once'"
+    "   THEN greatest(attempt - 1, 0) ELSE attempt END,"
+    "  run_at = CASE WHEN $3 = 'retry' AND attempt < max_attempts"
+    "   THEN now() + $4::bigint * interval '1 millisecond'"
+    "   WHEN $3 = 'release' THEN now() ELSE run_at END,"
+    "  result = CASE $3 WHEN 'succeeded' THEN $5::jsonb ELSE result END,"
+    "  result_is_text = CASE $3 WHEN 'succeeded' THEN $6::boolean ELSE result_is_text END,"
+    "  result_truncated = CASE $3 WHEN 'succeeded' THEN $7::boolean ELSE result_truncated END,"
+    "  last_error = CASE $3 WHEN 'succeeded' THEN NULL WHEN 'release' THEN last_error"
+    "   ELSE $8 END,"
+    "  dead_reason = CASE WHEN $3 = 'dead' THEN $9"
+    "   WHEN $3 = 'release' AND delivery = 'at-most-once'"
+    "    THEN 'interrupted by worker shutdown (at-most-once delivery: not run again)'"
+    "   WHEN $3 = 'retry' AND attempt >= max_attempts THEN 'attempts exhausted' END,"
+    "  finished_at = CASE WHEN $3 IN ('succeeded', 'dead')"
+    "   OR ($3 = 'release' AND delivery = 'at-most-once')"
+    "   OR ($3 = 'retry' AND attempt >= max_attempts) THEN now() END,"
+    "  lease_owner = NULL, lease_expires_at = NULL"
+    " WHERE id = $1 AND lease_token = $2 AND state IN ('LEASED', 'RUNNING')"
+    " RETURNING id, state"
+    "), a AS ("
+    " UPDATE pendulum.job_attempts SET finished_at = now(), outcome = $10,"
+    "  exit_code = $11::integer, signal = $12::integer, stderr_tail = $13"
+    " WHERE job_id = $1 AND lease_token = $2 AND EXISTS (SELECT 1 FROM j)"
+    "), u AS ("
+    " UPDATE pendulum.jobs b SET state = 'PENDING', run_at = greatest(b.run_at, now())"
+    " WHERE $3 = 'succeeded' AND b.state = 'BLOCKED' AND b.depends_on @> ARRAY[$1::bigint]"
+    "  AND EXISTS (SELECT 1 FROM j)"
+    "  AND NOT EXISTS (SELECT 1 FROM pendulum.jobs d WHERE d.id = ANY (b.depends_on)"
+    "   AND d.id <> $1 AND d.state <> 'SUCCEEDED')"
+    "), f AS ("
+    " UPDATE pendulum.counters SET value = value + 1"
+    " WHERE name = 'writes_fenced' AND NOT EXISTS (SELECT 1 FROM j)"
+    ") "
+    "SELECT state FROM j";
 
 int pd_jobs_finish(struct pd_db *db, long long id, long long token, const struct pd_outcome *o,
 		   char *state, struct pd_err *e)
@@ -214,29 +242,25 @@ int pd_jobs_heartbeat(struct pd_db *db, const char *worker, const long long *ids
 		      struct pd_err *e)
 {
 	static const char sql[] =
-		"WITH h AS ("
-		" UPDATE pendulum.jobs j SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'"
-		" FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)"
-		" WHERE j.id = l.id AND j.lease_token = l.token AND j.state IN ('LEASED', 'RUNNING')"
-		" RETURNING j.lease_token"
-		"), w AS ("
-		" UPDATE pendulum.workers SET last_seen_at = now(), in_flight = $5 WHERE id = $4"
-		") SELECT lease_token FROM h";
+	    "WITH h AS ("
+	    " UPDATE pendulum.jobs j SET lease_expires_at = now() + $3::bigint * interval '1 "
+	    "millisecond'"
+	    " FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)"
+	    " WHERE j.id = l.id AND j.lease_token = l.token AND j.state IN ('LEASED', 'RUNNING')"
+	    " RETURNING j.lease_token"
+	    "), w AS ("
+	    " UPDATE pendulum.workers SET last_seen_at = now(), in_flight = $5 WHERE id = $4"
+	    ") SELECT lease_token FROM h";
 	struct pd_buf ia = PD_BUF_INIT, ta = PD_BUF_INIT;
 	char lease[24], inflight[16];
 	const char *params[5];
 	PGresult *r;
 	int rc;
 
-	pd_buf_putc(&ia, '{');
-	pd_buf_putc(&ta, '{');
-	for (int i = 0; i < n; i++) {
-		pd_buf_printf(&ia, "%s%lld", i ? "," : "", ids[i]);
-		pd_buf_printf(&ta, "%s%lld", i ? "," : "", tokens[i]);
+	id_array(&ia, ids, n);
+	id_array(&ta, tokens, n);
+	for (int i = 0; i < n; i++)
 		held[i] = 0;
-	}
-	pd_buf_putc(&ia, '}');
-	pd_buf_putc(&ta, '}');
 	snprintf(lease, sizeof(lease), "%lld", lease_ms);
 	snprintf(inflight, sizeof(inflight), "%d", n);
 	params[0] = ia.data;
@@ -263,36 +287,37 @@ int pd_jobs_heartbeat(struct pd_db *db, const char *worker, const long long *ids
 int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
 {
 	static const char sql[] =
-		"WITH x AS ("
-		" SELECT id, lease_token FROM pendulum.jobs"
-		" WHERE state IN ('LEASED', 'RUNNING') AND lease_expires_at < now()"
-		" ORDER BY lease_expires_at LIMIT 1000 FOR UPDATE SKIP LOCKED"
-		"), j AS ("
-		" UPDATE pendulum.jobs j SET"
-		"  state = CASE WHEN j.delivery = 'at-most-once' OR j.attempt >= j.max_attempts"
-		"   THEN 'DEAD_LETTERED' ELSE 'PENDING' END,"
-		"  dead_reason = CASE WHEN j.delivery = 'at-most-once'"
-		"   THEN 'lease expired (at-most-once delivery: not run again)'"
-		"   WHEN j.attempt >= j.max_attempts THEN 'attempts exhausted (last lease expired)' END,"
-		"  finished_at = CASE WHEN j.delivery = 'at-most-once' OR j.attempt >= j.max_attempts"
-		"   THEN now() END,"
-		"  last_error = 'lease expired (worker ' || coalesce(j.lease_owner, '?') || ')',"
-		"  run_at = now(), lease_owner = NULL, lease_expires_at = NULL"
-		" FROM x WHERE j.id = x.id"
-		" RETURNING j.id, j.state, x.lease_token"
-		"), a AS ("
-		" UPDATE pendulum.job_attempts a SET finished_at = now(), outcome = 'lease_expired'"
-		" FROM j WHERE a.job_id = j.id AND a.lease_token = j.lease_token"
-		"), n AS ("
-		" SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT DISTINCT jj.queue"
-		"  FROM pendulum.jobs jj JOIN j ON jj.id = j.id WHERE j.state = 'PENDING') q"
-		") "
-		"SELECT count(*) FILTER (WHERE state = 'PENDING'),"
-		" count(*) FILTER (WHERE state = 'DEAD_LETTERED'), (SELECT count(*) FROM n) FROM j";
+	    "WITH x AS ("
+	    " SELECT id, lease_token FROM pendulum.jobs"
+	    " WHERE state IN ('LEASED', 'RUNNING') AND lease_expires_at < now()"
+	    " ORDER BY lease_expires_at LIMIT 1000 FOR UPDATE SKIP LOCKED"
+	    "), j AS ("
+	    " UPDATE pendulum.jobs j SET"
+	    "  state = CASE WHEN j.delivery = 'at-most-once' OR j.attempt >= j.max_attempts"
+	    "   THEN 'DEAD_LETTERED' ELSE 'PENDING' END,"
+	    "  dead_reason = CASE WHEN j.delivery = 'at-most-once'"
+	    "   THEN 'lease expired (at-most-once delivery: not run again)'"
+	    "   WHEN j.attempt >= j.max_attempts THEN 'attempts exhausted (last lease expired)' "
+	    "END,"
+	    "  finished_at = CASE WHEN j.delivery = 'at-most-once' OR j.attempt >= j.max_attempts"
+	    "   THEN now() END,"
+	    "  last_error = 'lease expired (worker ' || coalesce(j.lease_owner, '?') || ')',"
+	    "  run_at = now(), lease_owner = NULL, lease_expires_at = NULL"
+	    " FROM x WHERE j.id = x.id"
+	    " RETURNING j.id, j.state, x.lease_token"
+	    "), a AS ("
+	    " UPDATE pendulum.job_attempts a SET finished_at = now(), outcome = 'lease_expired'"
+	    " FROM j WHERE a.job_id = j.id AND a.lease_token = j.lease_token"
+	    "), n AS ("
+	    " SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT DISTINCT jj.queue"
+	    "  FROM pendulum.jobs jj JOIN j ON jj.id = j.id WHERE j.state = 'PENDING') q"
+	    ") "
+	    "SELECT count(*) FILTER (WHERE state = 'PENDING'),"
+	    " count(*) FILTER (WHERE state = 'DEAD_LETTERED'), (SELECT count(*) FROM n) FROM j";
 	static const char unblock_sql[] =
-		"UPDATE pendulum.jobs b SET state = 'PENDING', run_at = greatest(b.run_at, now())"
-		" WHERE b.state = 'BLOCKED' AND NOT EXISTS (SELECT 1 FROM pendulum.jobs d"
-		"  WHERE d.id = ANY (b.depends_on) AND d.state <> 'SUCCEEDED')";
+	    "UPDATE pendulum.jobs b SET state = 'PENDING', run_at = greatest(b.run_at, now())"
+	    " WHERE b.state = 'BLOCKED' AND NOT EXISTS (SELECT 1 FROM pendulum.jobs d"
+	    "  WHERE d.id = ANY (b.depends_on) AND d.state <> 'SUCCEEDED')";
 	PGresult *r;
 
 	*requeued = *dead = 0;
@@ -311,9 +336,9 @@ int pd_worker_register(struct pd_db *db, const char *id, const char *host, int p
 		       int concurrency, struct pd_err *e)
 {
 	static const char sql[] =
-		"INSERT INTO pendulum.workers (id, host, pid, queues, job_types, concurrency)"
-		" VALUES ($1, $2, $3, $4, $5, $6)"
-		" ON CONFLICT (id) DO UPDATE SET last_seen_at = now(), in_flight = 0";
+	    "INSERT INTO pendulum.workers (id, host, pid, queues, job_types, concurrency)"
+	    " VALUES ($1, $2, $3, $4, $5, $6)"
+	    " ON CONFLICT (id) DO UPDATE SET last_seen_at = now(), in_flight = 0";
 	struct pd_buf q = PD_BUF_INIT, t = PD_BUF_INIT;
 	char p[16], c[16];
 	const char *params[6];

@@ -30,8 +30,13 @@ int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queue
 		  struct pd_claimed **out, int *n, struct pd_err *e);
 void pd_claimed_free(struct pd_claimed *c, int n);
 
-/* LEASED -> RUNNING, fenced. Returns 1 applied, 0 fenced off, -1 error. */
-int pd_jobs_start(struct pd_db *db, long long id, long long token, struct pd_err *e);
+/*
+ * LEASED -> RUNNING for n jobs (ids[i] with tokens[i]), fenced, in one
+ * statement. Returns how many were applied (the rest were fenced off and
+ * counted), or -1.
+ */
+int pd_jobs_start(struct pd_db *db, const long long *ids, const long long *tokens, int n,
+		  struct pd_err *e);
 
 enum pd_finish_kind {
 	PD_FINISH_SUCCEEDED, /* exit 0 */
@@ -42,9 +47,9 @@ enum pd_finish_kind {
 
 struct pd_outcome {
 	enum pd_finish_kind kind;
-	long long backoff_ms;	/* RETRY */
-	const char *result;	/* SUCCEEDED: JSON text, or NULL */
-	int result_is_text;	/* the handler's stdout was not JSON */
+	long long backoff_ms; /* RETRY */
+	const char *result;   /* SUCCEEDED: JSON text, or NULL */
+	int result_is_text;   /* the handler's stdout was not JSON */
 	int result_truncated;
 	const char *error;	 /* last_error */
 	const char *dead_reason; /* DEAD */

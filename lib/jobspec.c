@@ -77,16 +77,16 @@ void pd_jobspec_json(const struct pd_jobspec *s, struct pd_buf *b)
 }
 
 static const char batch_sql[] =
-	"SELECT r.id, r.created FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS u(j, ord) "
-	"CROSS JOIN LATERAL pendulum.enqueue_ex("
-	" u.j->>'tenant', u.j->>'type', u.j->'payload', u.j->>'queue',"
-	" (u.j->>'priority')::integer, (u.j->>'run_at')::timestamptz,"
-	" (u.j->>'delay_ms')::bigint * interval '1 millisecond', u.j->>'idempotency_key',"
-	" (u.j->>'max_attempts')::integer, (u.j->>'timeout_ms')::bigint * interval '1 millisecond',"
-	" u.j->>'delivery', u.j->>'traceparent',"
-	" CASE WHEN u.j ? 'after' THEN ARRAY(SELECT jsonb_array_elements_text(u.j->'after')::bigint)"
-	" END) r "
-	"ORDER BY u.ord";
+    "SELECT r.id, r.created FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS u(j, ord) "
+    "CROSS JOIN LATERAL pendulum.enqueue_ex("
+    " u.j->>'tenant', u.j->>'type', u.j->'payload', u.j->>'queue',"
+    " (u.j->>'priority')::integer, (u.j->>'run_at')::timestamptz,"
+    " (u.j->>'delay_ms')::bigint * interval '1 millisecond', u.j->>'idempotency_key',"
+    " (u.j->>'max_attempts')::integer, (u.j->>'timeout_ms')::bigint * interval '1 millisecond',"
+    " u.j->>'delivery', u.j->>'traceparent',"
+    " CASE WHEN u.j ? 'after' THEN ARRAY(SELECT jsonb_array_elements_text(u.j->'after')::bigint)"
+    " END) r "
+    "ORDER BY u.ord";
 
 int pd_enqueue_batch(struct pd_db *db, const char *array, int n, long long *ids, int *created,
 		     struct pd_err *e)

@@ -12,19 +12,19 @@
 
 struct pd_jobspec {
 	const char *type;
-	const char *payload;  /* raw JSON text, already validated */
+	const char *payload; /* raw JSON text, already validated */
 	size_t payload_len;
-	const char *tenant;   /* NULL = default */
-	const char *queue;    /* NULL = default */
+	const char *tenant; /* NULL = default */
+	const char *queue;  /* NULL = default */
 	int has_priority;
 	long long priority;
-	long long run_at_us;  /* epoch microseconds; 0 = now */
+	long long run_at_us; /* epoch microseconds; 0 = now */
 	int has_run_at;
-	long long delay_ms;   /* -1 = none */
+	long long delay_ms; /* -1 = none */
 	const char *idempotency_key;
 	long long max_attempts; /* 0 = default */
 	long long timeout_ms;	/* -1 = none */
-	const char *delivery; /* NULL = at-least-once */
+	const char *delivery;	/* NULL = at-least-once */
 	const char *traceparent;
 	const long long *after; /* dependencies */
 	int nafter;

@@ -28,7 +28,7 @@ int pd_log_level_parse(const char *s);
  * (fmt may be NULL). Nothing is written below the current level.
  */
 void pd_log(enum pd_log_level level, const char *msg, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /*
  * Quote s for a logfmt value into out (size n), truncating if needed.

@@ -8,7 +8,8 @@
 /* Arbitrary constant key of the session advisory lock taken by migrators. */
 #define MIGRATE_LOCK "7311948211"
 
-static const char ledger_exists_sql[] = "SELECT to_regclass('pendulum.schema_migrations') IS NOT NULL";
+static const char ledger_exists_sql[] =
+    "SELECT to_regclass('pendulum.schema_migrations') IS NOT NULL";
 
 /* Highest applied version, 0 when nothing is. */
 static int applied_versions(struct pd_db *db, PGresult **res, struct pd_err *e)

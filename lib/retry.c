@@ -19,7 +19,8 @@ void pd_rng_seed(struct pd_rng *r, uint64_t seed)
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
-		seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40);
+		seed =
+		    (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40);
 	}
 	r->s = seed;
 	pd_rng_next(r);

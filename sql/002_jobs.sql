@@ -105,12 +105,15 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     v_state text := 'PENDING';
+    v_missing bigint;
     v_run_at timestamptz := COALESCE(enqueue_ex.run_at, now()) + COALESCE(enqueue_ex.delay, interval '0');
 BEGIN
     IF enqueue_ex.depends_on IS NOT NULL AND cardinality(enqueue_ex.depends_on) > 0 THEN
-        IF (SELECT count(*) FROM pendulum.jobs d WHERE d.id = ANY (enqueue_ex.depends_on))
-           < (SELECT count(DISTINCT x) FROM unnest(enqueue_ex.depends_on) x) THEN
-            RAISE EXCEPTION 'a dependency of this job does not exist' USING ERRCODE = 'foreign_key_violation';
+        SELECT x INTO v_missing FROM unnest(enqueue_ex.depends_on) x
+         WHERE NOT EXISTS (SELECT 1 FROM pendulum.jobs d WHERE d.id = x) LIMIT 1;
+        IF v_missing IS NOT NULL THEN
+            RAISE EXCEPTION 'dependency job % does not exist', v_missing
+                USING ERRCODE = 'foreign_key_violation';
         END IF;
         IF EXISTS (SELECT 1 FROM pendulum.jobs d
                    WHERE d.id = ANY (enqueue_ex.depends_on) AND d.state <> 'SUCCEEDED') THEN

@@ -80,7 +80,7 @@ PROGS="pd-enqueue pd-worker pd-reaper pd-cron pd-relay pd-admin"
 	[[ "${lines[1]}" == "1 "*"001_init"*applied* ]]
 	run --separate-stderr pd-admin --json migrate --status
 	[ "$status" -eq 0 ]
-	printf '%s\n' "$output" | jq -e 'select(.version == 1) | .state == "applied" and .name == "001_init"'
+	printf '%s\n' "$output" | jq -s -e 'map(select(.version == 1))[0] | .state == "applied" and .name == "001_init"'
 	[ "$(printf '%s\n' "$output" | jq -s 'map(select(.state != "applied")) | length')" = 0 ]
 }
 
@@ -89,7 +89,7 @@ PROGS="pd-enqueue pd-worker pd-reaper pd-cron pd-relay pd-admin"
 	run --separate-stderr pd-admin --json migrate --status
 	[ "$status" -eq 0 ]
 	[ "$(printf '%s\n' "$output" | jq -s 'map(select(.state == "pending")) | length')" = \
-		"$(ls "$PD_ROOT"/sql/[0-9]*.sql | wc -l)" ]
+		"$(find "$PD_ROOT/sql" -name '[0-9]*.sql' | wc -l)" ]
 	pd-admin migrate >/dev/null
 }
 
@@ -105,7 +105,7 @@ PROGS="pd-enqueue pd-worker pd-reaper pd-cron pd-relay pd-admin"
 	[ "$(cat "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b" | grep -c '^applied')" -eq 1 ]
 	[ "$(cat "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b" | grep -c 'nothing applied')" -eq 1 ]
 	[ "$(sql "SELECT count(*) = count(DISTINCT version) FROM pendulum.schema_migrations")" = t ]
-	[ "$(sql "SELECT count(*) FROM pendulum.schema_migrations")" -eq "$(ls "$PD_ROOT"/sql/[0-9]*.sql | wc -l)" ]
+	[ "$(sql "SELECT count(*) FROM pendulum.schema_migrations")" -eq "$(find "$PD_ROOT/sql" -name '[0-9]*.sql' | wc -l)" ]
 }
 
 @test "an unreachable database: exit 69, one line naming the host, no password" {

@@ -59,3 +59,128 @@ wait_for() {
 sql_is() {
 	[ "$(sql "$1")" = "$2" ]
 }
+
+# --- Background processes and counting handlers (dispatch, fencing, crash,
+# classify, enqueue, restart) ---
+#
+# start_bg NAME CMD... runs CMD in a session of its own (so that teardown can
+# find its handlers, which live in their own process groups but the same
+# session), stdin from /dev/null, stdout to $BATS_FILE_TMPDIR/NAME.out,
+# stderr to NAME.log. NAME.pid gets CMD's pid, NAME.sid the session's, and
+# NAME.status CMD's exit status once it has exited.
+start_bg() {
+	local name=$1 f
+	shift
+	f=$BATS_FILE_TMPDIR/$name
+	rm -f "$f.pid" "$f.sid" "$f.status"
+	# The subshell exits at once: the session is not a job of this shell, so
+	# killing it prints no "Killed" notice.
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	(setsid sh -c 'echo $$ >"$0.sid"; "$@" </dev/null >"$0.out" 2>"$0.log" & echo $! >"$0.pid.tmp"
+		mv "$0.pid.tmp" "$0.pid"; wait $!; echo $? >"$0.status"' "$f" "$@" \
+		</dev/null >/dev/null 2>&1 3>&- &)
+	wait_for 10 test -s "$f.pid"
+}
+
+# start_worker NAME ARGS...: pd-worker ARGS in the background (see start_bg).
+start_worker() {
+	local name=$1
+	shift
+	start_bg "$name" pd-worker "$@"
+}
+
+bg_pid() {
+	cat "$BATS_FILE_TMPDIR/$1.pid"
+}
+
+# alive PID: the process exists and is not a zombie.
+alive() {
+	local st
+	st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	[ -n "$st" ] && [[ "$st" != Z* ]]
+}
+
+# stop_bg NAME [SIGNAL [SECONDS]]: signal it (default TERM) and wait, bounded
+# (default 30 s), for its exit; prints nothing, fails on timeout.
+stop_bg() {
+	local name=$1 sig=${2:-TERM} limit=${3:-30} pid
+	pid=$(bg_pid "$name")
+	kill -"$sig" "$pid" 2>/dev/null || true
+	wait_for "$limit" test -s "$BATS_FILE_TMPDIR/$name.status"
+}
+
+stop_worker() {
+	stop_bg "$@"
+}
+
+# bg_status NAME: the exit status of a background command that has exited.
+bg_status() {
+	cat "$BATS_FILE_TMPDIR/$1.status"
+}
+
+# bg_log NAME: its stderr so far.
+bg_log() {
+	cat "$BATS_FILE_TMPDIR/$1.log"
+}
+
+# worker_id NAME: the id the worker registered (host:pid:xxxx), from the database.
+worker_id() {
+	sql "SELECT id FROM pendulum.workers WHERE pid = $(bg_pid "$1")"
+}
+
+# kill_all_bg: SIGKILL every process of every session start_bg made in this
+# file (workers, their handlers, even orphaned ones), and wait until they are gone.
+kill_all_bg() {
+	local f sid pid pids=""
+	for f in "$BATS_FILE_TMPDIR"/*.sid; do
+		[ -e "$f" ] || continue
+		sid=$(cat "$f")
+		[ -n "$sid" ] || continue
+		for pid in $(ps -e -o pid=,sid= | awk -v s="$sid" '$2 == s { print $1 }'); do
+			kill -KILL "$pid" 2>/dev/null || true
+			pids="$pids $pid"
+		done
+		rm -f "$f"
+	done
+	for pid in $pids; do
+		wait_for 10 eval "! alive $pid" || true
+	done
+}
+
+kill_all_workers() {
+	kill_all_bg
+}
+
+# Empty the job tables and zero the counters (between tests of one file).
+reset_jobs() {
+	sql "TRUNCATE pendulum.jobs, pendulum.job_attempts, pendulum.workers CASCADE;
+	     UPDATE pendulum.counters SET value = 0"
+}
+
+# counting_handler FILE [COMMAND]: a handler command line that appends
+# "$PD_JOB_ID $PD_LEASE_TOKEN" to FILE (one short O_APPEND write: atomic), then
+# runs COMMAND if given.
+counting_handler() {
+	# shellcheck disable=SC2016 # expanded by the handler's shell
+	printf 'echo "$PD_JOB_ID $PD_LEASE_TOKEN" >>'\''%s'\''%s' "$1" "${2:+; $2}"
+}
+
+# lines FILE: the number of lines in FILE (0 when it does not exist).
+lines() {
+	if [ -e "$1" ]; then wc -l <"$1" | tr -d ' '; else echo 0; fi
+}
+
+# lines_at_least FILE N: FILE has N lines or more (for wait_for).
+lines_at_least() {
+	[ "$(lines "$1")" -ge "$2" ]
+}
+
+# fenced: the writes_fenced counter.
+fenced() {
+	sql "SELECT value FROM pendulum.counters WHERE name = 'writes_fenced'"
+}
+
+# job_state ID: the job's state.
+job_state() {
+	sql "SELECT state FROM pendulum.jobs WHERE id = $1"
+}

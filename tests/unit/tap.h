@@ -30,14 +30,14 @@ static inline int tap_ok(int cond, const char *file, int line, const char *name)
 	do {                                                                                       \
 		long long g_ = (long long)(got), w_ = (long long)(want);                           \
 		if (!ok(g_ == w_, (name)))                                                         \
-			printf("#          got: %lld\n#     expected: %lld\n", g_, w_);                \
+			printf("#          got: %lld\n#     expected: %lld\n", g_, w_);            \
 	} while (0)
 
 #define is_str(got, want, name)                                                                    \
 	do {                                                                                       \
 		const char *g_ = (got), *w_ = (want);                                              \
 		if (!ok(g_ && w_ && strcmp(g_, w_) == 0, (name)))                                  \
-			printf("#          got: '%s'\n#     expected: '%s'\n", g_ ? g_ : "(null)",     \
+			printf("#          got: '%s'\n#     expected: '%s'\n", g_ ? g_ : "(null)", \
 			       w_ ? w_ : "(null)");                                                \
 	} while (0)
 
@@ -45,7 +45,7 @@ static inline int tap_ok(int cond, const char *file, int line, const char *name)
 	do {                                                                                       \
 		const char *g_ = (got), *n_ = (needle);                                            \
 		if (!ok(g_ && strstr(g_, n_) != NULL, (name)))                                     \
-			printf("#          got: '%s'\n#     expected to contain: '%s'\n",              \
+			printf("#          got: '%s'\n#     expected to contain: '%s'\n",          \
 			       g_ ? g_ : "(null)", n_);                                            \
 	} while (0)
 

@@ -1,0 +1,410 @@
+/*
+ * config: find pendulum.yaml, read it with lib/yaml, decode it into struct
+ * pd_config.
+ *
+ * The top level is a table of sections, key -> decoder; a section that is a
+ * plain mapping of scalars is a table of fields (key, type, offset, range).
+ * Adding a section (cron:, relay:, workflows:) is a decoder and a line in
+ * sections[].
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "dur.h"
+#include "log.h"
+
+#define CODE PD_EX_CONFIG
+
+/* The longest duration any key takes: a year. */
+#define DUR_MAX (365LL * 86400000LL)
+
+static void free_strv(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+
+void pd_config_init(struct pd_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->log_level = -1;
+	c->worker.concurrency = 4;
+	c->worker.lease_ms = 30000;
+	c->worker.heartbeat_ms = 10000;
+	c->worker.poll_ms = 1000;
+	c->worker.drain_timeout_ms = 30000;
+	c->worker.kill_grace_ms = 5000;
+	c->worker.batch = 0;
+	c->worker.reap = 1;
+	c->worker.result_limit = 1048576;
+	c->retry.base_ms = 1000;
+	c->retry.cap_ms = 3600000;
+	c->reaper.interval_ms = 5000;
+}
+
+void pd_config_release(struct pd_config *c)
+{
+	for (int i = 0; i < c->nhandlers; i++) {
+		free(c->handlers[i].type);
+		free(c->handlers[i].run);
+		free_strv(c->handlers[i].exec_argv);
+	}
+	free(c->handlers);
+	free_strv(c->worker.queues);
+	free(c->database_url);
+	free(c->path);
+	pd_ydoc_release(&c->doc);
+	pd_config_init(c);
+}
+
+const struct pd_handler_cfg *pd_config_handler(const struct pd_config *c, const char *type)
+{
+	const struct pd_handler_cfg *any = NULL;
+
+	for (int i = 0; i < c->nhandlers; i++) {
+		if (strcmp(c->handlers[i].type, type) == 0)
+			return &c->handlers[i];
+		if (strcmp(c->handlers[i].type, "*") == 0)
+			any = &c->handlers[i];
+	}
+	return any;
+}
+
+/* A non-empty string. */
+static int nonempty(const struct pd_ydoc *d, const struct pd_ynode *n, const char *what,
+		    const char **out, struct pd_err *e)
+{
+	char desc[160];
+
+	if (pd_y_str(d, n, out, CODE, e) < 0)
+		return -1;
+	if (**out == '\0')
+		return pd_y_errf(d, n, CODE, e, "%s: expected %s, got ''",
+				 pd_y_describe(n, desc, sizeof(desc)), what);
+	return 0;
+}
+
+/*
+ * A non-empty sequence of non-empty strings, or one string, into a
+ * NULL-terminated vector. what names one item, "a queue name".
+ */
+static int strv(const struct pd_ydoc *d, const struct pd_ynode *n, const char *what, char ***out,
+		int *count, struct pd_err *e)
+{
+	const struct pd_ynode *const *items = (const struct pd_ynode *const *)&n;
+	char desc[160], **v;
+	const char *s;
+	int k = 1;
+
+	if (n->type != PD_Y_SCALAR) {
+		if (pd_y_seq(d, n, CODE, e) < 0)
+			return -1;
+		if (n->n == 0)
+			return pd_y_errf(d, n, CODE, e, "%s: expected %s or a list of them, got []",
+					 pd_y_describe(n, desc, sizeof(desc)), what);
+		items = (const struct pd_ynode *const *)n->items;
+		k = n->n;
+	}
+	for (int i = 0; i < k; i++)
+		if (nonempty(d, items[i], what, &s, e) < 0)
+			return -1;
+	v = pd_xcalloc((size_t)k + 1, sizeof(*v));
+	for (int i = 0; i < k; i++)
+		v[i] = pd_xstrdup(items[i]->value);
+	free_strv(*out);
+	*out = v;
+	if (count)
+		*count = k;
+	return 0;
+}
+
+/* Fields: a key, a type, where it goes, and its range. */
+enum ftype { F_INT, F_LLONG, F_BOOL, F_DUR, F_FN };
+
+struct field {
+	const char *key;
+	enum ftype type;
+	size_t off; /* offsetof(struct pd_config, ...) */
+	long long min, max;
+	int (*fn)(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e);
+};
+
+#define MAX_FIELDS 16
+
+static int dur_range(const struct pd_ydoc *d, const struct pd_ynode *n, long long min,
+		     long long max, long long *out, struct pd_err *e)
+{
+	char desc[160], lo[PD_DUR_MAX], hi[PD_DUR_MAX];
+	long long ms;
+
+	if (pd_y_dur(d, n, &ms, CODE, e) < 0)
+		return -1;
+	if (ms < min || ms > max) {
+		pd_dur_format(min, lo, sizeof(lo));
+		pd_dur_format(max, hi, sizeof(hi));
+		return pd_y_errf(d, n, CODE, e, "%s: expected a duration from %s to %s, got '%s'",
+				 pd_y_describe(n, desc, sizeof(desc)), lo, hi, n->value);
+	}
+	*out = ms;
+	return 0;
+}
+
+static int decode_fields(struct pd_config *c, const struct pd_ynode *map, const struct field *f,
+			 int nf, struct pd_err *e)
+{
+	const char *known[MAX_FIELDS + 1];
+	const struct pd_ydoc *d = &c->doc;
+
+	for (int i = 0; i < nf; i++)
+		known[i] = f[i].key;
+	known[nf] = NULL;
+	if (pd_y_check_keys(d, map, known, CODE, e) < 0)
+		return -1;
+	for (int i = 0; i < map->n; i++) {
+		const struct pd_ynode *n = map->items[i];
+		const struct field *fi = f;
+		char *dst;
+		long long v;
+		int b;
+
+		while (strcmp(fi->key, map->keys[i]->value) != 0)
+			fi++;
+		dst = (char *)c + fi->off;
+		switch (fi->type) {
+		case F_INT:
+		case F_LLONG:
+			if (pd_y_int(d, n, fi->min, fi->max, &v, CODE, e) < 0)
+				return -1;
+			if (fi->type == F_INT)
+				*(int *)(void *)dst = (int)v;
+			else
+				*(long long *)(void *)dst = v;
+			break;
+		case F_BOOL:
+			if (pd_y_bool(d, n, &b, CODE, e) < 0)
+				return -1;
+			*(int *)(void *)dst = b;
+			break;
+		case F_DUR:
+			if (dur_range(d, n, fi->min, fi->max, (long long *)(void *)dst, e) < 0)
+				return -1;
+			break;
+		case F_FN:
+			if (fi->fn(c, n, e) < 0)
+				return -1;
+			break;
+		}
+	}
+	return 0;
+}
+
+#define NFIELDS(f) ((int)(sizeof(f) / sizeof((f)[0])))
+#define OFF(m)	   offsetof(struct pd_config, m)
+
+static int dec_queues(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	return strv(&c->doc, n, "a queue name", &c->worker.queues, &c->worker.nqueues, e);
+}
+
+static const struct field worker_fields[] = {
+    {"queues", F_FN, 0, 0, 0, dec_queues},
+    {"concurrency", F_INT, OFF(worker.concurrency), 1, 1024, NULL},
+    {"lease", F_DUR, OFF(worker.lease_ms), 1, DUR_MAX, NULL},
+    {"heartbeat", F_DUR, OFF(worker.heartbeat_ms), 1, DUR_MAX, NULL},
+    {"poll", F_DUR, OFF(worker.poll_ms), 1, DUR_MAX, NULL},
+    {"drain_timeout", F_DUR, OFF(worker.drain_timeout_ms), 0, DUR_MAX, NULL},
+    {"batch", F_INT, OFF(worker.batch), 1, 1000, NULL},
+    {"reap", F_BOOL, OFF(worker.reap), 0, 0, NULL},
+    {"result_limit", F_LLONG, OFF(worker.result_limit), 1, 1073741824, NULL},
+    {"kill_grace", F_DUR, OFF(worker.kill_grace_ms), 0, DUR_MAX, NULL},
+};
+
+static const struct field retry_fields[] = {
+    {"base", F_DUR, OFF(retry.base_ms), 0, DUR_MAX, NULL},
+    {"cap", F_DUR, OFF(retry.cap_ms), 0, DUR_MAX, NULL},
+};
+
+static const struct field reaper_fields[] = {
+    {"interval", F_DUR, OFF(reaper.interval_ms), 1, DUR_MAX, NULL},
+};
+
+static int dec_worker(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	return decode_fields(c, n, worker_fields, NFIELDS(worker_fields), e);
+}
+
+static int dec_retry(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	return decode_fields(c, n, retry_fields, NFIELDS(retry_fields), e);
+}
+
+static int dec_reaper(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	return decode_fields(c, n, reaper_fields, NFIELDS(reaper_fields), e);
+}
+
+static int dec_database_url(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	const char *s;
+
+	if (pd_y_str(&c->doc, n, &s, CODE, e) < 0)
+		return -1;
+	free(c->database_url);
+	c->database_url = pd_xstrdup(s);
+	return 0;
+}
+
+static int dec_log_level(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	const char *s;
+	char desc[160];
+	int level;
+
+	if (pd_y_str(&c->doc, n, &s, CODE, e) < 0)
+		return -1;
+	if ((level = pd_log_level_parse(s)) < 0)
+		return pd_y_errf(&c->doc, n, CODE, e,
+				 "%s: expected debug, info, warn or error, got '%s'",
+				 pd_y_describe(n, desc, sizeof(desc)), s);
+	c->log_level = level;
+	return 0;
+}
+
+static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
+		       struct pd_handler_cfg *h, struct pd_err *e)
+{
+	static const char *const known[] = {"run", "exec", "timeout", "terminal_exit_codes", NULL};
+	const struct pd_ydoc *d = &c->doc;
+	const struct pd_ynode *v;
+	const char *s;
+	char desc[160];
+
+	if (key->value[0] == '\0')
+		return pd_y_errf(d, key, CODE, e, "a handler's job type must not be empty");
+	if (pd_y_check_keys(d, n, known, CODE, e) < 0)
+		return -1;
+	if (pd_y_get(n, "run") && pd_y_get(n, "exec"))
+		return pd_y_errf(d, key, CODE, e,
+				 "handler '%s' has both 'run' and 'exec': set exactly one",
+				 key->value);
+	if (!pd_y_get(n, "run") && !pd_y_get(n, "exec"))
+		return pd_y_errf(d, key, CODE, e,
+				 "handler '%s' has neither 'run' nor 'exec': set exactly one",
+				 key->value);
+	if ((v = pd_y_get(n, "run")) != NULL) {
+		if (nonempty(d, v, "a command", &s, e) < 0)
+			return -1;
+		h->run = pd_xstrdup(s);
+	}
+	if ((v = pd_y_get(n, "exec")) != NULL &&
+	    strv(d, v, "a program", &h->exec_argv, NULL, e) < 0)
+		return -1;
+	if ((v = pd_y_get(n, "timeout")) != NULL &&
+	    dur_range(d, v, 1, DUR_MAX, &h->timeout_ms, e) < 0)
+		return -1;
+	if ((v = pd_y_get(n, "terminal_exit_codes")) != NULL) {
+		const struct pd_ynode *const *items = (const struct pd_ynode *const *)&v;
+		int k = 1;
+
+		if (v->type != PD_Y_SCALAR) {
+			if (pd_y_seq(d, v, CODE, e) < 0)
+				return -1;
+			items = (const struct pd_ynode *const *)v->items;
+			k = v->n;
+		}
+		if (k > PD_HANDLER_MAX_CODES)
+			return pd_y_errf(d, v, CODE, e, "%s: at most %d exit codes, got %d",
+					 pd_y_describe(v, desc, sizeof(desc)), PD_HANDLER_MAX_CODES,
+					 k);
+		for (int i = 0; i < k; i++) {
+			long long code;
+
+			if (pd_y_int(d, items[i], 1, 255, &code, CODE, e) < 0)
+				return -1;
+			h->terminal_codes[h->nterminal++] = (int)code;
+		}
+	}
+	return 0;
+}
+
+static int dec_handlers(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	if (pd_y_map(&c->doc, n, CODE, e) < 0)
+		return -1;
+	if (n->n == 0)
+		return 0;
+	c->handlers = pd_xcalloc((size_t)n->n, sizeof(*c->handlers));
+	for (int i = 0; i < n->n; i++) {
+		struct pd_handler_cfg *h = &c->handlers[c->nhandlers++];
+
+		h->type = pd_xstrdup(n->keys[i]->value);
+		h->timeout_ms = -1;
+		if (dec_handler(c, n->keys[i], n->items[i], h, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static const struct section {
+	const char *key;
+	int (*decode)(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e);
+} sections[] = {
+    {"database_url", dec_database_url},
+    {"log_level", dec_log_level},
+    {"worker", dec_worker},
+    {"retry", dec_retry},
+    {"reaper", dec_reaper},
+    {"handlers", dec_handlers},
+    /* Later: {"cron", dec_cron}, {"relay", dec_relay}, {"workflows", dec_workflows}. */
+};
+
+#define NSECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))
+
+static int decode(struct pd_config *c, struct pd_err *e)
+{
+	const struct pd_ynode *root = c->doc.root;
+	const char *known[NSECTIONS + 1];
+
+	for (int i = 0; i < NSECTIONS; i++)
+		known[i] = sections[i].key;
+	known[NSECTIONS] = NULL;
+	if (pd_y_check_keys(&c->doc, root, known, CODE, e) < 0)
+		return -1;
+	for (int i = 0; i < root->n; i++) {
+		int s = 0;
+
+		while (strcmp(sections[s].key, root->keys[i]->value) != 0)
+			s++;
+		if (sections[s].decode(c, root->items[i], e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int pd_config_load(struct pd_config *c, const char *explicit_path, struct pd_err *e)
+{
+	const char *path = explicit_path;
+	int fd;
+
+	if (path == NULL && (path = getenv("PD_CONFIG")) != NULL && *path == '\0')
+		path = NULL;
+	if (path == NULL) {
+		if (access(PD_CONFIG_DEFAULT_PATH, F_OK) < 0)
+			return 0; /* no file: the defaults */
+		path = PD_CONFIG_DEFAULT_PATH;
+	}
+	/* Checked here for the message; pd_ydoc_load opens it again. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return pd_errf(e, CODE, "config file '%s': %s", path, strerror(errno));
+	close(fd);
+	c->path = pd_xstrdup(path);
+	if (pd_ydoc_load(&c->doc, path, e) < 0)
+		return -1;
+	return decode(c, e);
+}

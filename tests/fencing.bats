@@ -1,0 +1,145 @@
+#!/usr/bin/env bats
+# Fencing: a worker that lost its lease writes nothing; heartbeats keep a
+# long job's lease; a drained worker gives its job back with the attempt
+# refunded.
+
+load helpers
+
+setup_file() {
+	pd_setup_db
+	pd-admin migrate >/dev/null
+}
+
+teardown_file() {
+	kill_all_bg
+	pd_teardown_db
+}
+
+setup() {
+	reset_jobs
+	LOG=$BATS_TEST_TMPDIR/exec.log
+}
+
+teardown() {
+	# a stopped worker must not outlive the test: SIGKILL works on stopped processes
+	kill_all_bg
+}
+
+@test "a worker stopped past its lease is fenced off when it resumes: the new owner's result stands" {
+	done1=$BATS_TEST_TMPDIR/w1-handler-done
+	id=$(pd-enqueue t '{}')
+	start_worker w1 -n 1 --lease 1s --heartbeat 300ms --poll 200ms --no-reap \
+		--handler "t=$(counting_handler "$LOG" "sleep 3; echo w1 >'$done1'; echo '{\"by\": \"w1\"}'")"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
+	w1_id=$(worker_id w1)
+	token1=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $id")
+	kill -STOP "$(bg_pid w1)"
+	before=$(fenced)
+
+	# the lease runs out (database clock); the reaper gives the job back
+	wait_for 30 sql_is "SELECT lease_expires_at < now() FROM pendulum.jobs WHERE id = $id" t
+	run --separate-stderr pd-reaper --once
+	[ "$status" -eq 0 ]
+	[ "$output" = "requeued 1, dead-lettered 0" ]
+	[ "$(sql "SELECT state || '/' || attempt || '/' || (lease_owner IS NULL) FROM pendulum.jobs WHERE id = $id")" = PENDING/1/true ]
+	[[ "$(sql "SELECT last_error FROM pendulum.jobs WHERE id = $id")" == "lease expired"*"$w1_id"* ]]
+	[ "$(sql "SELECT outcome FROM pendulum.job_attempts WHERE lease_token = $token1")" = lease_expired ]
+
+	# a second worker takes it and finishes it
+	start_worker w2 -n 1 --lease 1s --heartbeat 300ms --poll 200ms \
+		--handler "t=$(counting_handler "$LOG" "echo '{\"by\": \"w2\"}'")"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
+	stop_worker w2
+	finished=$(sql "SELECT finished_at FROM pendulum.jobs WHERE id = $id")
+
+	# w1's handler has finished meanwhile; resumed, w1 tries to record it
+	wait_for 30 test -e "$done1"
+	kill -CONT "$(bg_pid w1)"
+	# it notices, one way or the other
+	wait_for 30 grep -qE 'fenced|lease lost' "$BATS_FILE_TMPDIR/w1.log"
+	alive "$(bg_pid w1)"
+	# it tried to write its outcome, and the write was fenced off and counted
+	wait_for 10 sql_is "SELECT value FROM pendulum.counters WHERE name = 'writes_fenced'" $((before + 1)) || {
+		grep -E 'fenced|lease lost' "$BATS_FILE_TMPDIR/w1.log"
+		return 1
+	}
+	grep -q 'fenced' "$BATS_FILE_TMPDIR/w1.log"
+
+	# nothing of w1's is written: the job, its result and its attempts are w2's
+	[ "$(sql "SELECT state || ' ' || attempt || ' ' || result::text FROM pendulum.jobs WHERE id = $id")" = \
+		'SUCCEEDED 2 {"by": "w2"}' ]
+	[ "$(sql "SELECT finished_at FROM pendulum.jobs WHERE id = $id")" = "$finished" ]
+	[ "$(sql "SELECT string_agg(attempt || ':' || outcome || ':' || (worker = '$w1_id'), ' ' ORDER BY attempt)
+	          FROM pendulum.job_attempts WHERE job_id = $id")" = "1:lease_expired:true 2:succeeded:false" ]
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE outcome = 'lease_expired'")" -eq 1 ]
+	# the handler ran twice, with different tokens, the second larger
+	[ "$(lines "$LOG")" -eq 2 ]
+	[ "$(sed -n 1p "$LOG")" = "$id $token1" ]
+	[ "$(sed -n 2p "$LOG" | cut -d' ' -f2)" -gt "$token1" ]
+	# and w1 goes on serving: it still works after being fenced
+	id2=$(pd-enqueue t '{}')
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id2" SUCCEEDED
+	[ "$(sql "SELECT result->>'by' FROM pendulum.jobs WHERE id = $id2")" = w1 ]
+	[ "$(fenced)" -eq $((before + 1)) ]
+}
+
+@test "heartbeats keep a 2 s lease alive through a 10 s handler; it runs and finishes once" {
+	id=$(pd-enqueue t '{}')
+	# a reaper running all along would take the job back if a heartbeat were missed
+	start_bg reaper pd-reaper --interval 200ms
+	start_worker w -n 1 --lease 2s --heartbeat 500ms --poll 200ms \
+		--handler "t=$(counting_handler "$LOG" 'sleep 10; echo "{\"slept\": 10}"')"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
+	first_expiry=$(sql "SELECT lease_expires_at FROM pendulum.jobs WHERE id = $id")
+	wait_for 60 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
+	[ "$(lines "$LOG")" -eq 1 ]
+	[ "$(sql "SELECT count(*) || ' ' || string_agg(outcome, ',') FROM pendulum.job_attempts WHERE job_id = $id")" = "1 succeeded" ]
+	[ "$(sql "SELECT attempt || ' ' || (result->>'slept') || ' ' || (finished_at - started_at >= interval '9 s')
+	          FROM pendulum.jobs WHERE id = $id")" = "1 10 true" ]
+	[ "$(fenced)" -eq 0 ]
+	# the lease was renewed, not just long enough
+	[ "$(sql "SELECT finished_at > '$first_expiry'::timestamptz + interval '5 s' FROM pendulum.jobs WHERE id = $id")" = t ]
+	run grep 'expired leases given back' "$BATS_FILE_TMPDIR/reaper.log"
+	[ "$status" -eq 1 ]
+	stop_bg reaper
+	[ "$(bg_status reaper)" -eq 0 ]
+}
+
+@test "SIGTERM with a short drain timeout: the running job goes back to PENDING, attempt refunded" {
+	pidfile=$BATS_TEST_TMPDIR/handler.pid
+	id=$(pd-enqueue t '{}')
+	start_worker w -n 1 --poll 200ms --drain-timeout 500ms \
+		--handler "t=$(counting_handler "$LOG" "echo \$\$ >'$pidfile'; exec sleep 30")"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
+	wait_for 30 test -s "$pidfile"
+	handler=$(cat "$pidfile")
+	token=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $id")
+	stop_worker w TERM 20
+	[ "$(bg_status w)" -eq 0 ]
+	grep -q 'draining' "$BATS_FILE_TMPDIR/w.log"
+	[ "$(sql "SELECT state || ' ' || attempt || ' ' || (lease_owner IS NULL) || ' ' || (run_at <= now())
+	          FROM pendulum.jobs WHERE id = $id")" = "PENDING 0 true true" ]
+	[ "$(sql "SELECT outcome || ' ' || (finished_at IS NOT NULL) FROM pendulum.job_attempts
+	          WHERE job_id = $id AND lease_token = $token")" = "released true" ]
+	[ "$(fenced)" -eq 0 ]
+	# the handler was stopped, not left behind
+	wait_for 10 eval "! alive $handler"
+	# the job is whole again: the next worker runs it as attempt 1 of 5
+	start_worker w2 -n 1 --poll 200ms --handler "t=$(counting_handler "$LOG" 'echo $PD_ATTEMPT')"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
+	[ "$(sql "SELECT attempt || ' ' || result::text FROM pendulum.jobs WHERE id = $id")" = "1 1" ]
+}
+
+@test "SIGTERM with time to spare: the running job finishes, nothing new is claimed" {
+	id=$(pd-enqueue t '{}')
+	start_worker w -n 1 --poll 200ms --drain-timeout 20s \
+		--handler "t=$(counting_handler "$LOG" 'sleep 2; echo "{\"ok\": true}"')"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
+	next=$(pd-enqueue t '{}')
+	kill -TERM "$(bg_pid w)"
+	wait_for 30 test -s "$BATS_FILE_TMPDIR/w.status"
+	[ "$(bg_status w)" -eq 0 ]
+	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $id")" = "SUCCEEDED 1" ]
+	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $next")" = "PENDING 0" ]
+	[ "$(lines "$LOG")" -eq 1 ]
+}

@@ -1,0 +1,312 @@
+/*
+ * pd-test-tool: library internals exposed to the shell tests (git's
+ * t/helper/test-tool). Not installed.
+ *
+ *   pd-test-tool run [OPTIONS] -- PROG [ARGS...]
+ *   pd-test-tool kill-after MS [OPTIONS] -- PROG [ARGS...]
+ *
+ * The child's stdout goes to stdout verbatim, each stderr line to stderr as
+ * "stderr: LINE", then one summary line on stderr:
+ *
+ *   result exit=N signal=S timed_out=0|1 truncated=0|1 killed=REASON|- tail_len=N
+ *
+ * Exit 0 when the child ran (whatever it did), 70 when it could not be
+ * started, 64 on bad usage.
+ */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "err.h"
+#include "log.h"
+#include "proc.h"
+#include "sig.h"
+
+struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *usage;
+};
+
+static int cmd_run(int argc, char **argv);
+static int cmd_kill_after(int argc, char **argv);
+static int usage(void);
+
+static const struct cmd cmds[] = {
+    {"run", cmd_run,
+     "run [--timeout MS] [--grace MS] [--limit BYTES] [--input STRING | --input-file FILE]\n"
+     "        [--hold-fd] -- PROG [ARGS...]"},
+    {"kill-after", cmd_kill_after, "kill-after MS [run options] -- PROG [ARGS...]"},
+};
+
+struct run_opts {
+	struct pd_proc_spec spec;
+	struct pd_buf input;
+	int hold_fd;
+};
+
+static int usage(void)
+{
+	fprintf(stderr, "usage:\n");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(stderr, "  %s %s\n", pd_progname(), cmds[i].usage);
+	return PD_EX_USAGE;
+}
+
+static int parse_num(const char *s, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > max) {
+		fprintf(stderr, "%s: invalid number '%s'\n", pd_progname(), s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int read_file(const char *path, struct pd_buf *b)
+{
+	FILE *f = fopen(path, "rb");
+	char tmp[65536];
+	size_t n;
+
+	if (f == NULL) {
+		fprintf(stderr, "%s: cannot open '%s': %s\n", pd_progname(), path, strerror(errno));
+		return -1;
+	}
+	while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
+		pd_buf_append(b, tmp, n);
+	if (ferror(f)) {
+		fprintf(stderr, "%s: cannot read '%s'\n", pd_progname(), path);
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	return 0;
+}
+
+static void print_line(void *ctx, const char *line, size_t n)
+{
+	(void)ctx;
+	fputs("stderr: ", stderr);
+	fwrite(line, 1, n, stderr);
+	fputc('\n', stderr);
+}
+
+/* Parse the options shared by every subcommand; returns optind or -1. */
+static int parse_run_opts(int argc, char **argv, struct run_opts *o)
+{
+	static const struct option longopts[] = {
+	    {"grace", required_argument, NULL, 'g'},
+	    {"hold-fd", no_argument, NULL, 'H'},
+	    {"input", required_argument, NULL, 'i'},
+	    {"input-file", required_argument, NULL, 'f'},
+	    {"limit", required_argument, NULL, 'l'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {NULL, 0, NULL, 0},
+	};
+	long long v;
+	int c;
+
+	memset(&o->spec, 0, sizeof(o->spec));
+	o->spec.kill_grace_ms = 2000;
+	o->spec.on_stderr_line = print_line;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'g':
+			if (parse_num(optarg, LLONG_MAX / 2, &v) < 0)
+				return -1;
+			o->spec.kill_grace_ms = v;
+			break;
+		case 'H':
+			o->hold_fd = 1;
+			break;
+		case 'i':
+			pd_buf_reset(&o->input);
+			pd_buf_puts(&o->input, optarg);
+			break;
+		case 'f':
+			pd_buf_reset(&o->input);
+			if (read_file(optarg, &o->input) < 0)
+				return -1;
+			break;
+		case 'l':
+			if (parse_num(optarg, LLONG_MAX / 2, &v) < 0)
+				return -1;
+			o->spec.stdout_limit = (size_t)v;
+			break;
+		case 't':
+			if (parse_num(optarg, LLONG_MAX / 2, &v) < 0)
+				return -1;
+			o->spec.timeout_ms = v;
+			break;
+		default:
+			return -1;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "%s: no program to run\n", pd_progname());
+		return -1;
+	}
+	o->spec.argv = (const char *const *)argv + optind;
+	o->spec.input = o->input.data;
+	o->spec.input_len = o->input.len;
+	/*
+	 * Like the worker's libpq socket: an fd without O_CLOEXEC, which the
+	 * child must not inherit.
+	 */
+	if (o->hold_fd && open("/dev/null", O_RDONLY) < 0) {
+		fprintf(stderr, "%s: cannot open /dev/null: %s\n", pd_progname(), strerror(errno));
+		return -1;
+	}
+	return optind;
+}
+
+static int report(const struct pd_proc *p)
+{
+	struct pd_proc_result r;
+
+	pd_proc_result(p, &r);
+	fwrite(p->out.data ? p->out.data : "", 1, p->out.len, stdout);
+	fprintf(stderr,
+		"result exit=%d signal=%d timed_out=%d truncated=%d killed=%s tail_len=%zu\n",
+		r.exit_code, r.signal, r.timed_out, p->truncated,
+		r.killed_reason ? r.killed_reason : "-", p->err_tail.len);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "%s: cannot write stdout: %s\n", pd_progname(), strerror(errno));
+		return PD_EX_SOFTWARE;
+	}
+	return PD_EX_OK;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct run_opts o = {.input = PD_BUF_INIT};
+	struct pd_err e = PD_ERR_INIT;
+	struct pd_proc p;
+	int rc;
+
+	if (parse_run_opts(argc, argv, &o) < 0) {
+		pd_buf_release(&o.input);
+		return usage();
+	}
+	if (pd_proc_run(&p, &o.spec, &e) < 0) {
+		pd_die_msg(e.msg);
+		rc = e.code;
+	} else {
+		rc = report(&p);
+	}
+	pd_proc_release(&p);
+	pd_buf_release(&o.input);
+	return rc;
+}
+
+/*
+ * The worker's way: a SIGCHLD signalfd, one poll loop, waitpid(-1) and
+ * pd_proc_reap(), plus a pd_proc_kill("test") after ms.
+ */
+static int cmd_kill_after(int argc, char **argv)
+{
+	static const int sigs[] = {SIGCHLD};
+	struct run_opts o = {.input = PD_BUF_INIT};
+	struct pd_err e = PD_ERR_INIT;
+	long long ms, kill_at;
+	struct pd_proc p;
+	int sfd, rc, killed = 0;
+
+	if (argc < 2 || parse_num(argv[1], LLONG_MAX / 2, &ms) < 0 ||
+	    parse_run_opts(argc - 1, argv + 1, &o) < 0) {
+		pd_buf_release(&o.input);
+		return usage();
+	}
+	sfd = pd_sig_open(sigs, 1, &e);
+	if (sfd < 0 || pd_proc_start(&p, &o.spec, &e) < 0) {
+		pd_die_msg(e.msg);
+		if (sfd >= 0)
+			close(sfd);
+		pd_buf_release(&o.input);
+		return e.code;
+	}
+	kill_at = pd_now_ms() + ms;
+	while (!pd_proc_done(&p)) {
+		struct pollfd fds[PD_PROC_MAX_FDS + 1];
+		int n = pd_proc_pollfds(&p, fds, PD_PROC_MAX_FDS);
+		long long dl = pd_proc_deadline(&p), now;
+		int timeout = -1, st;
+		pid_t pid;
+
+		if (!killed && (dl < 0 || kill_at < dl))
+			dl = kill_at;
+		if (dl >= 0) {
+			long long left = dl - pd_now_ms();
+
+			timeout = left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+		}
+		fds[n] = (struct pollfd){.fd = sfd, .events = POLLIN};
+		if (poll(fds, (nfds_t)n + 1, timeout) < 0 && errno != EINTR) {
+			fprintf(stderr, "%s: poll: %s\n", pd_progname(), strerror(errno));
+			break;
+		}
+		pd_proc_io(&p, fds, n);
+		if (fds[n].revents) {
+			while (pd_sig_read(sfd) > 0)
+				;
+			while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+				if (!pd_proc_reap(&p, pid, st))
+					pd_log(PD_LOG_WARN, "reaped unknown child", "pid=%d",
+					       (int)pid);
+		}
+		now = pd_now_ms();
+		if (!killed && now >= kill_at) {
+			pd_proc_kill(&p, "test");
+			killed = 1;
+		}
+		pd_proc_tick(&p, now);
+	}
+	rc = report(&p);
+	pd_proc_release(&p);
+	close(sfd);
+	pd_buf_release(&o.input);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	sigset_t block;
+
+	pd_set_progname(argv[0]);
+	pd_sig_ignore_pipe();
+	/*
+	 * Block what the worker blocks, so the tests can see that a child
+	 * starts with an empty mask and default dispositions anyway.
+	 */
+	sigemptyset(&block);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, NULL);
+
+	if (argc < 2)
+		return usage();
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (strcmp(argv[1], cmds[i].name) == 0)
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "%s: unknown command '%s'\n", pd_progname(), argv[1]);
+	return usage();
+}

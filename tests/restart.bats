@@ -1,0 +1,72 @@
+#!/usr/bin/env bats
+# Restarting PostgreSQL under a running worker and reaper: they reconnect,
+# outcomes that waited in memory are written, and every job finishes once.
+# This file starts a private cluster (the restart would disturb the other
+# files sharing scripts/check's).
+
+load helpers
+
+setup_file() {
+	unset PD_PG_DIR PD_PG_URL
+	pd_setup_db
+	pd-admin migrate >/dev/null
+}
+
+teardown_file() {
+	kill_all_bg
+	pd_teardown_db
+}
+
+setup() {
+	reset_jobs
+	LOG=$BATS_TEST_TMPDIR/exec.log
+}
+
+teardown() {
+	kill_all_bg
+}
+
+@test "a PostgreSQL restart under a running worker: it reconnects and every job finishes once" {
+	start_worker w -n 2 --poll 200ms --no-reap \
+		--handler "t=$(counting_handler "$LOG" 'sleep 0.2')" \
+		--handler "slow=$(counting_handler "$LOG" 'sleep 3; echo "{\"slow\": true}"')"
+	start_bg reaper pd-reaper --interval 200ms
+	slow=$(pd-enqueue slow '{}')
+	awk 'BEGIN { for (i = 1; i <= 20; i++) printf "{\"n\": %d}\n", i }' | pd-enqueue --ndjson t >/dev/null
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $slow" RUNNING
+	wait_for 30 sql_is "SELECT count(*) >= 2 FROM pendulum.jobs WHERE state = 'SUCCEEDED'" t
+	worker_pid=$(bg_pid w)
+
+	sh "$PD_ROOT/scripts/pg" restart "$PD_PG_DIR"
+
+	# new work after the restart, and a lease for the reaper to give back
+	awk 'BEGIN { for (i = 21; i <= 30; i++) printf "{\"n\": %d}\n", i }' | pd-enqueue --ndjson t >/dev/null
+	orphan=$(pd-enqueue t '{}')
+	sql "WITH j AS (UPDATE pendulum.jobs SET state = 'LEASED', attempt = 1,
+	       lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'gone:1:0000',
+	       lease_expires_at = now() - interval '1 s' WHERE id = $orphan RETURNING id, lease_token)
+	     INSERT INTO pendulum.job_attempts (job_id, attempt, lease_token, worker)
+	     SELECT id, 1, lease_token, 'gone:1:0000' FROM j" >/dev/null
+
+	wait_for 60 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'" 32
+	# the same processes, still running, having noticed and recovered
+	alive "$worker_pid"
+	alive "$(bg_pid reaper)"
+	grep -q 'database connection lost' "$BATS_FILE_TMPDIR/w.log"
+	[ "$(grep -c 'msg=connected' "$BATS_FILE_TMPDIR/w.log")" -ge 2 ]
+	# the slow job's outcome waited for the database and was written once
+	[ "$(sql "SELECT attempt || ' ' || result::text FROM pendulum.jobs WHERE id = $slow")" = '1 {"slow": true}' ]
+	[ "$(sql "SELECT string_agg(outcome, ' ') FROM pendulum.job_attempts WHERE job_id = $slow")" = succeeded ]
+	# the reaper gave the orphan back after the restart
+	[ "$(sql "SELECT string_agg(outcome, ' ' ORDER BY attempt) FROM pendulum.job_attempts WHERE job_id = $orphan")" = \
+		"lease_expired succeeded" ]
+	# every handler ran exactly once (the orphan never ran before)
+	[ "$(lines "$LOG")" -eq 32 ]
+	[ "$(cut -d' ' -f1 "$LOG" | sort -u | wc -l)" -eq 32 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE outcome IS NULL")" -eq 0 ]
+	[ "$(fenced)" -eq 0 ]
+	stop_worker w
+	[ "$(bg_status w)" -eq 0 ]
+	stop_bg reaper
+	[ "$(bg_status reaper)" -eq 0 ]
+}

@@ -1,0 +1,576 @@
+/*
+ * config_test: lib/yaml (the tree, positions, accessors, refusals) and
+ * lib/config (lookup, every key, defaults, every kind of error, with the
+ * exact file:line:column).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "ydoc.h"
+#include "tap.h"
+
+static char dir[200];  /* $TMPDIR/pd-config-test.XXXXXX */
+static char path[256]; /* dir/pd.yaml */
+
+static void write_file(const char *p, const char *text)
+{
+	FILE *fp = fopen(p, "w");
+
+	if (fp == NULL || fputs(text, fp) < 0 || fclose(fp) != 0) {
+		perror(p);
+		exit(1);
+	}
+}
+
+/* Load text as dir/pd.yaml into c (initialised here); returns the rc. */
+static int load(struct pd_config *c, struct pd_err *e, const char *text)
+{
+	pd_config_init(c);
+	pd_err_clear(e);
+	write_file(path, text);
+	return pd_config_load(c, path, e);
+}
+
+/* The file must be refused with exactly "dir/pd.yaml:<where>". */
+static void bad(const char *text, const char *where, const char *name)
+{
+	struct pd_config c;
+	struct pd_err e = PD_ERR_INIT;
+	char want[600];
+	int rc = load(&c, &e, text);
+
+	snprintf(want, sizeof(want), "%s:%s", path, where);
+	ok(rc == -1 && e.code == PD_EX_CONFIG, name);
+	is_str(e.msg, want, "  with the message");
+	pd_config_release(&c);
+}
+
+/* Parse text as YAML named "t.yaml"; returns the rc. */
+static int yload(struct pd_ydoc *d, struct pd_err *e, const char *text)
+{
+	pd_err_clear(e);
+	return pd_ydoc_load_string(d, "t.yaml", text, strlen(text), e);
+}
+
+static void ybad(const char *text, const char *want, const char *name)
+{
+	struct pd_ydoc d = PD_YDOC_INIT;
+	struct pd_err e = PD_ERR_INIT;
+
+	ok(yload(&d, &e, text) == -1 && e.code == PD_EX_CONFIG && d.root == NULL, name);
+	is_str(e.msg, want, "  with the message");
+	pd_ydoc_release(&d);
+}
+
+static const char full[] = "# every key\n"
+			   "database_url: postgresql://pd@localhost:5433/pd\n"
+			   "log_level: warn\n"
+			   "worker:\n"
+			   "  queues: [default, email]\n"
+			   "  concurrency: 16\n"
+			   "  lease: 2m\n"
+			   "  heartbeat: 20s\n"
+			   "  poll: 250ms\n"
+			   "  drain_timeout: 1m30s\n"
+			   "  batch: 32\n"
+			   "  reap: no\n"
+			   "  result_limit: 65536\n"
+			   "  kill_grace: 3\n"
+			   "retry:\n"
+			   "  base: 1.5\n"
+			   "  cap: 2h\n"
+			   "reaper:\n"
+			   "  interval: 10s\n"
+			   "handlers:\n"
+			   "  email.send:\n"
+			   "    run: ./send-mail --to \"$PD_JOB_ID\"\n"
+			   "    timeout: 30s\n"
+			   "    terminal_exit_codes: [3, 4, 255]\n"
+			   "  resize:\n"
+			   "    exec: [/usr/bin/convert, -resize, 50%]\n"
+			   "  one:\n"
+			   "    exec: /usr/local/bin/one\n"
+			   "    terminal_exit_codes: 9\n"
+			   "  \"*\":\n"
+			   "    run: exit 0\n";
+
+static void test_full(void)
+{
+	struct pd_config c;
+	struct pd_err e = PD_ERR_INIT;
+	const struct pd_handler_cfg *h;
+
+	if (!ok(load(&c, &e, full) == 0, "a file with every key loads"))
+		diag(e.msg);
+	is_str(c.path, path, "path is the file read");
+	is_str(c.database_url, "postgresql://pd@localhost:5433/pd", "database_url");
+	is_int(c.log_level, PD_LOG_WARN, "log_level");
+	is_int(c.worker.nqueues, 2, "worker.queues has two");
+	is_str(c.worker.queues[0], "default", "worker.queues[0]");
+	is_str(c.worker.queues[1], "email", "worker.queues[1]");
+	ok(c.worker.queues[2] == NULL, "worker.queues is NULL-terminated");
+	is_int(c.worker.concurrency, 16, "worker.concurrency");
+	is_int(c.worker.lease_ms, 120000, "worker.lease");
+	is_int(c.worker.heartbeat_ms, 20000, "worker.heartbeat");
+	is_int(c.worker.poll_ms, 250, "worker.poll");
+	is_int(c.worker.drain_timeout_ms, 90000, "worker.drain_timeout");
+	is_int(c.worker.batch, 32, "worker.batch");
+	is_int(c.worker.reap, 0, "worker.reap");
+	is_int(c.worker.result_limit, 65536, "worker.result_limit");
+	is_int(c.worker.kill_grace_ms, 3000, "worker.kill_grace (plain seconds)");
+	is_int(c.retry.base_ms, 1500, "retry.base (fractional seconds)");
+	is_int(c.retry.cap_ms, 7200000, "retry.cap");
+	is_int(c.reaper.interval_ms, 10000, "reaper.interval");
+	is_int(c.nhandlers, 4, "four handlers");
+
+	h = &c.handlers[0];
+	is_str(h->type, "email.send", "handler 1 type");
+	is_str(h->run, "./send-mail --to \"$PD_JOB_ID\"", "handler 1 run");
+	ok(h->exec_argv == NULL, "handler 1 has no exec");
+	is_int(h->timeout_ms, 30000, "handler 1 timeout");
+	is_int(h->nterminal, 3, "handler 1 has three terminal codes");
+	ok(h->terminal_codes[0] == 3 && h->terminal_codes[1] == 4 && h->terminal_codes[2] == 255,
+	   "handler 1 terminal codes 3 4 255");
+
+	h = &c.handlers[1];
+	is_str(h->type, "resize", "handler 2 type");
+	ok(h->run == NULL, "handler 2 has no run");
+	is_str(h->exec_argv[0], "/usr/bin/convert", "handler 2 argv[0]");
+	is_str(h->exec_argv[1], "-resize", "handler 2 argv[1]");
+	is_str(h->exec_argv[2], "50%", "handler 2 argv[2]");
+	ok(h->exec_argv[3] == NULL, "handler 2 argv is NULL-terminated");
+	is_int(h->timeout_ms, -1, "handler 2 timeout unset");
+	is_int(h->nterminal, 0, "handler 2 has no terminal codes");
+
+	h = &c.handlers[2];
+	is_str(h->exec_argv[0], "/usr/local/bin/one", "a single exec string is the program");
+	ok(h->exec_argv[1] == NULL, "  alone, not split on spaces");
+	ok(h->nterminal == 1 && h->terminal_codes[0] == 9, "a single terminal code");
+
+	is_str(c.handlers[3].type, "*", "handler '*'");
+	is_str(c.handlers[3].run, "exit 0", "handler '*' run");
+
+	ok(pd_config_handler(&c, "resize") == &c.handlers[1], "handler lookup: exact type");
+	ok(pd_config_handler(&c, "other") == &c.handlers[3], "handler lookup: '*' otherwise");
+	ok(pd_y_get(c.doc.root, "worker") != NULL, "the document is kept for later sections");
+
+	pd_config_release(&c);
+	ok(c.path == NULL && c.handlers == NULL && c.doc.root == NULL && c.worker.lease_ms == 30000,
+	   "release frees and restores the defaults");
+	pd_config_release(&c);
+	ok(1, "release twice is safe");
+}
+
+static void check_defaults(const struct pd_config *c, const char *what)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "%s: all defaults", what);
+	ok(c->database_url == NULL && c->log_level == -1 && c->worker.queues == NULL &&
+	       c->worker.nqueues == 0 && c->worker.concurrency == 4 &&
+	       c->worker.lease_ms == 30000 && c->worker.heartbeat_ms == 10000 &&
+	       c->worker.poll_ms == 1000 && c->worker.drain_timeout_ms == 30000 &&
+	       c->worker.kill_grace_ms == 5000 && c->worker.batch == 0 && c->worker.reap == 1 &&
+	       c->worker.result_limit == 1048576 && c->retry.base_ms == 1000 &&
+	       c->retry.cap_ms == 3600000 && c->reaper.interval_ms == 5000 && c->handlers == NULL &&
+	       c->nhandlers == 0,
+	   name);
+}
+
+static void test_lookup(void)
+{
+	struct pd_config c;
+	struct pd_err e = PD_ERR_INIT;
+	char other[300], missing[300], want[400];
+
+	snprintf(other, sizeof(other), "%s/other.yaml", dir);
+	snprintf(missing, sizeof(missing), "%s/nope.yaml", dir);
+	write_file(other, "worker:\n  concurrency: 7\n");
+
+	pd_config_init(&c);
+	check_defaults(&c, "pd_config_init");
+
+	unsetenv("PD_CONFIG");
+	if (access(PD_CONFIG_DEFAULT_PATH, F_OK) == 0) {
+		ok(1, "# SKIP " PD_CONFIG_DEFAULT_PATH " exists here");
+	} else {
+		ok(pd_config_load(&c, NULL, &e) == 0 && c.path == NULL,
+		   "no file anywhere: no error");
+		check_defaults(&c, "no file");
+	}
+	pd_config_release(&c);
+
+	setenv("PD_CONFIG", other, 1);
+	pd_config_init(&c);
+	ok(pd_config_load(&c, NULL, &e) == 0, "$PD_CONFIG is read");
+	is_str(c.path, other, "  path is $PD_CONFIG");
+	is_int(c.worker.concurrency, 7, "  its values are used");
+	pd_config_release(&c);
+
+	write_file(path, "worker:\n  concurrency: 9\n");
+	pd_config_init(&c);
+	ok(pd_config_load(&c, path, &e) == 0, "an explicit file wins over $PD_CONFIG");
+	is_int(c.worker.concurrency, 9, "  its values are used");
+	pd_config_release(&c);
+
+	pd_err_clear(&e);
+	pd_config_init(&c);
+	ok(pd_config_load(&c, missing, &e) == -1 && e.code == PD_EX_CONFIG,
+	   "a missing explicit file is an error");
+	snprintf(want, sizeof(want), "config file '%s': No such file or directory", missing);
+	is_str(e.msg, want, "  with the message");
+	pd_config_release(&c);
+
+	setenv("PD_CONFIG", missing, 1);
+	pd_err_clear(&e);
+	pd_config_init(&c);
+	ok(pd_config_load(&c, NULL, &e) == -1 && e.code == PD_EX_CONFIG,
+	   "a missing $PD_CONFIG file is an error");
+	is_str(e.msg, want, "  with the message");
+	pd_config_release(&c);
+
+	pd_err_clear(&e);
+	pd_config_init(&c);
+	ok(pd_config_load(&c, dir, &e) == -1 && e.code == PD_EX_CONFIG, "a directory is an error");
+	snprintf(want, sizeof(want), "cannot read '%s': Is a directory", dir);
+	is_str(e.msg, want, "  with the message");
+	pd_config_release(&c);
+	unsetenv("PD_CONFIG");
+
+	ok(load(&c, &e, "") == 0, "an empty file loads");
+	is_str(c.path, path, "  path is set");
+	check_defaults(&c, "empty file");
+	pd_config_release(&c);
+	ok(load(&c, &e, "# nothing\n\n# here\n") == 0, "a file of comments loads");
+	check_defaults(&c, "comments only");
+	pd_config_release(&c);
+	ok(load(&c, &e, "---\n...\n") == 0, "an empty document loads");
+	check_defaults(&c, "empty document");
+	pd_config_release(&c);
+	ok(load(&c, &e, "worker:\nretry: ~\nhandlers:\n") == 0, "null sections are empty");
+	check_defaults(&c, "null sections");
+	pd_config_release(&c);
+	ok(load(&c, &e, "{worker: {queues: solo, reap: ON}, log_level: debug}\n") == 0,
+	   "flow style and a single queue string");
+	ok(c.worker.nqueues == 1 && strcmp(c.worker.queues[0], "solo") == 0 &&
+	       c.worker.queues[1] == NULL,
+	   "  a single string is a list of one");
+	ok(c.worker.reap == 1 && c.log_level == PD_LOG_DEBUG, "  ON is true, debug is 0");
+	pd_config_release(&c);
+	ok(load(&c, &e, "log_level: error\ndatabase_url: ''\n") == 0, "an empty database_url");
+	ok(c.log_level == PD_LOG_ERROR && c.database_url && c.database_url[0] == '\0',
+	   "  is kept as ''");
+	pd_config_release(&c);
+}
+
+static void test_errors(void)
+{
+	/* Unknown keys, at every level, with the exact position. */
+	bad("retires: 3\n", "1:1: unknown key 'retires'", "unknown top-level key");
+	bad("worker: {}\nworkr:\n  poll: 1s\n", "2:1: unknown key 'workr'; did you mean 'worker'?",
+	    "unknown top-level key with a hint");
+	bad("cron: {}\n", "1:1: unknown key 'cron'", "no cron section yet");
+	bad("worker:\n  lease: 1m\n  concurency: 4\n",
+	    "3:3: unknown key 'concurency' in 'worker'; did you mean 'concurrency'?",
+	    "unknown key in worker");
+	bad("retry:\n    bsae: 1s\n", "2:5: unknown key 'bsae' in 'retry'; did you mean 'base'?",
+	    "unknown key in retry (transposition)");
+	bad("reaper: {once: true}\n", "1:10: unknown key 'once' in 'reaper'",
+	    "unknown key in reaper (flow)");
+	bad("handlers:\n  a:\n    run: x\n    tiemout: 1s\n",
+	    "4:5: unknown key 'tiemout' in 'a'; did you mean 'timeout'?",
+	    "unknown key in a handler");
+	bad("handlers:\n  a:\n    rum: x\n", "3:5: unknown key 'rum' in 'a'; did you mean 'run'?",
+	    "unknown key in a handler, short");
+	bad("handlers:\n  a:\n    xyz: x\n", "3:5: unknown key 'xyz' in 'a'",
+	    "unknown short key has no far-fetched hint");
+
+	/* Wrong types and ranges. */
+	bad("- a\n- b\n", "1:1: the top level: expected a mapping, got a sequence",
+	    "a list at the top");
+	bad("just text\n", "1:1: the top level: expected a mapping, got 'just text'",
+	    "a scalar at the top");
+	bad("worker: [a]\n", "1:9: 'worker': expected a mapping, got a sequence",
+	    "worker is a list");
+	bad("worker: 4\n", "1:9: 'worker': expected a mapping, got '4'", "worker is a scalar");
+	bad("worker:\n  concurrency: lots\n",
+	    "2:16: 'concurrency': expected an integer from 1 to 1024, got 'lots'",
+	    "concurrency not a number");
+	bad("worker:\n  concurrency: 0\n",
+	    "2:16: 'concurrency': expected an integer from 1 to 1024, got '0'", "concurrency 0");
+	bad("worker:\n  concurrency: 1025\n",
+	    "2:16: 'concurrency': expected an integer from 1 to 1024, got '1025'",
+	    "concurrency too big");
+	bad("worker:\n  concurrency: \"4\"\n",
+	    "2:16: 'concurrency': expected an integer from 1 to 1024, got the quoted string '4'",
+	    "concurrency quoted");
+	bad("worker:\n  concurrency: 4.0\n",
+	    "2:16: 'concurrency': expected an integer from 1 to 1024, got '4.0'",
+	    "concurrency fractional");
+	bad("worker:\n  concurrency:\n",
+	    "2:15: 'concurrency': expected an integer from 1 to 1024, got null",
+	    "concurrency null");
+	bad("worker:\n  batch: 1001\n",
+	    "2:10: 'batch': expected an integer from 1 to 1000, got '1001'", "batch too big");
+	bad("worker:\n  result_limit: 1073741825\n",
+	    "2:17: 'result_limit': expected an integer from 1 to 1073741824, got '1073741825'",
+	    "result_limit too big");
+	bad("worker:\n  lease: 5x\n",
+	    "2:10: 'lease': invalid duration '5x': expected a number with ms, s, m, h or d",
+	    "lease junk");
+	bad("worker:\n  lease: 0s\n",
+	    "2:10: 'lease': expected a duration from 1ms to 365d, got '0s'", "lease zero");
+	bad("worker:\n  poll: 366d\n",
+	    "2:9: 'poll': expected a duration from 1ms to 365d, got '366d'", "poll too long");
+	bad("worker:\n  heartbeat: [1s]\n",
+	    "2:14: 'heartbeat': expected a duration, got a sequence", "heartbeat a list");
+	bad("worker:\n  reap: maybe\n", "2:9: 'reap': expected true or false, got 'maybe'",
+	    "reap not a bool");
+	bad("worker:\n  reap: 'yes'\n",
+	    "2:9: 'reap': expected true or false, got the quoted string 'yes'", "reap quoted");
+	bad("worker:\n  queues: {a: b}\n", "2:11: 'queues': expected a sequence, got a mapping",
+	    "queues a mapping");
+	bad("worker:\n  queues: []\n",
+	    "2:11: 'queues': expected a queue name or a list of them, got []", "queues empty");
+	bad("worker:\n  queues: [a, '']\n", "2:15: 'queues' item 2: expected a queue name, got ''",
+	    "an empty queue name");
+	bad("worker:\n  queues:\n    - a\n    - [b]\n",
+	    "4:7: 'queues' item 2: expected a string, got a sequence", "a nested list in queues");
+	bad("log_level: loud\n",
+	    "1:12: 'log_level': expected debug, info, warn or error, got 'loud'",
+	    "log_level unknown");
+	bad("database_url: {host: x}\n", "1:15: 'database_url': expected a string, got a mapping",
+	    "database_url a mapping");
+	bad("retry:\n  cap: -1s\n",
+	    "2:8: 'cap': invalid duration '-1s': expected a number with ms, s, m, h or d",
+	    "negative duration");
+
+	/* Handlers. */
+	bad("handlers: [a]\n", "1:11: 'handlers': expected a mapping, got a sequence",
+	    "handlers a list");
+	bad("handlers:\n  a: ./run\n", "2:6: 'a': expected a mapping, got './run'",
+	    "a handler is a scalar");
+	bad("handlers:\n  a:\n    run: x\n    exec: /bin/x\n",
+	    "2:3: handler 'a' has both 'run' and 'exec': set exactly one", "run and exec both set");
+	bad("handlers:\n  b:\n    timeout: 1s\n",
+	    "2:3: handler 'b' has neither 'run' nor 'exec': set exactly one",
+	    "neither run nor exec");
+	bad("handlers:\n  b:\n", "2:3: handler 'b' has neither 'run' nor 'exec': set exactly one",
+	    "an empty handler");
+	bad("handlers:\n  '':\n    run: x\n", "2:3: a handler's job type must not be empty",
+	    "an empty job type");
+	bad("handlers:\n  a:\n    run: ''\n", "3:10: 'run': expected a command, got ''",
+	    "run empty");
+	bad("handlers:\n  a:\n    run: [x]\n", "3:10: 'run': expected a string, got a sequence",
+	    "run a list");
+	bad("handlers:\n  a:\n    exec: []\n",
+	    "3:11: 'exec': expected a program or a list of them, got []", "exec empty list");
+	bad("handlers:\n  a:\n    exec: [x, {y: 1}]\n",
+	    "3:15: 'exec' item 2: expected a string, got a mapping", "exec argument a mapping");
+	bad("handlers:\n  a:\n    run: x\n    timeout: 0\n",
+	    "4:14: 'timeout': expected a duration from 1ms to 365d, got '0'", "timeout zero");
+	bad("handlers:\n  a:\n    run: x\n    terminal_exit_codes: [1, 256]\n",
+	    "4:30: 'terminal_exit_codes' item 2: expected an integer from 1 to 255, got '256'",
+	    "terminal code too big");
+	bad("handlers:\n  a:\n    run: x\n    terminal_exit_codes: [0]\n",
+	    "4:27: 'terminal_exit_codes' item 1: expected an integer from 1 to 255, got '0'",
+	    "terminal code zero");
+	bad("handlers:\n  a:\n    run: x\n    terminal_exit_codes: {a: 1}\n",
+	    "4:26: 'terminal_exit_codes': expected a sequence, got a mapping",
+	    "terminal codes a mapping");
+	bad("handlers:\n  a:\n    run: x\n    terminal_exit_codes: [1,2,3,4,5,6,7,8,9,10,11,12,13,"
+	    "14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33]\n",
+	    "4:26: 'terminal_exit_codes': at most 32 exit codes, got 33",
+	    "too many terminal codes");
+
+	/* YAML-level refusals come out the same way. */
+	bad("worker:\n  lease: [1s\n",
+	    "3:1: did not find expected ',' or ']' while parsing a flow sequence started at line "
+	    "2, column 10",
+	    "a YAML syntax error");
+	bad("worker:\n  lease: 1s\n poll: 1s\n",
+	    "3:2: did not find expected key while parsing a block mapping started at line 1, "
+	    "column 1",
+	    "bad indentation");
+	bad("base: &b 1s\nretry:\n  cap: *b\n", "1:7: anchors and aliases are not supported",
+	    "an anchor and alias");
+	bad("retry:\n  cap: *b\n", "2:8: anchors and aliases are not supported",
+	    "an alias without an anchor");
+	bad("worker:\n  poll: 1s\n  lease: 1m\n  poll: 2s\n",
+	    "4:3: duplicate key 'poll' (first at line 2, column 3)", "a duplicate key");
+	bad("handlers:\n  a: {run: x}\n  a: {run: y}\n",
+	    "3:3: duplicate key 'a' (first at line 2, column 3)", "a duplicate handler");
+	bad("worker: {}\n---\nretry: {}\n", "2:1: more than one document is not supported",
+	    "two documents");
+}
+
+static void test_yaml(void)
+{
+	struct pd_ydoc d = PD_YDOC_INIT;
+	struct pd_err e = PD_ERR_INIT;
+	const struct pd_ynode *r, *n;
+	const char *s = NULL;
+	long long v = 0;
+	int b = -1;
+	char desc[200];
+
+	ok(yload(&d, &e, "a: 1\nb:\n  - x\n  - 'y'\n  - {c: \"z\"}\nempty:\n") == 0,
+	   "a small document loads");
+	r = d.root;
+	is_str(d.path, "t.yaml", "the name is kept");
+	ok(r->type == PD_Y_MAP && r->n == 3 && r->parent == NULL, "root is a mapping of three");
+	ok(r->keys[0]->line == 1 && r->keys[0]->col == 1 && r->items[0]->line == 1 &&
+	       r->items[0]->col == 4,
+	   "positions are 1-based");
+	n = pd_y_get(r, "b");
+	ok(n && n->type == PD_Y_SEQ && n->n == 3 && n->keys == NULL, "b is a sequence of three");
+	ok(!n->items[0]->quoted && n->items[1]->quoted, "quoted is remembered");
+	ok(n->items[2]->line == 5 && n->items[2]->col == 5, "a flow mapping's position");
+	is_str(pd_y_describe(pd_y_get(n->items[2], "c"), desc, sizeof(desc)), "'c'",
+	       "describe a mapping value");
+	is_str(pd_y_describe(n->items[1], desc, sizeof(desc)), "'b' item 2", "describe an item");
+	is_str(pd_y_describe(r->keys[1], desc, sizeof(desc)), "key 'b'", "describe a key");
+	is_str(pd_y_describe(r, desc, sizeof(desc)), "the top level", "describe the root");
+	ok(pd_y_get(r, "nope") == NULL && pd_y_get(NULL, "a") == NULL && pd_y_get(n, "a") == NULL,
+	   "pd_y_get misses");
+	ok(pd_y_is_null(pd_y_get(r, "empty")), "an empty value is null");
+	ok(pd_y_str(&d, n->items[1], &s, 78, &e) == 0 && strcmp(s, "y") == 0, "pd_y_str");
+	pd_err_clear(&e);
+	ok(pd_y_str(&d, pd_y_get(r, "empty"), &s, 64, &e) == -1 && e.code == 64,
+	   "pd_y_str refuses null, with the caller's code");
+	is_str(e.msg, "t.yaml:6:7: 'empty': expected a string, got null", "  and says where");
+	pd_err_clear(&e);
+	ok(pd_y_seq(&d, r, 78, &e) == -1, "pd_y_seq refuses a mapping");
+	is_str(e.msg, "t.yaml:1:1: the top level: expected a sequence, got a mapping",
+	       "  with the message");
+	pd_err_clear(&e);
+	ok(pd_y_unknown_key(&d, r->keys[0], 78, &e) == -1, "pd_y_unknown_key");
+	is_str(e.msg, "t.yaml:1:1: unknown key 'a'", "  with the message");
+	pd_ydoc_release(&d);
+	ok(d.root == NULL && d.path == NULL, "release empties the document");
+	pd_ydoc_release(&d);
+
+	/* Integers and booleans, every accepted and refused spelling. */
+	static const struct {
+		const char *text;
+		int ok;
+		long long v;
+	} ints[] = {
+	    {"0", 1, 0},     {"-5", 1, -5},
+	    {"+7", 1, 7},    {"0010", 1, 10},
+	    {"100", 1, 100}, {"101", 0, 0},
+	    {"-6", 0, 0},    {"0x10", 0, 0},
+	    {"1_000", 0, 0}, {"1e2", 0, 0},
+	    {"1.0", 0, 0},   {"1 2", 0, 0},
+	    {"'5'", 0, 0},   {"99999999999999999999", 0, 0},
+	    {"", 0, 0},	     {"[1]", 0, 0},
+	};
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+		char text[64], name[96];
+
+		snprintf(text, sizeof(text), "k: %s\n", ints[i].text);
+		snprintf(name, sizeof(name), "pd_y_int -5..100 %s '%s'",
+			 ints[i].ok ? "takes" : "refuses", ints[i].text);
+		yload(&d, &e, text);
+		v = -99;
+		if (ints[i].ok)
+			ok(pd_y_int(&d, pd_y_get(d.root, "k"), -5, 100, &v, 78, &e) == 0 &&
+			       v == ints[i].v,
+			   name);
+		else
+			ok(pd_y_int(&d, pd_y_get(d.root, "k"), -5, 100, &v, 78, &e) == -1 &&
+			       v == -99,
+			   name);
+		pd_ydoc_release(&d);
+	}
+	yload(&d, &e, "k: 9223372036854775807\n");
+	ok(pd_y_int(&d, pd_y_get(d.root, "k"), 0, 9223372036854775807LL, &v, 78, &e) == 0 &&
+	       v == 9223372036854775807LL,
+	   "pd_y_int at LLONG_MAX");
+	pd_ydoc_release(&d);
+
+	static const struct {
+		const char *text;
+		int v;
+	} bools[] = {
+	    {"true", 1}, {"True", 1}, {"YES", 1},     {"on", 1}, {"false", 0}, {"no", 0},
+	    {"Off", 0},	 {"1", -1},   {"'true'", -1}, {"y", -1}, {"", -1},     {"{}", -1},
+	};
+	for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++) {
+		char text[64], name[96];
+
+		snprintf(text, sizeof(text), "k: %s\n", bools[i].text);
+		snprintf(name, sizeof(name), "pd_y_bool '%s' is %d", bools[i].text, bools[i].v);
+		yload(&d, &e, text);
+		b = -1;
+		pd_y_bool(&d, pd_y_get(d.root, "k"), &b, 78, &e);
+		is_int(b, bools[i].v, name);
+		pd_ydoc_release(&d);
+	}
+
+	yload(&d, &e, "k: '90'\nj: 1h30m\n");
+	ok(pd_y_dur(&d, pd_y_get(d.root, "k"), &v, 78, &e) == 0 && v == 90000,
+	   "pd_y_dur: a quoted number is seconds too");
+	ok(pd_y_dur(&d, pd_y_get(d.root, "j"), &v, 78, &e) == 0 && v == 5400000, "pd_y_dur: 1h30m");
+	pd_ydoc_release(&d);
+
+	/* Structure refusals. */
+	ybad("? [a]\n: 1\n", "t.yaml:1:3: a mapping key must be a scalar, not a sequence",
+	     "a sequence as a key");
+	ybad("a: {b: 1, b: 2}\n", "t.yaml:1:11: duplicate key 'b' (first at line 1, column 5)",
+	     "a duplicate key in a flow mapping");
+	ybad("a: 1\nb: \"\\0\"\n", "t.yaml:2:4: a NUL character is not allowed",
+	     "a NUL in a scalar");
+	ybad("a: 1\nb: \xff\n", "t.yaml:2:4: invalid leading UTF-8 octet (byte 0xFF)",
+	     "invalid UTF-8");
+	ybad("a: \"x\n",
+	     "t.yaml:2:1: found unexpected end of stream while scanning a quoted "
+	     "scalar started at line 1, column 4",
+	     "an unterminated string");
+	{
+		char deep[300];
+
+		memset(deep, '[', 100);
+		memset(deep + 100, ']', 100);
+		deep[200] = '\0';
+		ybad(deep, "t.yaml:1:66: nested too deeply", "deep nesting is refused");
+	}
+	ok(yload(&d, &e, "[1, 2]\n") == 0 && d.root->type == PD_Y_SEQ,
+	   "the yaml reader itself takes any root");
+	pd_ydoc_release(&d);
+	ok(yload(&d, &e, "a: !!str 1\n") == 0 && strcmp(pd_y_get(d.root, "a")->value, "1") == 0,
+	   "tags are ignored");
+	pd_ydoc_release(&d);
+
+	pd_err_clear(&e);
+	ok(pd_ydoc_load(&d, "/nonexistent/pd.yaml", &e) == -1 && e.code == PD_EX_CONFIG,
+	   "pd_ydoc_load of a missing file");
+	is_str(e.msg, "cannot open '/nonexistent/pd.yaml': No such file or directory",
+	       "  with the message");
+	pd_ydoc_release(&d);
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	char cmd[300];
+
+	snprintf(dir, sizeof(dir), "%s/pd-config-test.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (mkdtemp(dir) == NULL) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/pd.yaml", dir);
+	test_full();
+	test_lookup();
+	test_errors();
+	test_yaml();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		diag("could not remove the temporary directory");
+	return done_testing();
+}
