@@ -113,7 +113,8 @@ static const char *rest(const struct pctx *p, const char *s, char *out, size_t n
 
 /*
  * A number or (where the field has them) a name at *sp, ending before end.
- * what says what the value is for ("a value", "a range end", "a step").
+ * what names the value for the "missing ..." message. Numbers of more than
+ * six digits come out as at least 1000000, out of every range.
  */
 static int parse_value(const struct pctx *p, const char **sp, const char *end, const char *what,
 		       int *out)

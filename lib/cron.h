@@ -30,10 +30,13 @@
  *   past the gap by the gap's length (Europe/Berlin 2026-03-29 02:30 fires
  *   at 03:30 CEST); when that lands on an instant that also fires naturally
  *   it is one fire.
- * Fire instants are therefore strictly increasing. An hourly schedule fires
- * 24 times on a 25-hour day and 23 times on a 23-hour day; with a 30-minute
- * shift (Australia/Lord_Howe) it fires 24 times on the 23.5-hour day, the
- * 02:00 fire moving to 02:30.
+ * A shifted time can land after a later wall time's natural instant (with
+ * Lord Howe's 30-minute gap, "7,35 2 * * *" fires at 02:35 and then at
+ * 02:37 for the shifted 02:07); pd_cron_next always returns the earliest
+ * instant, so successive calls give strictly increasing instants. An hourly
+ * schedule fires 24 times on a 25-hour day and 23 times on a 23-hour day;
+ * with a 30-minute shift (Australia/Lord_Howe) it fires 24 times on the
+ * 23.5-hour day, the 02:00 fire moving to 02:30.
  */
 #ifndef PD_CRON_H
 #define PD_CRON_H

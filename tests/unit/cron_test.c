@@ -88,10 +88,13 @@ static const char *seq(const char *expr, const char *zone, const char *after, in
 		return b;
 	}
 	for (int i = 0; i < n; i++) {
+		long long prev = t;
 		if (pd_cron_next(&c, zone, t, &t, &e) < 0) {
 			snprintf(b, sizeof b, "error: %s", e.msg);
 			return b;
 		}
+		if (t <= prev)
+			return "error: not strictly after";
 		if (i > 0)
 			strcat(b, " ");
 		strcat(b, utc(t));
@@ -110,7 +113,8 @@ static int count(const char *expr, const char *zone, const char *from, const cha
 	if (pd_cron_parse(&c, expr, &e) < 0)
 		return -1;
 	for (;;) {
-		if (pd_cron_next(&c, zone, t, &t, &e) < 0)
+		long long prev = t;
+		if (pd_cron_next(&c, zone, t, &t, &e) < 0 || t <= prev)
 			return -1;
 		if (t >= end)
 			return n;
@@ -571,6 +575,9 @@ static void test_dst_lord_howe(void)
 	       "2026-10-03T15:15:00Z 2026-10-03T15:30:00Z 2026-10-03T15:45:00Z "
 	       "2026-10-03T16:00:00Z",
 	       "Lord Howe gap: */15 fires 02:00 and 02:30 once, 02:15 at 02:45");
+	is_str(seq("7,35 2 * * *", z, "2026-10-03T15:00:00Z", 3),
+	       "2026-10-03T15:35:00Z 2026-10-03T15:37:00Z 2026-10-04T15:07:00Z",
+	       "Lord Howe gap: 02:35 (natural) fires before 02:07 (shifted to 02:37)");
 	is_int(count("0 * * * *", z, "2026-10-03T13:30:00Z", "2026-10-04T13:00:00Z"), 24,
 	       "Lord Howe: hourly fires 24 times on the 23.5-hour day (02:00 moves to 02:30)");
 	is_int(count("*/30 * * * *", z, "2026-10-03T13:30:00Z", "2026-10-04T13:00:00Z"), 47,
@@ -616,8 +623,10 @@ static void test_year_increasing(void)
 		pd_cron_parse(&c, "*/30 * * * *", &e);
 		prev = t;
 		while ((rc = pd_cron_next(&c, y[i].zone, t, &t, &e)) == 0 && t < end) {
-			if (t <= prev)
+			if (t <= prev) {
 				increasing = 0;
+				break;
+			}
 			if (n > 0 && t - prev < mind)
 				mind = t - prev;
 			if (n > 0 && t - prev > maxd)
@@ -816,6 +825,175 @@ static void test_local_vs_glibc(void)
 	tzset();
 }
 
+/* ---- crafted TZif files: the footer rules, version 1 files, leap seconds ---- */
+
+static void put32(FILE *f, uint32_t v)
+{
+	fputc((int)(v >> 24) & 0xff, f);
+	fputc((int)(v >> 16) & 0xff, f);
+	fputc((int)(v >> 8) & 0xff, f);
+	fputc((int)v & 0xff, f);
+}
+
+struct tzif {
+	int version; /* 0 or '2' */
+	int ntrans;
+	long long trans[4];
+	unsigned char idx[4];
+	int ntypes;
+	int off[4], isdst[4], abbr[4];
+	const char *chars; /* abbreviations, NUL-separated */
+	int nchars;
+	int leap;
+	const char *footer;
+};
+
+static void tzif_block(FILE *f, const struct tzif *z, int tsize)
+{
+	fputs("TZif", f);
+	fputc(z->version, f);
+	for (int i = 0; i < 15; i++)
+		fputc(0, f);
+	put32(f, 0);
+	put32(f, 0);
+	put32(f, (uint32_t)z->leap);
+	put32(f, (uint32_t)z->ntrans);
+	put32(f, (uint32_t)z->ntypes);
+	put32(f, (uint32_t)z->nchars);
+	for (int i = 0; i < z->ntrans; i++) {
+		if (tsize == 8)
+			put32(f, (uint32_t)((unsigned long long)z->trans[i] >> 32));
+		put32(f, (uint32_t)z->trans[i]);
+	}
+	for (int i = 0; i < z->ntrans; i++)
+		fputc(z->idx[i], f);
+	for (int i = 0; i < z->ntypes; i++) {
+		put32(f, (uint32_t)z->off[i]);
+		fputc(z->isdst[i], f);
+		fputc(z->abbr[i], f);
+	}
+	fwrite(z->chars, 1, (size_t)z->nchars, f);
+	for (int i = 0; i < z->leap; i++) {
+		if (tsize == 8)
+			put32(f, 0);
+		put32(f, 78796800);
+		put32(f, 1);
+	}
+}
+
+static void tzif_write(const char *dir, const char *name, const struct tzif *z)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	if ((f = fopen(path, "wb")) == NULL)
+		return;
+	tzif_block(f, z, 4);
+	if (z->version >= '2') {
+		tzif_block(f, z, 8);
+		fprintf(f, "\n%s\n", z->footer);
+	}
+	fclose(f);
+}
+
+static void test_crafted_tzif(void)
+{
+	static const char *names[] = {"AllDST", "Neg",	     "Julian", "V1",
+				      "Leap",	"BadFooter", "NoRule"};
+	char dir[] = "/tmp/cron_tzif.XXXXXX", path[256], b[80], want[300];
+	struct pd_err e = PD_ERR_INIT;
+
+	if (!ok(mkdtemp(dir) != NULL, "crafted TZDIR created"))
+		return;
+	/* DST all year (RFC 8536 3.3.1): start Jan 1 00:00, end Dec 31 25:00. */
+	struct tzif all = {'2', 0,   {0},   {0}, 1, {-18000},
+			   {0}, {0}, "EST", 4,	 0, "EST5EDT4,0/0,J365/25"};
+	/* Greenland style: negative rule times. */
+	struct tzif neg = {'2', 0,   {0},   {0}, 1, {-7200},
+			   {0}, {0}, "-02", 4,	 0, "<-02>2<-01>,M3.5.0/-1,M10.5.0/0"};
+	/* Jn (never counts Feb 29) and zero-based n (does). */
+	struct tzif jul = {'2', 0,   {0},   {0}, 1, {3600},
+			   {0}, {0}, "AAA", 4,	 0, "AAA-1BBB,J60/2,300/2"};
+	/* Version 1: 32-bit data, no footer. */
+	struct tzif v1 = {0, 1, {0}, {1}, 2, {0, 3600}, {0, 1}, {0, 4}, "AAA\0BBB", 8, 0, ""};
+	struct tzif leap = {'2', 0, {0}, {0}, 1, {0}, {0}, {0}, "UTC", 4, 1, "UTC0"};
+	struct tzif badf = {'2', 0, {0}, {0}, 1, {0}, {0}, {0}, "UTC", 4, 0, "XX0"};
+	/* No DST rule in the footer: the last transition's type holds forever. */
+	struct tzif norule = {'2',    1,      {1000000000}, {1}, 2, {0, 19800},
+			      {0, 0}, {0, 4}, "AAA\0BBB",   8,	 0, "BBB-5:30"};
+
+	tzif_write(dir, "AllDST", &all);
+	tzif_write(dir, "Neg", &neg);
+	tzif_write(dir, "Julian", &jul);
+	tzif_write(dir, "V1", &v1);
+	tzif_write(dir, "Leap", &leap);
+	tzif_write(dir, "BadFooter", &badf);
+	tzif_write(dir, "NoRule", &norule);
+	setenv("TZDIR", dir, 1);
+
+	ok(pd_cron_local(iso("2027-01-01T05:00:00Z"), "AllDST", b, sizeof b) == 0 &&
+	       strcmp(b, "2027-01-01 01:00:00 EDT") == 0,
+	   "all-year DST: EDT at the year boundary");
+	ok(pd_cron_local(iso("2026-07-01T12:00:00Z"), "AllDST", b, sizeof b) == 0 &&
+	       strcmp(b, "2026-07-01 08:00:00 EDT") == 0,
+	   "all-year DST: EDT in summer");
+	ok(pd_cron_local(iso("2026-01-01T04:59:59Z"), "AllDST", b, sizeof b) == 0 &&
+	       strcmp(b, "2026-01-01 00:59:59 EDT") == 0,
+	   "all-year DST: EDT just before the year boundary");
+
+	is_str(local("2026-03-29T00:59:59Z", "Neg"), "2026-03-28 22:59:59 -02",
+	       "negative rule time: before the change");
+	is_str(local("2026-03-29T01:00:00Z", "Neg"), "2026-03-29 00:00:00 -01",
+	       "negative rule time: starts at -1:00 local");
+	is_str(local("2026-10-25T00:59:59Z", "Neg"), "2026-10-24 23:59:59 -01",
+	       "negative rule time: before the end");
+	is_str(local("2026-10-25T01:00:00Z", "Neg"), "2026-10-24 23:00:00 -02",
+	       "negative rule time: ends at 00:00 local");
+	is_str(next_iso("30 23 24 10 *", "Neg", "2026-10-24T00:00:00Z"), "2026-10-25T00:30:00Z",
+	       "negative rule time: the repeated 23:30 fires the first time");
+
+	is_str(local("2028-03-01T00:59:59Z", "Julian"), "2028-03-01 01:59:59 AAA",
+	       "J60 in a leap year is Mar 1: before");
+	is_str(local("2028-03-01T01:00:00Z", "Julian"), "2028-03-01 03:00:00 BBB",
+	       "J60 in a leap year is Mar 1: after");
+	is_str(local("2026-03-01T01:00:00Z", "Julian"), "2026-03-01 03:00:00 BBB",
+	       "J60 in a common year is Mar 1");
+	is_str(local("2028-10-26T23:59:59Z", "Julian"), "2028-10-27 01:59:59 BBB",
+	       "n=300 in a leap year is Oct 27: before");
+	is_str(local("2028-10-27T00:00:00Z", "Julian"), "2028-10-27 01:00:00 AAA",
+	       "n=300 in a leap year is Oct 27: after");
+	is_str(local("2026-10-28T00:00:00Z", "Julian"), "2026-10-28 01:00:00 AAA",
+	       "n=300 in a common year is Oct 28");
+	is_str(next_iso("30 2 1 3 *", "Julian", "2028-01-01T00:00:00Z"), "2028-03-01T01:30:00Z",
+	       "J60 gap: 02:30 fires at 03:30 BBB");
+
+	is_str(local("1969-12-31T23:59:59Z", "V1"), "1969-12-31 23:59:59 AAA", "version 1: before");
+	is_str(local("1970-01-01T00:00:00Z", "V1"), "1970-01-01 01:00:00 BBB", "version 1: after");
+	is_str(local("2100-01-01T00:00:00Z", "V1"), "2100-01-01 01:00:00 BBB",
+	       "version 1: the last type holds");
+	is_str(local("2026-01-01T00:00:00Z", "NoRule"), "2026-01-01 05:30:00 BBB",
+	       "a footer without DST");
+	is_str(local("2000-01-01T00:00:00Z", "NoRule"), "2000-01-01 00:00:00 AAA",
+	       "before the only transition");
+
+	ok(pd_tz_check("Leap", &e) == -1, "leap seconds refused");
+	is_str(e.msg,
+	       "time zone 'Leap' counts leap seconds; use the zone without the 'right/' prefix",
+	       "leap seconds message");
+	pd_err_clear(&e);
+	ok(pd_tz_check("BadFooter", &e) == -1, "bad footer refused");
+	snprintf(want, sizeof want, "time zone 'BadFooter': corrupt TZif file '%s/BadFooter'", dir);
+	is_str(e.msg, want, "bad footer is corrupt");
+
+	unsetenv("TZDIR");
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 static void test_calendar(void)
 {
 	is_str(seq("0 0 13 * fri", "UTC", "2026-01-01T00:00:00Z", 12),
@@ -979,6 +1157,7 @@ int main(void)
 	test_year_increasing();
 	test_reference();
 	test_local_vs_glibc();
+	test_crafted_tzif();
 	test_calendar();
 	test_local();
 	test_speed();
