@@ -552,6 +552,12 @@ static int loop(struct worker *w)
 		}
 		now = pd_now_ms();
 		if (w->db_up && now >= w->next_beat) {
+			/*
+			 * Collect children that exited unnoticed (poll can return EINTR after a
+			 * SIGSTOP/SIGCONT), so a finished handler's outcome is written and
+			 * fenced rather than taken for a lost lease.
+			 */
+			reap_children(w);
 			if (heartbeat(w) < 0) {
 				rc = PD_EX_SOFTWARE;
 				break;

@@ -3,6 +3,9 @@
 # timeout), what the handler is given (stdin, PD_* environment) and what is
 # kept (result, stderr tail).
 
+# Handler command lines are single-quoted on purpose; run sets $stderr.
+# shellcheck disable=SC2016,SC2154
+
 load helpers
 
 setup_file() {
@@ -112,10 +115,19 @@ attempts() {
 	[[ "$(sql "SELECT last_error FROM pendulum.jobs WHERE id = $id")" == "timeout"* ]]
 	# each attempt was cut at about 300 ms, not 30 s
 	[ "$(sql "SELECT bool_and(finished_at - started_at < interval '5 s') FROM pendulum.job_attempts WHERE job_id = $id")" = t ]
-	for pid in $(cat "$pids"); do
+	while read -r pid; do
 		wait_for 10 eval "! alive $pid"
-	done
+	done <"$pids"
 	[ "$(lines "$LOG")" -eq 2 ]
+}
+
+@test "a handler that ignores SIGTERM on timeout is killed after the grace period" {
+	printf 'retry: {base: 10ms, cap: 50ms}\nworker: {kill_grace: 200ms}\n' >"$CFG"
+	worker --handler "t=$(counting_handler "$LOG" "trap '' TERM; sleep 30")"
+	id=$(pd-enqueue --timeout 300ms --max-attempts 1 t '{}')
+	wait_final "$id"
+	[ "$(attempts "$id")" = "1:timeout:-:9" ]
+	[ "$(sql "SELECT finished_at - started_at < interval '5 s' FROM pendulum.job_attempts WHERE job_id = $id")" = t ]
 }
 
 @test "a timeout from the handler's config applies when the job sets none" {
@@ -249,4 +261,17 @@ attempts() {
 	[ "$(sql "SELECT right(stderr_tail, 12) = E'19999\\n20000\\n' FROM pendulum.job_attempts WHERE job_id = $id2")" = t ]
 	grep -q "job=$id .*line=two" "$BATS_FILE_TMPDIR/w.log"
 	grep -q "job=$id2 .*line=20000" "$BATS_FILE_TMPDIR/w.log"
+}
+
+@test "stdout beyond the result limit is truncated and flagged" {
+	printf 'retry: {base: 10ms, cap: 50ms}\nworker: {result_limit: 100}\n' >"$CFG"
+	worker --handler 'big=seq 1 1000' --handler 'fits=printf "[1, 2]"'
+	id=$(pd-enqueue big '{}')
+	id2=$(pd-enqueue fits '{}')
+	wait_final "$id"
+	wait_final "$id2"
+	[ "$(sql "SELECT state || ' ' || result_truncated || ' ' || result_is_text || ' ' || length(result #>> '{}')
+	          FROM pendulum.jobs WHERE id = $id")" = "SUCCEEDED true true 100" ]
+	[ "$(sql "SELECT left(result #>> '{}', 6) = E'1\\n2\\n3\\n' FROM pendulum.jobs WHERE id = $id")" = t ]
+	[ "$(sql "SELECT result::text || ' ' || result_truncated FROM pendulum.jobs WHERE id = $id2")" = "[1, 2] false" ]
 }

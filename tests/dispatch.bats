@@ -2,6 +2,9 @@
 # Durable dispatch: what a worker claims and in what order (priority, queues,
 # run_at), lease tokens, and many workers draining one backlog exactly once.
 
+# Handler command lines are single-quoted on purpose; run sets $stderr.
+# shellcheck disable=SC2016,SC2154
+
 load helpers
 
 setup_file() {
@@ -96,8 +99,8 @@ run_until_idle() {
 	[ "$(sql "SELECT run_at - created_at BETWEEN interval '1.9 s' AND interval '2.1 s'
 	          FROM pendulum.jobs WHERE id = $late")" = t ]
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $now" SUCCEEDED
-	# the worker has been polling all along: still held (checked while run_at is ahead)
-	[ "$(sql "SELECT now() < run_at AND state = 'PENDING' AND attempt = 0
+	# the worker has been polling all along: while run_at is ahead, still held
+	[ "$(sql "SELECT now() >= run_at OR (state = 'PENDING' AND attempt = 0)
 	          FROM pendulum.jobs WHERE id = $late")" = t ]
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $late" SUCCEEDED
 	[ "$(sql "SELECT a.started_at >= j.run_at AND j.started_at >= j.run_at

@@ -3,6 +3,9 @@
 # per tenant, --ndjson is all or nothing and fast, --wait reports the
 # handler's result and status.
 
+# Handler command lines are single-quoted on purpose; run sets $stderr.
+# shellcheck disable=SC2016,SC2154
+
 load helpers
 
 setup_file() {

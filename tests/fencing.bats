@@ -3,6 +3,9 @@
 # long job's lease; a drained worker gives its job back with the attempt
 # refunded.
 
+# Handler command lines are single-quoted on purpose; run sets $stderr.
+# shellcheck disable=SC2016,SC2154
+
 load helpers
 
 setup_file() {
@@ -26,18 +29,25 @@ teardown() {
 }
 
 @test "a worker stopped past its lease is fenced off when it resumes: the new owner's result stands" {
-	done1=$BATS_TEST_TMPDIR/w1-handler-done
+	h1=$BATS_TEST_TMPDIR/w1-handler.pid
+	gate=$BATS_TEST_TMPDIR/gate
 	id=$(pd-enqueue t '{}')
+	# w1's handler runs until the gate opens (a long handler, whatever the load)
 	start_worker w1 -n 1 --lease 1s --heartbeat 300ms --poll 200ms --no-reap \
-		--handler "t=$(counting_handler "$LOG" "sleep 3; echo w1 >'$done1'; echo '{\"by\": \"w1\"}'")"
+		--handler "t=$(counting_handler "$LOG" "echo \$\$ >'$h1'; while [ ! -e '$gate' ]; do sleep 0.05; done; echo '{\"by\": \"w1\"}'")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
+	kill -STOP "$(bg_pid w1)"
 	w1_id=$(worker_id w1)
 	token1=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $id")
-	kill -STOP "$(bg_pid w1)"
 	before=$(fenced)
 
 	# the lease runs out (database clock); the reaper gives the job back
-	wait_for 30 sql_is "SELECT lease_expires_at < now() FROM pendulum.jobs WHERE id = $id" t
+	wait_for 30 sql_is "SELECT lease_expires_at < now() FROM pendulum.jobs WHERE id = $id" t || {
+		sql "SELECT now(), row_to_json(j) FROM pendulum.jobs j"
+		ps -o pid,stat,args -p "$(bg_pid w1)"
+		cat "$BATS_FILE_TMPDIR/w1.log"
+		return 1
+	}
 	run --separate-stderr pd-reaper --once
 	[ "$status" -eq 0 ]
 	[ "$output" = "requeued 1, dead-lettered 0" ]
@@ -52,14 +62,17 @@ teardown() {
 	stop_worker w2
 	finished=$(sql "SELECT finished_at FROM pendulum.jobs WHERE id = $id")
 
-	# w1's handler has finished meanwhile; resumed, w1 tries to record it
-	wait_for 30 test -e "$done1"
+	# w1's handler finishes meanwhile (a zombie: its parent is stopped);
+	# resumed, w1 tries to record its outcome
+	touch "$gate"
+	wait_for 30 test -s "$h1"
+	wait_for 30 eval "! alive $(cat "$h1")"
 	kill -CONT "$(bg_pid w1)"
 	# it notices, one way or the other
 	wait_for 30 grep -qE 'fenced|lease lost' "$BATS_FILE_TMPDIR/w1.log"
 	alive "$(bg_pid w1)"
 	# it tried to write its outcome, and the write was fenced off and counted
-	wait_for 10 sql_is "SELECT value FROM pendulum.counters WHERE name = 'writes_fenced'" $((before + 1)) || {
+	wait_for 5 sql_is "SELECT value FROM pendulum.counters WHERE name = 'writes_fenced'" $((before + 1)) || {
 		grep -E 'fenced|lease lost' "$BATS_FILE_TMPDIR/w1.log"
 		return 1
 	}
@@ -142,4 +155,54 @@ teardown() {
 	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $id")" = "SUCCEEDED 1" ]
 	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $next")" = "PENDING 0" ]
 	[ "$(lines "$LOG")" -eq 1 ]
+}
+
+@test "a lease taken over while the handler runs: the heartbeat stops the handler, nothing is written" {
+	pidfile=$BATS_TEST_TMPDIR/handler.pid
+	id=$(pd-enqueue t '{}')
+	start_worker w -n 1 --lease 2s --heartbeat 200ms --poll 200ms \
+		--handler "t=$(counting_handler "$LOG" "echo \$\$ >'$pidfile'; exec sleep 30")"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
+	wait_for 30 test -s "$pidfile"
+	token=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $id")
+	# someone else holds it now (as after a reap and a new claim)
+	sql "UPDATE pendulum.jobs SET lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'thief',
+	     lease_expires_at = now() + interval '1 h' WHERE id = $id" >/dev/null
+	after=$(sql "SELECT row_to_json(j)::text FROM pendulum.jobs j WHERE id = $id")
+	wait_for 10 grep -q 'lease lost' "$BATS_FILE_TMPDIR/w.log"
+	wait_for 10 eval "! alive $(cat "$pidfile")"
+	# the row is the thief's, untouched; the worker's attempt is not closed by it
+	wait_for 10 grep -q 'nothing written' "$BATS_FILE_TMPDIR/w.log"
+	[ "$(sql "SELECT row_to_json(j)::text FROM pendulum.jobs j WHERE id = $id")" = "$after" ]
+	[ "$(sql "SELECT outcome IS NULL FROM pendulum.job_attempts WHERE lease_token = $token")" = t ]
+	# and the worker carries on
+	alive "$(bg_pid w)"
+	rm -f "$pidfile"
+	id2=$(pd-enqueue t '{}')
+	wait_for 30 test -s "$pidfile"
+	[ "$(sql "SELECT lease_owner FROM pendulum.jobs WHERE id = $id2")" = "$(worker_id w)" ]
+}
+
+@test "a heartbeat not shorter than the lease is a usage error" {
+	run --separate-stderr pd-worker --lease 1s --heartbeat 1s --handler t=true
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"heartbeat"*"lease"* ]]
+	run --separate-stderr pd-worker --lease 1s --heartbeat 2s --handler t=true
+	[ "$status" -eq 64 ]
+}
+
+@test "a second SIGTERM during the drain stops the handlers at once and releases their jobs" {
+	id=$(pd-enqueue t '{}')
+	start_worker w -n 1 --poll 200ms --drain-timeout 60s --handler "t=$(counting_handler "$LOG" 'exec sleep 30')"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
+	kill -TERM "$(bg_pid w)"
+	wait_for 10 grep -q 'draining' "$BATS_FILE_TMPDIR/w.log"
+	# the first signal alone waits for the handler (up to 60 s)
+	[ "$(job_state "$id")" = RUNNING ]
+	start=$SECONDS
+	stop_worker w TERM 20
+	[ $((SECONDS - start)) -lt 15 ]
+	[ "$(bg_status w)" -eq 0 ]
+	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $id")" = "PENDING 0" ]
+	[ "$(sql "SELECT outcome FROM pendulum.job_attempts WHERE job_id = $id")" = released ]
 }

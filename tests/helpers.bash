@@ -184,3 +184,87 @@ fenced() {
 job_state() {
 	sql "SELECT state FROM pendulum.jobs WHERE id = $1"
 }
+
+# --- Jobs in any state, made directly in SQL (admin, metrics) ---
+#
+# make_jobs N STATE [QUEUE [TYPE [TENANT [AGE]]]]: insert N jobs in STATE in
+# one statement and print their ids, one a line. The fields fit the state: a
+# lease for LEASED and RUNNING, a finish time (AGE ago, an interval, default
+# '0 s') for SUCCEEDED, DEAD_LETTERED and CANCELLED, a reason for
+# DEAD_LETTERED.
+make_jobs() {
+	local n=$1 state=$2 queue=${3:-default} type=${4:-t} tenant=${5:-default} age=${6:-0 s}
+	sql "INSERT INTO pendulum.jobs (state, queue, job_type, tenant_id, attempt, lease_token,
+	       lease_owner, lease_expires_at, finished_at, dead_reason, last_error, result, created_at)
+	     SELECT '$state', '$queue', '$type', '$tenant',
+	       CASE WHEN '$state' IN ('PENDING', 'BLOCKED') THEN 0 ELSE 1 END,
+	       CASE WHEN '$state' IN ('LEASED', 'RUNNING') THEN nextval('pendulum.lease_token_seq') END,
+	       CASE WHEN '$state' IN ('LEASED', 'RUNNING') THEN 'test-worker' END,
+	       CASE WHEN '$state' IN ('LEASED', 'RUNNING') THEN now() + interval '1 min' END,
+	       CASE WHEN '$state' IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELLED')
+	            THEN now() - interval '$age' END,
+	       CASE WHEN '$state' = 'DEAD_LETTERED' THEN 'terminal exit code' END,
+	       CASE WHEN '$state' = 'DEAD_LETTERED' THEN 'exit 65' END,
+	       CASE WHEN '$state' = 'SUCCEEDED' THEN '{\"ok\": true}'::jsonb END,
+	       now() - interval '$age'
+	     FROM generate_series(1, $n)
+	     RETURNING id"
+}
+
+# make_job STATE [QUEUE [TYPE [TENANT [AGE]]]]: one such job; prints its id.
+make_job() {
+	make_jobs 1 "$@"
+}
+
+# json_lines_ok: every line of $output parses as one JSON object.
+json_lines_ok() {
+	[ -n "$output" ] || return 0
+	printf '%s\n' "$output" | jq -e -s 'all(type == "object")' >/dev/null
+}
+
+# --- The outbox and pd-relay (outbox.bats, outbox-sql.bats) ---
+
+# Empty the outbox and zero its fenced-writes counter (between tests of one file).
+reset_outbox() {
+	sql "TRUNCATE pendulum.outbox; UPDATE pendulum.counters SET value = 0
+	     WHERE name = 'outbox_writes_fenced'"
+}
+
+# start_relay NAME ARGS...: pd-relay ARGS in the background (see start_bg).
+start_relay() {
+	local name=$1
+	shift
+	start_bg "$name" pd-relay "$@"
+}
+
+# publish_cmd FILE [COMMAND]: a publish command line that appends
+# "$PD_MESSAGE_ID $PD_MESSAGE_KEY" to FILE (one short O_APPEND write: atomic),
+# then runs COMMAND if given.
+publish_cmd() {
+	# shellcheck disable=SC2016 # expanded by the publish command's shell
+	printf 'echo "$PD_MESSAGE_ID $PD_MESSAGE_KEY" >>'\''%s'\''%s' "$1" "${2:+; $2}"
+}
+
+# record TOPIC PAYLOAD [KEY [MORE SQL ARGUMENTS]]: pendulum.outbox_record in a
+# transaction of its own; prints the message id.
+record() {
+	local key=${3:+"'$3'"}
+	sql "SELECT pendulum.outbox_record('default', '$1', '$2', ${key:-NULL}${4:+, $4})"
+}
+
+# outbox_state ID: the message's state.
+outbox_state() {
+	sql "SELECT state FROM pendulum.outbox WHERE id = $1"
+}
+
+# outbox_fenced: the outbox_writes_fenced counter.
+outbox_fenced() {
+	sql "SELECT value FROM pendulum.counters WHERE name = 'outbox_writes_fenced'"
+}
+
+# backend_waiting APPNAME [WHAT]: a backend with that application_name is
+# running a statement that contains WHAT (default pg_sleep).
+backend_waiting() {
+	sql_is "SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = '$1'
+	        AND state = 'active' AND query LIKE '%${2:-pg_sleep}%'" t
+}

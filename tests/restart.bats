@@ -4,6 +4,9 @@
 # This file starts a private cluster (the restart would disturb the other
 # files sharing scripts/check's).
 
+# Handler command lines are single-quoted on purpose; run sets $stderr.
+# shellcheck disable=SC2016,SC2154
+
 load helpers
 
 setup_file() {
@@ -53,7 +56,7 @@ teardown() {
 	alive "$worker_pid"
 	alive "$(bg_pid reaper)"
 	grep -q 'database connection lost' "$BATS_FILE_TMPDIR/w.log"
-	[ "$(grep -c 'msg=connected' "$BATS_FILE_TMPDIR/w.log")" -ge 2 ]
+	grep -q 'msg=reconnected' "$BATS_FILE_TMPDIR/w.log"
 	# the slow job's outcome waited for the database and was written once
 	[ "$(sql "SELECT attempt || ' ' || result::text FROM pendulum.jobs WHERE id = $slow")" = '1 {"slow": true}' ]
 	[ "$(sql "SELECT string_agg(outcome, ' ') FROM pendulum.job_attempts WHERE job_id = $slow")" = succeeded ]
@@ -69,4 +72,14 @@ teardown() {
 	[ "$(bg_status w)" -eq 0 ]
 	stop_bg reaper
 	[ "$(bg_status reaper)" -eq 0 ]
+}
+
+@test "a worker or reaper that cannot reach the database at start exits 69 naming it" {
+	run --separate-stderr timeout 30 pd-worker -d "host=/nonexistent-dir port=5999 dbname=x" --handler t=true
+	[ "$status" -eq 69 ]
+	[[ "$stderr" == "pd-worker: cannot connect to the database"*"/nonexistent-dir"* ]]
+	run --separate-stderr timeout 30 pd-reaper -d "host=/nonexistent-dir port=5999 dbname=x" --once
+	[ "$status" -eq 69 ]
+	[[ "$stderr" == "pd-reaper: cannot connect to the database"*"/nonexistent-dir"* ]]
+	[ -z "$output" ]
 }
