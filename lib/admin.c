@@ -1,0 +1,1053 @@
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin.h"
+#include "json.h"
+
+/* An instant as ISO 8601 UTC with milliseconds, and an interval as seconds (3 decimals). */
+#define ISO(x)	"to_char((" x ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+#define SECS(x) "round(extract(epoch FROM (" x "))::numeric, 3)"
+
+#define CELL_MAX 72 /* table cells are cut to this many characters */
+
+const char *const pd_admin_states[] = {
+    "PENDING", "BLOCKED", "LEASED", "RUNNING", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED", NULL,
+};
+
+/* clang-format off */
+const char pd_admin_queues_sql[] =
+    "SELECT queue,"
+    " count(*) FILTER (WHERE state = 'PENDING'), count(*) FILTER (WHERE state = 'BLOCKED'),"
+    " count(*) FILTER (WHERE state = 'LEASED'), count(*) FILTER (WHERE state = 'RUNNING'),"
+    " count(*) FILTER (WHERE state = 'SUCCEEDED'),"
+    " count(*) FILTER (WHERE state = 'DEAD_LETTERED'),"
+    " count(*) FILTER (WHERE state = 'CANCELLED'),"
+    " count(*) FILTER (WHERE state = 'PENDING' AND run_at <= now()),"
+    " " SECS("now() - min(run_at) FILTER (WHERE state = 'PENDING' AND run_at <= now())")
+    " FROM pendulum.jobs GROUP BY queue ORDER BY queue COLLATE \"C\"";
+/* clang-format on */
+
+/* --- rendering --- */
+
+/* The ANSI colour of a state or outcome word, or NULL. */
+static const char *word_color(const char *v)
+{
+	/* clang-format off */
+	static const struct {
+		const char *word, *sgr;
+	} map[] = {
+	    {"BLOCKED", "33"},	      {"LEASED", "36"},		{"RUNNING", "1;36"},
+	    {"SUCCEEDED", "32"},      {"DEAD_LETTERED", "31"},	{"CANCELLED", "2"},
+	    {"succeeded", "32"},      {"failed", "31"},		{"terminal", "31"},
+	    {"timeout", "31"},	      {"could_not_start", "31"}, {"lease_expired", "33"},
+	    {"lease_lost", "33"},     {"released", "2"},		{"stale", "31"},
+	    {"live", "32"},
+	};
+	/* clang-format on */
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (strcmp(v, map[i].word) == 0)
+			return map[i].sgr;
+	return NULL;
+}
+
+/* Characters on screen: UTF-8 lead bytes. */
+static size_t width(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		if (((unsigned char)*s & 0xC0) != 0x80)
+			n++;
+	return n;
+}
+
+/* A table cell: control characters become spaces, at most CELL_MAX characters. */
+static char *table_text(const char *v)
+{
+	struct pd_buf b = PD_BUF_INIT;
+	size_t chars = 0;
+
+	for (const char *p = v; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if ((c & 0xC0) != 0x80 && ++chars > CELL_MAX) {
+			/* cut back to CELL_MAX - 3 characters and mark the cut */
+			while (width(b.data) > CELL_MAX - 3) {
+				b.len--;
+				while (b.len > 0 && ((unsigned char)b.data[b.len] & 0xC0) == 0x80)
+					b.len--;
+				b.data[b.len] = '\0';
+			}
+			pd_buf_puts(&b, "...");
+			break;
+		}
+		pd_buf_putc(&b, c < 0x20 || c == 0x7f ? ' ' : (char)c);
+	}
+	return pd_buf_detach(&b);
+}
+
+void pd_admin_age(double seconds, char *out, size_t n)
+{
+	static const struct {
+		char unit;
+		long long secs;
+	} units[] = {{'d', 86400}, {'h', 3600}, {'m', 60}, {'s', 1}};
+	const char *sign = seconds < 0 ? "-" : "";
+	double a = seconds < 0 ? -seconds : seconds;
+	long long s;
+	size_t len;
+	int parts = 0;
+
+	if (a < 10) {
+		long long tenths = (long long)(a * 10 + 0.5); /* no libm */
+
+		if (tenths == 0)
+			snprintf(out, n, "0s");
+		else if (tenths % 10 == 0)
+			snprintf(out, n, "%s%llds", sign, tenths / 10);
+		else
+			snprintf(out, n, "%s%lld.%llds", sign, tenths / 10, tenths % 10);
+		return;
+	}
+	s = a > 9e15 ? 9000000000000000LL : (long long)a;
+	snprintf(out, n, "%s", sign);
+	for (size_t i = 0; i < 4 && parts < 2; i++) {
+		long long q = s / units[i].secs;
+
+		if (q == 0 && parts == 0)
+			continue;
+		if (q == 0)
+			break; /* "1h" rather than "1h0m" */
+		len = strlen(out);
+		snprintf(out + len, n - len, "%lld%c", q, units[i].unit);
+		s -= q * units[i].secs;
+		parts++;
+	}
+}
+
+/* RFC 8259 number grammar. */
+static int json_number(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (*s >= '1' && *s <= '9')
+		while (isdigit((unsigned char)*s))
+			s++;
+	else
+		return 0;
+	if (*s == '.') {
+		if (!isdigit((unsigned char)*++s))
+			return 0;
+		while (isdigit((unsigned char)*s))
+			s++;
+	}
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!isdigit((unsigned char)*s))
+			return 0;
+		while (isdigit((unsigned char)*s))
+			s++;
+	}
+	return *s == '\0';
+}
+
+/* Append one JSON object, without a newline, of the JSON columns of a row. */
+static void json_row(struct pd_buf *out, const struct pd_admin_col *cols, int ncols,
+		     const char *const *row)
+{
+	int first = 1;
+
+	pd_buf_putc(out, '{');
+	for (int c = 0; c < ncols; c++) {
+		const char *v = row[c];
+
+		if (cols[c].where == 't')
+			continue;
+		if (!first)
+			pd_buf_putc(out, ',');
+		first = 0;
+		pd_json_quote(out, cols[c].name, strlen(cols[c].name));
+		pd_buf_putc(out, ':');
+		if (v == NULL)
+			pd_buf_puts(out, "null");
+		else if ((cols[c].kind == 'n' || cols[c].kind == 'd') && json_number(v))
+			pd_buf_puts(out, v);
+		else if (cols[c].kind == 'b')
+			pd_buf_puts(out, (*v == 't' || *v == '1') ? "true" : "false");
+		else if (cols[c].kind == 'j')
+			pd_buf_puts(out, v);
+		else
+			pd_json_quote(out, v, strlen(v));
+	}
+	pd_buf_putc(out, '}');
+}
+
+/* The text of a cell in a table (malloc'd). */
+static char *cell_text(const struct pd_admin_col *col, const char *v)
+{
+	char age[32];
+
+	if (v == NULL)
+		return pd_xstrdup("-");
+	if (col->kind == 'd') {
+		char *end;
+		double d = strtod(v, &end);
+
+		if (*v && *end == '\0') {
+			pd_admin_age(d, age, sizeof(age));
+			return pd_xstrdup(age);
+		}
+	}
+	if (col->kind == 'b')
+		return pd_xstrdup((*v == 't' || *v == '1') ? "yes" : "no");
+	return table_text(v);
+}
+
+static void put_header(struct pd_buf *out, const struct pd_admin_col *col)
+{
+	const char *h = col->head ? col->head : col->name;
+
+	for (; *h; h++)
+		pd_buf_putc(out, (char)toupper((unsigned char)*h));
+}
+
+void pd_admin_render(const struct pd_admin_col *cols, int ncols, const char *const *cells,
+		     int nrows, const struct pd_admin_fmt *fmt, struct pd_buf *out)
+{
+	size_t *w;
+	char **text;
+	int last = -1;
+
+	if (fmt->json) {
+		for (int r = 0; r < nrows; r++) {
+			json_row(out, cols, ncols, cells + (size_t)r * (size_t)ncols);
+			pd_buf_putc(out, '\n');
+		}
+		return;
+	}
+	w = pd_xcalloc((size_t)ncols, sizeof(*w));
+	text = pd_xcalloc((size_t)nrows * (size_t)ncols + 1, sizeof(*text));
+	for (int c = 0; c < ncols; c++) {
+		if (cols[c].where == 'j')
+			continue;
+		last = c;
+		w[c] = strlen(cols[c].head ? cols[c].head : cols[c].name);
+		for (int r = 0; r < nrows; r++) {
+			size_t i = (size_t)r * (size_t)ncols + (size_t)c;
+
+			text[i] = cell_text(&cols[c], cells[i]);
+			if (width(text[i]) > w[c])
+				w[c] = width(text[i]);
+		}
+	}
+	for (int r = -1; r < nrows; r++) {
+		for (int c = 0; c <= last; c++) {
+			size_t used, i = (size_t)r * (size_t)ncols + (size_t)c;
+			const char *sgr = NULL;
+
+			if (cols[c].where == 'j')
+				continue;
+			if (r < 0) {
+				if (fmt->color)
+					pd_buf_puts(out, "\033[1m");
+				put_header(out, &cols[c]);
+				if (fmt->color)
+					pd_buf_puts(out, "\033[0m");
+				used = strlen(cols[c].head ? cols[c].head : cols[c].name);
+			} else {
+				if (fmt->color && cols[c].kind == 'S')
+					sgr = word_color(text[i]);
+				if (sgr)
+					pd_buf_printf(out, "\033[%sm", sgr);
+				pd_buf_puts(out, text[i]);
+				if (sgr)
+					pd_buf_puts(out, "\033[0m");
+				used = width(text[i]);
+			}
+			if (c == last) {
+				pd_buf_putc(out, '\n');
+				break;
+			}
+			for (; used < w[c] + 2; used++)
+				pd_buf_putc(out, ' ');
+		}
+	}
+	for (size_t i = 0; i < (size_t)nrows * (size_t)ncols; i++)
+		free(text[i]);
+	free(text);
+	free(w);
+}
+
+void pd_admin_render_result(const PGresult *r, const struct pd_admin_col *cols, int ncols,
+			    const struct pd_admin_fmt *fmt, struct pd_buf *out)
+{
+	int nrows = PQntuples(r), n = 0;
+	const char **cells = pd_xcalloc((size_t)nrows * (size_t)ncols + 1, sizeof(*cells));
+
+	if (PQnfields(r) >= ncols) {
+		for (int row = 0; row < nrows; row++) {
+			if (PQgetisnull(r, row, 0))
+				continue;
+			for (int c = 0; c < ncols; c++)
+				cells[(size_t)n * (size_t)ncols + (size_t)c] =
+				    PQgetisnull(r, row, c) ? NULL : PQgetvalue(r, row, c);
+			n++;
+		}
+	}
+	pd_admin_render(cols, ncols, cells, n, fmt, out);
+	free(cells);
+}
+
+/* "key   value" lines (job show), the table columns of one row. */
+static void render_kv(const PGresult *r, const struct pd_admin_col *cols, int ncols,
+		      struct pd_buf *out)
+{
+	size_t wk = 0;
+
+	for (int c = 0; c < ncols; c++)
+		if (cols[c].where != 'j' && strlen(cols[c].name) > wk)
+			wk = strlen(cols[c].name);
+	for (int c = 0; c < ncols; c++) {
+		const char *v = PQgetisnull(r, 0, c) ? NULL : PQgetvalue(r, 0, c);
+		char age[32];
+
+		if (cols[c].where == 'j')
+			continue;
+		pd_buf_printf(out, "%-*s  ", (int)wk, cols[c].name);
+		if (v == NULL) {
+			pd_buf_puts(out, "-");
+		} else if (cols[c].kind == 'd') {
+			pd_admin_age(strtod(v, NULL), age, sizeof(age));
+			pd_buf_puts(out, age);
+		} else if (cols[c].kind == 'b') {
+			pd_buf_puts(out, *v == 't' ? "yes" : "no");
+		} else {
+			for (; *v; v++)
+				pd_buf_putc(out, (unsigned char)*v < 0x20 ? ' ' : *v);
+		}
+		pd_buf_putc(out, '\n');
+	}
+}
+
+/* --- parsing --- */
+
+const char *pd_admin_state(const char *s)
+{
+	for (int i = 0; pd_admin_states[i]; i++)
+		if (strcasecmp(s, pd_admin_states[i]) == 0)
+			return pd_admin_states[i];
+	return NULL;
+}
+
+int pd_admin_id(const char *s, long long *id, struct pd_err *e)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (!isdigit((unsigned char)*s) || *end != '\0' || errno == ERANGE || v < 1)
+		return pd_errf(e, PD_EX_USAGE, "invalid job id '%s': expected a positive integer",
+			       s);
+	*id = v;
+	return 0;
+}
+
+/* --- queries --- */
+
+/* "{1,2,3}" */
+static void id_array(struct pd_buf *b, const long long *v, int n)
+{
+	pd_buf_putc(b, '{');
+	for (int i = 0; i < n; i++)
+		pd_buf_printf(b, "%s%lld", i ? "," : "", v[i]);
+	pd_buf_putc(b, '}');
+}
+
+/* "{"PENDING","RUNNING"}", or NULL for no states. */
+static char *state_array(const struct pd_admin_filter *f)
+{
+	struct pd_buf b = PD_BUF_INIT;
+
+	if (f->nstates == 0)
+		return NULL;
+	pd_buf_putc(&b, '{');
+	for (int i = 0; i < f->nstates; i++)
+		pd_buf_printf(&b, "%s\"%s\"", i ? "," : "", f->states[i]);
+	pd_buf_putc(&b, '}');
+	return pd_buf_detach(&b);
+}
+
+/* $1 states (text[] or NULL), $2 tenant, $3 type, $4 queue. */
+/* clang-format off */
+#define FILTER                                                                                     \
+	" ($1::text[] IS NULL OR state = ANY ($1::text[])) AND ($2::text IS NULL OR tenant_id = $2)" \
+	" AND ($3::text IS NULL OR job_type = $3) AND ($4::text IS NULL OR queue = $4)"
+/* clang-format on */
+
+/* Filter, limit, offset as the six parameters of a listing. */
+static int run_listing(struct pd_db *db, const char *sql, const struct pd_admin_filter *f,
+		       const char *states, PGresult **r, struct pd_err *e)
+{
+	char lim[24], off[24];
+	const char *params[6] = {states, f->tenant, f->type, f->queue, lim, off};
+
+	snprintf(lim, sizeof(lim), "%lld", f->limit > 0 ? f->limit : 50);
+	snprintf(off, sizeof(off), "%lld", f->offset > 0 ? f->offset : 0);
+	return pd_db_exec(db, sql, 6, params, PGRES_TUPLES_OK, r, e);
+}
+
+/* "1-50 of 1234 jobs" after a table; the total is the last column. */
+static void footer(const PGresult *r, const struct pd_admin_filter *f, const char *what,
+		   struct pd_buf *out)
+{
+	int n = 0, nf = PQnfields(r);
+	long long total = 0, off = f->offset > 0 ? f->offset : 0;
+
+	for (int i = 0; i < PQntuples(r); i++)
+		if (!PQgetisnull(r, i, 0))
+			n++;
+	if (PQntuples(r) > 0 && nf > 0 && !PQgetisnull(r, 0, nf - 1))
+		total = strtoll(PQgetvalue(r, 0, nf - 1), NULL, 10);
+	if (n > 0)
+		pd_buf_printf(out, "%lld-%lld of %lld %s\n", off + 1, off + n, total, what);
+	else
+		pd_buf_printf(out, "0 of %lld %s%s\n", total, what,
+			      total > 0 ? " (past the last page)" : "");
+}
+
+/* clang-format off */
+static const char jobs_sql[] =
+    "SELECT j.*, t.total FROM (SELECT count(*) AS total FROM pendulum.jobs WHERE" FILTER ") t"
+    " LEFT JOIN LATERAL (SELECT id, job_type, state, attempt || '/' || max_attempts,"
+    " replay_count, queue, tenant_id,"
+    " " SECS("now() - created_at") ","
+    " " SECS("lease_expires_at - now()") ","
+    " coalesce(dead_reason, last_error), attempt, max_attempts, priority,"
+    " " ISO("created_at") ", " ISO("run_at") ", " ISO("finished_at") ","
+    " lease_owner, dead_reason, last_error"
+    " FROM pendulum.jobs WHERE" FILTER
+    " ORDER BY id DESC LIMIT $5 OFFSET $6) j ON true ORDER BY j.id DESC";
+/* clang-format on */
+
+static const struct pd_admin_col jobs_cols[] = {
+    {"id", NULL, 'n', 'b'},
+    {"job_type", "type", 's', 'b'},
+    {"state", NULL, 'S', 'b'},
+    {"attempts", NULL, 's', 't'},
+    {"replay_count", "replays", 'n', 'b'},
+    {"queue", NULL, 's', 'b'},
+    {"tenant_id", "tenant", 's', 'b'},
+    {"age_s", "age", 'd', 'b'},
+    {"lease_expires_in_s", "lease", 'd', 'b'},
+    {"note", NULL, 's', 't'},
+    {"attempt", NULL, 'n', 'j'},
+    {"max_attempts", NULL, 'n', 'j'},
+    {"priority", NULL, 'n', 'j'},
+    {"created_at", NULL, 's', 'j'},
+    {"run_at", NULL, 's', 'j'},
+    {"finished_at", NULL, 's', 'j'},
+    {"lease_owner", NULL, 's', 'j'},
+    {"dead_reason", NULL, 's', 'j'},
+    {"last_error", NULL, 's', 'j'},
+    {"total", NULL, 'n', 'j'},
+};
+
+#define NCOLS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+int pd_admin_jobs(struct pd_db *db, const struct pd_admin_filter *f, const struct pd_admin_fmt *fmt,
+		  struct pd_buf *out, struct pd_err *e)
+{
+	char *states = state_array(f);
+	PGresult *r;
+	int rc = run_listing(db, jobs_sql, f, states, &r, e);
+
+	free(states);
+	if (rc < 0)
+		return -1;
+	pd_admin_render_result(r, jobs_cols, NCOLS(jobs_cols), fmt, out);
+	if (!fmt->json)
+		footer(r, f, "jobs", out);
+	PQclear(r);
+	return 0;
+}
+
+/* clang-format off */
+static const char show_sql[] =
+    "SELECT id, job_type, state, queue, tenant_id, priority, attempt || '/' || max_attempts,"
+    " attempt, max_attempts, replay_count, delivery, " SECS("timeout") ","
+    " " ISO("created_at") ", " ISO("run_at") ", " ISO("started_at") ", " ISO("finished_at") ","
+    " " SECS("now() - created_at") ", lease_token, lease_owner, " ISO("lease_expires_at") ","
+    " " SECS("lease_expires_at - now()") ", idempotency_key, traceparent,"
+    " to_json(depends_on)::text, dead_reason, last_error, payload::text, result::text,"
+    " result_is_text, result_truncated"
+    " FROM pendulum.jobs WHERE id = $1";
+/* clang-format on */
+
+static const struct pd_admin_col show_cols[] = {
+    {"id", NULL, 'n', 'b'},
+    {"job_type", NULL, 's', 'b'},
+    {"state", NULL, 'S', 'b'},
+    {"queue", NULL, 's', 'b'},
+    {"tenant_id", NULL, 's', 'b'},
+    {"priority", NULL, 'n', 'b'},
+    {"attempts", NULL, 's', 't'},
+    {"attempt", NULL, 'n', 'j'},
+    {"max_attempts", NULL, 'n', 'j'},
+    {"replay_count", NULL, 'n', 'b'},
+    {"delivery", NULL, 's', 'b'},
+    {"timeout_s", NULL, 'd', 'b'},
+    {"created_at", NULL, 's', 'b'},
+    {"run_at", NULL, 's', 'b'},
+    {"started_at", NULL, 's', 'b'},
+    {"finished_at", NULL, 's', 'b'},
+    {"age_s", NULL, 'd', 'b'},
+    {"lease_token", NULL, 'n', 'b'},
+    {"lease_owner", NULL, 's', 'b'},
+    {"lease_expires_at", NULL, 's', 'b'},
+    {"lease_expires_in_s", NULL, 'd', 'b'},
+    {"idempotency_key", NULL, 's', 'b'},
+    {"traceparent", NULL, 's', 'b'},
+    {"depends_on", NULL, 'j', 'b'},
+    {"dead_reason", NULL, 's', 'b'},
+    {"last_error", NULL, 's', 'b'},
+    {"payload", NULL, 'j', 'b'},
+    {"result", NULL, 'j', 'b'},
+    {"result_is_text", NULL, 'b', 'b'},
+    {"result_truncated", NULL, 'b', 'b'},
+};
+
+/* clang-format off */
+static const char attempts_sql[] =
+    "SELECT attempt, lease_token, worker, " ISO("started_at") ","
+    " " SECS("coalesce(finished_at, now()) - started_at") ", outcome, exit_code, signal,"
+    " substring(rtrim(stderr_tail, E'\\n') FROM '[^\\n]*$'), " ISO("finished_at") ","
+    " stderr_tail FROM pendulum.job_attempts WHERE job_id = $1"
+    " ORDER BY started_at, lease_token";
+/* clang-format on */
+
+static const struct pd_admin_col attempt_cols[] = {
+    {"attempt", NULL, 'n', 'b'},
+    {"lease_token", "token", 'n', 'b'},
+    {"worker", NULL, 's', 'b'},
+    {"started_at", "started", 's', 'b'},
+    {"duration_s", "duration", 'd', 'b'},
+    {"outcome", NULL, 'S', 'b'},
+    {"exit_code", "exit", 'n', 'b'},
+    {"signal", NULL, 'n', 'b'},
+    {"stderr_last_line", "stderr", 's', 't'},
+    {"finished_at", NULL, 's', 'j'},
+    {"stderr_tail", NULL, 's', 'j'},
+};
+
+/* Each attempt's stderr tail, indented, after the attempts table. */
+static void stderr_tails(const PGresult *a, struct pd_buf *out)
+{
+	int col = NCOLS(attempt_cols) - 1;
+
+	for (int i = 0; i < PQntuples(a); i++) {
+		const char *t = PQgetvalue(a, i, col);
+
+		if (PQgetisnull(a, i, col) || *t == '\0')
+			continue;
+		pd_buf_printf(out, "\nstderr of attempt %s (token %s):\n", PQgetvalue(a, i, 0),
+			      PQgetvalue(a, i, 1));
+		pd_buf_puts(out, "  ");
+		for (; *t; t++) {
+			unsigned char c = (unsigned char)*t;
+
+			if (c == '\n' && t[1] != '\0')
+				pd_buf_puts(out, "\n  ");
+			else if (c != '\n')
+				pd_buf_putc(out, c < 0x20 && c != '\t' ? ' ' : (char)c);
+		}
+		pd_buf_putc(out, '\n');
+	}
+}
+
+int pd_admin_job_show(struct pd_db *db, long long id, const struct pd_admin_fmt *fmt,
+		      struct pd_buf *out, struct pd_err *e)
+{
+	char ids[24];
+	const char *params[1] = {ids};
+	PGresult *j, *a;
+
+	snprintf(ids, sizeof(ids), "%lld", id);
+	if (pd_db_exec(db, show_sql, 1, params, PGRES_TUPLES_OK, &j, e) < 0)
+		return -1;
+	if (PQntuples(j) != 1 || PQnfields(j) != NCOLS(show_cols)) {
+		PQclear(j);
+		return pd_errf(e, PD_EX_NOTFOUND, "job %lld not found", id);
+	}
+	if (pd_db_exec(db, attempts_sql, 1, params, PGRES_TUPLES_OK, &a, e) < 0) {
+		PQclear(j);
+		return -1;
+	}
+	if (fmt->json) {
+		const char *row[NCOLS(show_cols)];
+		const char *arow[NCOLS(attempt_cols)];
+
+		for (int c = 0; c < NCOLS(show_cols); c++)
+			row[c] = PQgetisnull(j, 0, c) ? NULL : PQgetvalue(j, 0, c);
+		json_row(out, show_cols, NCOLS(show_cols), row);
+		out->data[--out->len] = '\0'; /* reopen the object */
+		pd_buf_puts(out, ",\"attempts\":[");
+		for (int i = 0; i < PQntuples(a); i++) {
+			for (int c = 0; c < NCOLS(attempt_cols); c++)
+				arow[c] = PQgetisnull(a, i, c) ? NULL : PQgetvalue(a, i, c);
+			if (i)
+				pd_buf_putc(out, ',');
+			json_row(out, attempt_cols, NCOLS(attempt_cols), arow);
+		}
+		pd_buf_puts(out, "]}\n");
+	} else {
+		render_kv(j, show_cols, NCOLS(show_cols), out);
+		if (PQntuples(a) == 0) {
+			pd_buf_puts(out, "\nno attempts yet\n");
+		} else {
+			pd_buf_puts(out, "\n");
+			pd_admin_render_result(a, attempt_cols, NCOLS(attempt_cols), fmt, out);
+			stderr_tails(a, out);
+		}
+	}
+	PQclear(a);
+	PQclear(j);
+	return 0;
+}
+
+/* Why a guarded statement matched nothing: code 2 if the job is absent, else 1 with its state. */
+static int refuse(struct pd_db *db, long long id, const char *what, const char *from,
+		  struct pd_err *e)
+{
+	char ids[24], *state = NULL;
+	const char *params[1] = {ids};
+	int rc;
+
+	snprintf(ids, sizeof(ids), "%lld", id);
+	static const char sql[] = "SELECT state FROM pendulum.jobs WHERE id = $1";
+
+	if (pd_db_value(db, sql, 1, params, &state, e) < 0)
+		return -1;
+	if (state == NULL)
+		return pd_errf(e, PD_EX_NOTFOUND, "job %lld not found", id);
+	rc = pd_errf(e, PD_EX_CONFLICT, "job %lld is %s; %s works only from %s", id, state, what,
+		     from);
+	free(state);
+	return rc;
+}
+
+/* What a replay resets; the CTE names the updated table j. */
+/* clang-format off */
+#define REPLAY_SET                                                                                 \
+	" state = 'PENDING', attempt = 0, replay_count = j.replay_count + 1, run_at = now(),"    \
+	" lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, finished_at = NULL,"    \
+	" dead_reason = NULL, last_error = NULL, result = NULL, result_is_text = false,"          \
+	" result_truncated = false"
+
+/* Wake idle workers of the replayed jobs' queues, after the UPDATE CTE j. */
+#define REPLAY_TAIL                                                                                \
+	" RETURNING j.id, j.job_type, j.state, j.queue, j.replay_count),"                         \
+	" n AS (SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT DISTINCT queue FROM r) q)" \
+	" SELECT id, job_type, state, queue, replay_count, (SELECT count(*) FROM n) FROM r"      \
+	" ORDER BY id"
+/* clang-format on */
+
+/* clang-format off */
+static const struct pd_admin_col replay_cols[] = {
+    {"id", NULL, 'n', 'b'},
+    {"job_type", "type", 's', 'b'},
+    {"state", NULL, 'S', 'b'},
+    {"queue", NULL, 's', 'b'},
+    {"replay_count", "replays", 'n', 'b'},
+};
+/* clang-format on */
+
+int pd_admin_job_replay(struct pd_db *db, long long id, const struct pd_admin_fmt *fmt,
+			struct pd_buf *out, struct pd_err *e)
+{
+	/* clang-format off */
+	static const char sql[] =
+	    "WITH r AS (UPDATE pendulum.jobs j SET" REPLAY_SET
+	    " WHERE j.id = $1 AND j.state IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELLED')" REPLAY_TAIL;
+	/* clang-format on */
+	char ids[24];
+	const char *params[1] = {ids};
+	PGresult *r;
+
+	snprintf(ids, sizeof(ids), "%lld", id);
+	if (pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		return refuse(db, id, "replay", "SUCCEEDED, DEAD_LETTERED or CANCELLED", e);
+	}
+	if (fmt->json)
+		pd_admin_render_result(r, replay_cols, NCOLS(replay_cols), fmt, out);
+	else
+		pd_buf_printf(out, "job %lld replayed: PENDING, replay_count %s (%s, queue %s)\n",
+			      id, PQgetvalue(r, 0, 4), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 3));
+	PQclear(r);
+	return 0;
+}
+
+int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
+			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	static const char sql[] =
+	    "UPDATE pendulum.jobs SET state = 'CANCELLED', finished_at = now(),"
+	    " dead_reason = $2, last_error = $2"
+	    " WHERE id = $1 AND state IN ('PENDING', 'BLOCKED')"
+	    " RETURNING id, job_type, state, queue, dead_reason";
+	/* clang-format off */
+	static const struct pd_admin_col cols[] = {
+	    {"id", NULL, 'n', 'b'},	  {"job_type", "type", 's', 'b'},
+	    {"state", NULL, 'S', 'b'},	  {"queue", NULL, 's', 'b'},
+	    {"dead_reason", "reason", 's', 'b'},
+	};
+	/* clang-format on */
+	char ids[24];
+	const char *params[2] = {ids, reason ? reason : "cancelled by operator"};
+	PGresult *r;
+
+	snprintf(ids, sizeof(ids), "%lld", id);
+	if (pd_db_exec(db, sql, 2, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		return refuse(db, id, "cancel", "PENDING or BLOCKED", e);
+	}
+	if (fmt->json)
+		pd_admin_render_result(r, cols, NCOLS(cols), fmt, out);
+	else
+		pd_buf_printf(out, "job %lld cancelled (%s, queue %s)\n", id, PQgetvalue(r, 0, 1),
+			      PQgetvalue(r, 0, 3));
+	PQclear(r);
+	return 0;
+}
+
+/* clang-format off */
+static const char dlq_sql[] =
+    "SELECT j.*, t.total FROM (SELECT count(*) AS total FROM pendulum.jobs WHERE" FILTER ") t "
+    "LEFT JOIN LATERAL (SELECT id, job_type, queue, tenant_id, attempt || '/' || max_attempts,"
+    " replay_count, " SECS("now() - finished_at") " AS dead_for, dead_reason, last_error,"
+    " attempt,"
+    " max_attempts, " ISO("created_at") ", " ISO("finished_at")
+    " FROM pendulum.jobs WHERE" FILTER " ORDER BY finished_at DESC NULLS LAST, id DESC"
+    " LIMIT $5 OFFSET $6) j ON true ORDER BY j.dead_for NULLS LAST, j.id DESC";
+/* clang-format on */
+
+static const struct pd_admin_col dlq_cols[] = {
+    {"id", NULL, 'n', 'b'},
+    {"job_type", "type", 's', 'b'},
+    {"queue", NULL, 's', 'b'},
+    {"tenant_id", "tenant", 's', 'b'},
+    {"attempts", NULL, 's', 't'},
+    {"replay_count", "replays", 'n', 'b'},
+    {"dead_for_s", "dead_for", 'd', 'b'},
+    {"dead_reason", "reason", 's', 'b'},
+    {"last_error", "error", 's', 'b'},
+    {"attempt", NULL, 'n', 'j'},
+    {"max_attempts", NULL, 'n', 'j'},
+    {"created_at", NULL, 's', 'j'},
+    {"finished_at", NULL, 's', 'j'},
+    {"total", NULL, 'n', 'j'},
+};
+
+int pd_admin_dlq_list(struct pd_db *db, const struct pd_admin_filter *f,
+		      const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	PGresult *r;
+
+	if (run_listing(db, dlq_sql, f, "{DEAD_LETTERED}", &r, e) < 0)
+		return -1;
+	pd_admin_render_result(r, dlq_cols, NCOLS(dlq_cols), fmt, out);
+	if (!fmt->json)
+		footer(r, f, "dead letters", out);
+	PQclear(r);
+	return 0;
+}
+
+/*
+ * After a statement on explicit ids: fill e for the ids that are not in done
+ * (column 0 of r), naming each one's state. Returns 0 when all were done.
+ */
+static int missed(struct pd_db *db, const long long *ids, int nids, const PGresult *done,
+		  const char *verb, struct pd_err *e)
+{
+	struct pd_buf b = PD_BUF_INIT, miss = PD_BUF_INIT;
+	const char *params[1];
+	PGresult *r;
+	int code = PD_EX_CONFLICT, nmiss = 0;
+
+	for (int i = 0; i < nids; i++) {
+		int found = 0;
+
+		for (int k = 0; k < PQntuples(done) && !found; k++)
+			found = strtoll(PQgetvalue(done, k, 0), NULL, 10) == ids[i];
+		for (int k = 0; k < i && !found; k++)
+			found = ids[k] == ids[i]; /* a repeated id is reported once */
+		if (!found) {
+			pd_buf_printf(&miss, "%s%lld", nmiss ? "," : "{", ids[i]);
+			nmiss++;
+		}
+	}
+	if (nmiss == 0)
+		return 0;
+	pd_buf_putc(&miss, '}');
+	params[0] = miss.data;
+	if (pd_db_exec(db,
+		       "SELECT x.id, j.state FROM unnest($1::bigint[]) WITH ORDINALITY AS x(id, i)"
+		       " LEFT JOIN pendulum.jobs j ON j.id = x.id ORDER BY x.i",
+		       1, params, PGRES_TUPLES_OK, &r, e) < 0) {
+		pd_buf_release(&miss);
+		return -1;
+	}
+	for (int k = 0; k < PQntuples(r); k++) {
+		pd_buf_puts(&b, k ? "; " : "");
+		if (PQgetisnull(r, k, 1)) {
+			pd_buf_printf(&b, "job %s not found", PQgetvalue(r, k, 0));
+			code = PD_EX_NOTFOUND;
+		} else {
+			pd_buf_printf(&b, "job %s is %s, not DEAD_LETTERED", PQgetvalue(r, k, 0),
+				      PQgetvalue(r, k, 1));
+		}
+	}
+	PQclear(r);
+	pd_errf(e, code, "%d of %d not %s: %s", nmiss, nids, verb, b.data ? b.data : "");
+	pd_buf_release(&b);
+	pd_buf_release(&miss);
+	return -1;
+}
+
+int pd_admin_dlq_replay(struct pd_db *db, const long long *ids, int nids,
+			const struct pd_admin_filter *f, const struct pd_admin_fmt *fmt,
+			struct pd_buf *out, struct pd_err *e)
+{
+	/* $1 ids or NULL, $2 tenant, $3 type, $4 queue, $5 limit. */
+/* clang-format off */
+#define DLQ_PICK                                                                                   \
+	"WITH c AS (SELECT id FROM pendulum.jobs WHERE state = 'DEAD_LETTERED'"                     \
+	" AND ($1::bigint[] IS NULL OR id = ANY ($1::bigint[]))"                                    \
+	" AND ($2::text IS NULL OR tenant_id = $2) AND ($3::text IS NULL OR job_type = $3)"       \
+	" AND ($4::text IS NULL OR queue = $4)"                                                     \
+	" ORDER BY finished_at NULLS FIRST, id LIMIT $5"
+#define DLQ_REPLAY                                                                                 \
+	"), r AS (UPDATE pendulum.jobs j SET" REPLAY_SET " FROM c"                                 \
+	" WHERE j.id = c.id AND j.state = 'DEAD_LETTERED'" REPLAY_TAIL
+	/* clang-format on */
+	/* Bulk: skip rows another session holds; by id: wait for them, then recheck. */
+	static const char bulk_sql[] = DLQ_PICK " FOR UPDATE SKIP LOCKED" DLQ_REPLAY;
+	static const char ids_sql[] = DLQ_PICK " FOR UPDATE" DLQ_REPLAY;
+	struct pd_buf ia = PD_BUF_INIT;
+	char lim[24];
+	const char *params[5];
+	PGresult *r;
+	int rc;
+
+	if (nids > 0)
+		id_array(&ia, ids, nids);
+	if (nids > 0)
+		snprintf(lim, sizeof(lim), "%d", nids);
+	else
+		snprintf(lim, sizeof(lim), "%lld", f->limit > 0 ? f->limit : 100);
+	params[0] = nids > 0 ? ia.data : NULL;
+	params[1] = nids > 0 ? NULL : f->tenant;
+	params[2] = nids > 0 ? NULL : f->type;
+	params[3] = nids > 0 ? NULL : f->queue;
+	params[4] = lim;
+	rc = pd_db_exec(db, nids > 0 ? ids_sql : bulk_sql, 5, params, PGRES_TUPLES_OK, &r, e);
+	pd_buf_release(&ia);
+	if (rc < 0)
+		return -1;
+	if (PQntuples(r) > 0 || fmt->json)
+		pd_admin_render_result(r, replay_cols, NCOLS(replay_cols), fmt, out);
+	if (!fmt->json)
+		pd_buf_printf(out, "replayed %d dead letter%s\n", PQntuples(r),
+			      PQntuples(r) == 1 ? "" : "s");
+	rc = nids > 0 ? missed(db, ids, nids, r, "replayed", e) : 0;
+	PQclear(r);
+	return rc;
+#undef DLQ_PICK
+#undef DLQ_REPLAY
+}
+
+int pd_admin_dlq_delete(struct pd_db *db, const long long *ids, int nids,
+			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	static const char sql[] =
+	    "WITH d AS (DELETE FROM pendulum.jobs WHERE id = ANY ($1::bigint[])"
+	    " AND state = 'DEAD_LETTERED' RETURNING id, job_type, queue)"
+	    " SELECT id, job_type, queue FROM d ORDER BY id";
+	/* clang-format off */
+	static const struct pd_admin_col cols[] = {
+	    {"id", NULL, 'n', 'b'},
+	    {"job_type", "type", 's', 'b'},
+	    {"queue", NULL, 's', 'b'},
+	};
+	/* clang-format on */
+	struct pd_buf ia = PD_BUF_INIT;
+	const char *params[1];
+	PGresult *r;
+	int rc;
+
+	id_array(&ia, ids, nids);
+	params[0] = ia.data;
+	rc = pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e);
+	pd_buf_release(&ia);
+	if (rc < 0)
+		return -1;
+	if (PQntuples(r) > 0 || fmt->json)
+		pd_admin_render_result(r, cols, NCOLS(cols), fmt, out);
+	if (!fmt->json)
+		pd_buf_printf(out, "deleted %d dead letter%s\n", PQntuples(r),
+			      PQntuples(r) == 1 ? "" : "s");
+	rc = missed(db, ids, nids, r, "deleted", e);
+	PQclear(r);
+	return rc;
+}
+
+int pd_admin_dlq_purge(struct pd_db *db, long long older_ms, const char *queue, int dry_run,
+		       const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+/* clang-format off */
+#define OLD                                                                                        \
+	" FROM pendulum.jobs WHERE state = 'DEAD_LETTERED'"                                         \
+	" AND coalesce(finished_at, created_at) < now() - $1::bigint * interval '1 millisecond'"   \
+	" AND ($2::text IS NULL OR queue = $2)"
+	static const char count_sql[] = "SELECT count(*)" OLD;
+	static const char purge_sql[] = "WITH d AS (DELETE" OLD " RETURNING 1) SELECT count(*) FROM d";
+/* clang-format on */
+#undef OLD
+	char ms[24], secs[32], age[32], *n = NULL;
+	const char *params[2] = {ms, queue};
+
+	snprintf(ms, sizeof(ms), "%lld", older_ms);
+	if (pd_db_value(db, dry_run ? count_sql : purge_sql, 2, params, &n, e) < 0)
+		return -1;
+	if (fmt->json) {
+		static const struct pd_admin_col cols[] = {
+		    {"purged", NULL, 'n', 'b'},
+		    {"older_than_s", NULL, 'n', 'b'},
+		    {"queue", NULL, 's', 'b'},
+		    {"dry_run", NULL, 'b', 'b'},
+		};
+		const char *row[4] = {n ? n : "0", secs, queue, dry_run ? "t" : "f"};
+
+		snprintf(secs, sizeof(secs), "%.3f", (double)older_ms / 1000);
+		pd_admin_render(cols, 4, row, 1, fmt, out);
+	} else {
+		long long k = n ? strtoll(n, NULL, 10) : 0;
+
+		pd_admin_age((double)older_ms / 1000, age, sizeof(age));
+		pd_buf_printf(out, "%s %lld dead letter%s%s%s that died more than %s ago\n",
+			      dry_run ? "would purge" : "purged", k, k == 1 ? "" : "s",
+			      queue ? " of queue " : "", queue ? queue : "", age);
+	}
+	free(n);
+	return 0;
+}
+
+/* clang-format off */
+const struct pd_admin_col pd_admin_queue_cols[PD_ADMIN_QUEUE_NCOLS] = {
+    {"queue", NULL, 's', 'b'},
+    {"pending", NULL, 'n', 'b'},
+    {"blocked", NULL, 'n', 'b'},
+    {"leased", NULL, 'n', 'b'},
+    {"running", NULL, 'n', 'b'},
+    {"succeeded", NULL, 'n', 'b'},
+    {"dead_lettered", NULL, 'n', 'b'},
+    {"cancelled", NULL, 'n', 'b'},
+    {"runnable", NULL, 'n', 'b'},
+    {"oldest_runnable_age_s", "oldest_runnable", 'd', 'b'},
+};
+/* clang-format on */
+
+int pd_admin_queues(struct pd_db *db, const struct pd_admin_fmt *fmt, struct pd_buf *out,
+		    struct pd_err *e)
+{
+	PGresult *r;
+
+	if (pd_db_exec(db, pd_admin_queues_sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	pd_admin_render_result(r, pd_admin_queue_cols, PD_ADMIN_QUEUE_NCOLS, fmt, out);
+	PQclear(r);
+	return 0;
+}
+
+int pd_admin_depth(struct pd_db *db, const char *queue, const char *state, int runnable,
+		   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	static const char sql[] = "SELECT count(*) FROM pendulum.jobs WHERE queue = $1"
+				  " AND state = $2 AND (NOT $3::boolean OR run_at <= now())";
+	const char *params[3] = {queue, state ? state : "PENDING", runnable ? "true" : "false"};
+	char *n = NULL;
+
+	if (runnable)
+		params[1] = "PENDING";
+	if (pd_db_value(db, sql, 3, params, &n, e) < 0)
+		return -1;
+	if (fmt->json) {
+		static const struct pd_admin_col cols[] = {
+		    {"queue", NULL, 's', 'b'},
+		    {"state", NULL, 's', 'b'},
+		    {"runnable", NULL, 'b', 'b'},
+		    {"depth", NULL, 'n', 'b'},
+		};
+		const char *row[4] = {queue, params[1], params[2], n ? n : "0"};
+
+		pd_admin_render(cols, 4, row, 1, fmt, out);
+	} else {
+		pd_buf_printf(out, "%s\n", n ? n : "0");
+	}
+	free(n);
+	return 0;
+}
+
+int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_admin_fmt *fmt,
+		     struct pd_buf *out, struct pd_err *e)
+{
+	/* clang-format off */
+#define STALE "last_seen_at < now() - $1::bigint * interval '1 millisecond'"
+	static const char sql[] =
+	    "SELECT id, host, pid, array_to_string(queues, ','), in_flight || '/' || concurrency,"
+	    " " SECS("now() - last_seen_at") ", CASE WHEN " STALE " THEN 'stale' ELSE 'live' END,"
+	    " to_json(queues)::text, to_json(job_types)::text, in_flight, concurrency,"
+	    " " ISO("started_at") ", " ISO("last_seen_at") ", " STALE
+	    " FROM pendulum.workers ORDER BY host, pid, id";
+#undef STALE
+	static const struct pd_admin_col cols[] = {
+	    {"id", "worker", 's', 'b'},
+	    {"host", NULL, 's', 'b'},
+	    {"pid", NULL, 'n', 'b'},
+	    {"queue_list", "queues", 's', 't'},
+	    {"busy", NULL, 's', 't'},
+	    {"last_seen_s", "last_seen", 'd', 'b'},
+	    {"status", NULL, 'S', 't'},
+	    {"queues", NULL, 'j', 'j'},
+	    {"job_types", NULL, 'j', 'j'},
+	    {"in_flight", NULL, 'n', 'j'},
+	    {"concurrency", NULL, 'n', 'j'},
+	    {"started_at", NULL, 's', 'j'},
+	    {"last_seen_at", NULL, 's', 'j'},
+	    {"stale", NULL, 'b', 'j'},
+	};
+	/* clang-format on */
+	char ms[24];
+	const char *params[1] = {ms};
+	PGresult *r;
+
+	snprintf(ms, sizeof(ms), "%lld", stale_ms);
+	if (pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	pd_admin_render_result(r, cols, NCOLS(cols), fmt, out);
+	PQclear(r);
+	return 0;
+}

@@ -1,0 +1,157 @@
+/*
+ * admin: the queries behind pd-admin's subcommands, and how their rows are
+ * shown: an aligned table for people, or one JSON object a line (--json).
+ *
+ * Every pd_admin_* call appends what the command prints to out and never
+ * writes to stdout itself; on -1 out may still hold the rows that were done
+ * (a bulk replay that skipped some ids) and e says what was not. Ages are
+ * computed in SQL from the database clock: a table shows them as "3m12s",
+ * JSON as seconds (a number, keys ending in _s).
+ */
+#ifndef PD_ADMIN_H
+#define PD_ADMIN_H
+
+#include <stddef.h>
+
+#include "buf.h"
+#include "db.h"
+
+/* How rows are shown. */
+struct pd_admin_fmt {
+	int json;  /* one JSON object a line */
+	int color; /* ANSI colours in tables (a terminal, NO_COLOR unset) */
+};
+
+/*
+ * A column of a listing. kind: 's' text, 'n' number, 'b' boolean ("t"/"f"),
+ * 'j' JSON text (stored as is in JSON output), 'd' seconds (a human duration
+ * in a table, a number in JSON), 'S' a state word (coloured in a table).
+ * where: 'b' both, 't' table only, 'j' JSON only.
+ */
+struct pd_admin_col {
+	const char *name; /* the JSON key, and the table header when head is NULL */
+	const char *head; /* the table header (upper-cased), or NULL */
+	char kind;
+	char where;
+};
+
+/*
+ * Append nrows rows of cells (nrows * ncols, row-major, NULL for SQL NULL)
+ * to out: a table with a header line (printed even without rows), or JSON
+ * lines. Table cells have control characters replaced by spaces and are cut
+ * to 72 characters.
+ */
+void pd_admin_render(const struct pd_admin_col *cols, int ncols, const char *const *cells,
+		     int nrows, const struct pd_admin_fmt *fmt, struct pd_buf *out);
+
+/*
+ * A duration in seconds for people: "0s", "1.8s" below 10 s, then whole
+ * units, at most the two largest: "42s", "3m12s", "1h", "2d3h". Negative
+ * values get a '-'. out must hold 24 bytes.
+ */
+void pd_admin_age(double seconds, char *out, size_t n);
+
+/*
+ * Parse a job state name, case-insensitively, into its canonical upper-case
+ * spelling (a static string). NULL when s names no state.
+ */
+const char *pd_admin_state(const char *s);
+
+/* Parse a job id (a positive integer); code 64 "invalid job id 'x'". */
+int pd_admin_id(const char *s, long long *id, struct pd_err *e);
+
+/* Filters and paging of `jobs` and `dlq list`; NULL or 0 fields are unset. */
+struct pd_admin_filter {
+	const char *states[8]; /* canonical names (pd_admin_state) */
+	int nstates;
+	const char *tenant, *type, *queue;
+	long long limit, offset;
+};
+
+/* `jobs`: matching jobs, newest (highest id) first, then "1-50 of 1234 jobs" in a table. */
+int pd_admin_jobs(struct pd_db *db, const struct pd_admin_filter *f, const struct pd_admin_fmt *fmt,
+		  struct pd_buf *out, struct pd_err *e);
+
+/* `job show`: every field, the result and the attempt chain. Code 2 when absent. */
+int pd_admin_job_show(struct pd_db *db, long long id, const struct pd_admin_fmt *fmt,
+		      struct pd_buf *out, struct pd_err *e);
+
+/*
+ * `job replay`: SUCCEEDED, DEAD_LETTERED or CANCELLED -> PENDING now, in one
+ * guarded statement: attempt 0, replay_count + 1, lease, result, errors and
+ * finished_at cleared (the attempt chain keeps the history), workers woken
+ * with NOTIFY. Code 1 naming the current state otherwise, 2 when absent.
+ */
+int pd_admin_job_replay(struct pd_db *db, long long id, const struct pd_admin_fmt *fmt,
+			struct pd_buf *out, struct pd_err *e);
+
+/*
+ * `job cancel`: PENDING or BLOCKED -> CANCELLED, finished now, dead_reason
+ * and last_error set to reason (NULL: "cancelled by operator"). Code 1
+ * naming the current state otherwise, 2 when absent.
+ */
+int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
+			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/* `dlq list`: dead letters, most recently dead first, with the reason (states ignored). */
+int pd_admin_dlq_list(struct pd_db *db, const struct pd_admin_filter *f,
+		      const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/*
+ * `dlq replay`: replay the dead letters ids[0..nids) or, with nids == 0, up
+ * to f->limit of those matching f, the longest dead first. Each as in
+ * pd_admin_job_replay, all in one statement. Ids that were not replayed make
+ * it return -1 (code 2 if one is absent, else 1) after the others were.
+ */
+int pd_admin_dlq_replay(struct pd_db *db, const long long *ids, int nids,
+			const struct pd_admin_filter *f, const struct pd_admin_fmt *fmt,
+			struct pd_buf *out, struct pd_err *e);
+
+/* `dlq delete`: delete these dead letters (and their attempts); the rest as dlq replay. */
+int pd_admin_dlq_delete(struct pd_db *db, const long long *ids, int nids,
+			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/*
+ * `dlq purge`: delete the dead letters of queue (NULL: every queue) that
+ * died more than older_ms ago; with dry_run count them only.
+ */
+int pd_admin_dlq_purge(struct pd_db *db, long long older_ms, const char *queue, int dry_run,
+		       const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/* `queues`: per queue, jobs by state, runnable ones, and the oldest runnable job's age. */
+int pd_admin_queues(struct pd_db *db, const struct pd_admin_fmt *fmt, struct pd_buf *out,
+		    struct pd_err *e);
+
+/*
+ * `depth`: the number of jobs of queue in state (NULL: PENDING); with
+ * runnable, only PENDING jobs whose run_at has come. A bare number.
+ */
+int pd_admin_depth(struct pd_db *db, const char *queue, const char *state, int runnable,
+		   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/* `workers`: registered workers; stale when not seen for stale_ms. */
+int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_admin_fmt *fmt,
+		     struct pd_buf *out, struct pd_err *e);
+
+/* The seven job states, in state-machine order, NULL-terminated. */
+extern const char *const pd_admin_states[];
+
+/*
+ * The SQL of the per-queue summary shared by `queues`, `metrics` and `top`:
+ * queue, the seven state counts in pd_admin_states order, runnable, oldest
+ * runnable age in seconds (NULL when none); ordered by queue, byte-wise.
+ */
+extern const char pd_admin_queues_sql[];
+/* Its columns: what `queues` prints. */
+extern const struct pd_admin_col pd_admin_queue_cols[];
+#define PD_ADMIN_QUEUE_NCOLS 10
+
+/*
+ * Render the first ncols columns of a PGresult, which match cols, through
+ * pd_admin_render. Rows whose first column is NULL are skipped (an empty
+ * LEFT JOIN LATERAL).
+ */
+void pd_admin_render_result(const PGresult *r, const struct pd_admin_col *cols, int ncols,
+			    const struct pd_admin_fmt *fmt, struct pd_buf *out);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * metrics: Pendulum's state in the Prometheus text exposition format
+ * (version 0.0.4), read from the database in one read-only snapshot, for
+ * node_exporter's textfile collector or a scrape wrapper.
+ *
+ * Every family has its HELP and TYPE lines, even without samples; series
+ * are unique and sorted by queue (byte order). Gauges describe the current
+ * state; pendulum_writes_fenced_total and pendulum_attempts_total are
+ * counters (the latter counts rows of pendulum.job_attempts, so deleting
+ * dead letters lowers it: Prometheus reads that as a counter reset).
+ */
+#ifndef PD_METRICS_H
+#define PD_METRICS_H
+
+#include "buf.h"
+#include "db.h"
+
+/*
+ * Append the exposition to out; with json, one object a sample instead,
+ * {"name":"pendulum_dead_letters","type":"gauge","labels":{"queue":"q"},"value":3}.
+ * Workers not seen for stale_ms are not counted as live.
+ */
+int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd_buf *out,
+		       struct pd_err *e);
+
+/* Append v as a quoted label value: '\', '"' and newline escaped. */
+void pd_metrics_label(struct pd_buf *b, const char *v);
+
+#endif

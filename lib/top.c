@@ -1,0 +1,184 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "dur.h"
+#include "top.h"
+
+#define SECS(x) "round(extract(epoch FROM (" x "))::numeric, 3)"
+
+/* clang-format off */
+static const char workers_sql[] =
+    "SELECT id, host, pid,"
+    " repeat('#', (10 * least(in_flight, concurrency) / greatest(concurrency, 1)))"
+    "  || repeat('.', 10 - (10 * least(in_flight, concurrency) / greatest(concurrency, 1))),"
+    " in_flight || '/' || concurrency, " SECS("now() - last_seen_at") ","
+    " CASE WHEN last_seen_at < now() - $1::bigint * interval '1 millisecond'"
+    "  THEN 'stale' ELSE 'live' END"
+    " FROM pendulum.workers ORDER BY host, pid, id";
+
+static const struct pd_admin_col worker_cols[] = {
+    {"id", "worker", 's', 'b'},
+    {"host", NULL, 's', 'b'},
+    {"pid", NULL, 'n', 'b'},
+    {"occupancy", NULL, 's', 'b'},
+    {"busy", NULL, 's', 'b'},
+    {"last_seen", NULL, 'd', 'b'},
+    {"status", NULL, 'S', 'b'},
+};
+
+static const char dead_sql[] =
+    "SELECT id, job_type, queue, replay_count, " SECS("now() - finished_at") ", dead_reason"
+    " FROM pendulum.jobs WHERE state = 'DEAD_LETTERED'"
+    " ORDER BY finished_at DESC NULLS LAST, id DESC LIMIT $1";
+
+static const struct pd_admin_col dead_cols[] = {
+    {"id", NULL, 'n', 'b'},
+    {"job_type", "type", 's', 'b'},
+    {"queue", NULL, 's', 'b'},
+    {"replay_count", "replays", 'n', 'b'},
+    {"dead_for", NULL, 'd', 'b'},
+    {"dead_reason", "reason", 's', 'b'},
+};
+
+static const char title_sql[] =
+    "SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS \"UTC\"'),"
+    " (SELECT count(*) FROM pendulum.jobs WHERE state = 'DEAD_LETTERED')";
+/* clang-format on */
+
+static void section(struct pd_buf *out, const struct pd_top_opts *o, const char *title)
+{
+	pd_buf_printf(out, "\n%s%s%s\n", o->color ? "\033[1;4m" : "", title,
+		      o->color ? "\033[0m" : "");
+}
+
+int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *out,
+		 struct pd_err *e)
+{
+	struct pd_admin_fmt fmt = {0, o->color};
+	char ms[24], n[16], every[PD_DUR_MAX];
+	const char *p1[1] = {ms}, *p2[1] = {n};
+	PGresult *t = NULL, *q = NULL, *w = NULL, *d = NULL;
+	int live = 0, stale = 0, busy = 0, slots = 0;
+
+	snprintf(ms, sizeof(ms), "%lld", o->stale_ms);
+	snprintf(n, sizeof(n), "%d", o->ndead);
+	if (pd_db_exec(db, title_sql, 0, NULL, PGRES_TUPLES_OK, &t, e) < 0 ||
+	    pd_db_exec(db, pd_admin_queues_sql, 0, NULL, PGRES_TUPLES_OK, &q, e) < 0 ||
+	    pd_db_exec(db, workers_sql, 1, p1, PGRES_TUPLES_OK, &w, e) < 0 ||
+	    pd_db_exec(db, dead_sql, 1, p2, PGRES_TUPLES_OK, &d, e) < 0) {
+		PQclear(t);
+		PQclear(q);
+		PQclear(w);
+		return -1;
+	}
+	pd_buf_printf(out, "%spendulum top%s  %s", o->color ? "\033[1m" : "",
+		      o->color ? "\033[0m" : "", PQntuples(t) ? PQgetvalue(t, 0, 0) : "");
+	if (o->interval_ms > 0) {
+		pd_dur_format(o->interval_ms, every, sizeof(every));
+		pd_buf_printf(out, "  every %s  q quits", every);
+	}
+	pd_buf_putc(out, '\n');
+
+	section(out, o, "Queues");
+	if (PQntuples(q) == 0)
+		pd_buf_puts(out, "no jobs yet\n");
+	else
+		pd_admin_render_result(q, pd_admin_queue_cols, PD_ADMIN_QUEUE_NCOLS, &fmt, out);
+
+	for (int i = 0; i < PQntuples(w); i++) {
+		if (strcmp(PQgetvalue(w, i, 6), "stale") == 0) {
+			stale++;
+			continue;
+		}
+		live++;
+		busy += atoi(PQgetvalue(w, i, 4));
+		slots += atoi(strchr(PQgetvalue(w, i, 4), '/') + 1);
+	}
+	section(out, o, "Workers");
+	pd_buf_printf(out, "%d live, %d stale; %d of %d slots busy\n", live, stale, busy, slots);
+	if (PQntuples(w) > 0)
+		pd_admin_render_result(
+		    w, worker_cols, (int)(sizeof(worker_cols) / sizeof(*worker_cols)), &fmt, out);
+
+	section(out, o, "Newest dead letters");
+	pd_buf_printf(out, "%s in all\n", PQntuples(t) ? PQgetvalue(t, 0, 1) : "0");
+	if (PQntuples(d) > 0)
+		pd_admin_render_result(d, dead_cols, (int)(sizeof(dead_cols) / sizeof(*dead_cols)),
+				       &fmt, out);
+	PQclear(t);
+	PQclear(q);
+	PQclear(w);
+	PQclear(d);
+	return 0;
+}
+
+void pd_top_clip(const char *frame, int width, int height, int erase, struct pd_buf *out)
+{
+	int lines = 0;
+
+	for (const char *p = frame; *p && (height <= 0 || lines < height); lines++) {
+		const char *eol = strchr(p, '\n');
+		size_t len = eol ? (size_t)(eol - p) : strlen(p);
+		int cols = 0, cut = 0, colored = 0;
+
+		for (size_t i = 0; i < len; i++) {
+			unsigned char c = (unsigned char)p[i];
+
+			if (c == '\033' && i + 1 < len && p[i + 1] == '[') {
+				size_t j = i + 2;
+
+				while (j < len && !((unsigned char)p[j] >= 0x40 &&
+						    (unsigned char)p[j] <= 0x7e))
+					j++;
+				if (j < len) {
+					pd_buf_append(out, p + i, j - i + 1);
+					colored = 1;
+					i = j;
+					continue;
+				}
+			}
+			if ((c & 0xC0) != 0x80) {
+				if (width > 0 && cols == width) {
+					cut = 1;
+					break;
+				}
+				cols++;
+			}
+			pd_buf_putc(out, (char)c);
+		}
+		if (cut && colored)
+			pd_buf_puts(out, "\033[0m");
+		if (erase)
+			pd_buf_puts(out, "\033[K");
+		pd_buf_putc(out, '\n');
+		p = eol ? eol + 1 : p + len;
+	}
+}
+
+int pd_tty_raw(struct pd_tty *t, int fd)
+{
+	struct termios raw;
+
+	t->fd = fd;
+	t->raw = 0;
+	if (!isatty(fd) || tcgetattr(fd, &t->saved) < 0)
+		return -1;
+	raw = t->saved;
+	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	raw.c_cc[VMIN] = 0;
+	raw.c_cc[VTIME] = 0;
+	if (tcsetattr(fd, TCSAFLUSH, &raw) < 0)
+		return -1;
+	t->raw = 1;
+	return 0;
+}
+
+void pd_tty_restore(struct pd_tty *t)
+{
+	if (t->raw)
+		tcsetattr(t->fd, TCSAFLUSH, &t->saved);
+	t->raw = 0;
+}
