@@ -1,36 +1,604 @@
 /*
- * pd-cron: schedules: add, list, rm, pause, resume, preview, apply, and the ticker (run).
- *
- * Only the common options exist so far; the commands land with issue 5.
+ * pd-cron: schedules whose occurrences become ordinary jobs. add, list, rm,
+ * pause, resume, preview, apply (a YAML file), and run (the ticker).
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
+#include "app.h"
 #include "cli.h"
+#include "dur.h"
+#include "jobspec.h"
+#include "json.h"
 #include "log.h"
+#include "sched.h"
 
-#define SYNOPSIS "usage: pd-cron [-hV]\n"
+#define SYNOPSIS "usage: pd-cron [-hqVv] [-c file] [-d conninfo] [--json] command [args]\n"
+
+struct command {
+	const char *name;
+	int (*fn)(struct pd_app *a, int argc, char **argv, struct pd_err *e);
+	const char *usage;
+	const char *help; /* the command's options, for 'pd-cron COMMAND --help' */
+};
+
+static int cmd_add(struct pd_app *a, int argc, char **argv, struct pd_err *e);
+static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e);
+static int cmd_by_name(struct pd_app *a, int argc, char **argv, struct pd_err *e);
+static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e);
+static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e);
+static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e);
+
+#define T_HELP "  -t, --tenant TENANT      the schedule's tenant (default 'default')\n"
+
+static const struct command commands[] = {
+    {"add", cmd_add,
+     "add NAME --cron EXPR --tz ZONE --type TYPE [--payload JSON] [--queue Q]\n"
+     "      [--priority P] [--misfire POLICY] [--catch-up-limit N] [-t TENANT]",
+     "Create a schedule; each occurrence becomes a job of TYPE. Nothing is caught up\n"
+     "from before it was created.\n"
+     "      --cron EXPR            five fields or @daily, @hourly... (see pd-cron(1))\n"
+     "      --tz ZONE              IANA time zone of the wall-clock times, e.g. Europe/Berlin\n"
+     "      --type TYPE            the jobs' type\n"
+     "      --payload JSON         the jobs' payload (default {})\n"
+     "      --queue Q              the jobs' queue (default 'default')\n"
+     "      --priority P           integer, or high, normal, low (default 0)\n"
+     "      --misfire POLICY       SKIP, FIRE_ONCE (default) or FIRE_ALL\n"
+     "      --catch-up-limit N     FIRE_ALL fires at most the latest N (default 100)\n" T_HELP},
+    {"list", cmd_list, "list [-t TENANT]",
+     "List schedules with their next fire in their own zone and in UTC.\n" T_HELP},
+    {"rm", cmd_by_name, "rm NAME [-t TENANT]", "Delete a schedule (its jobs stay).\n" T_HELP},
+    {"pause", cmd_by_name, "pause NAME [-t TENANT]", "Stop firing a schedule.\n" T_HELP},
+    {"resume", cmd_by_name, "resume NAME [-t TENANT]",
+     "Fire a paused or disabled schedule again, from now on: the time it was\n"
+     "paused is not caught up.\n" T_HELP},
+    {"preview", cmd_preview, "preview EXPR [--tz ZONE] [--from INSTANT] [-n COUNT] [--local]",
+     "Print the next fire instants of EXPR in UTC, one a line. Needs no database.\n"
+     "      --tz ZONE              IANA time zone (default UTC)\n"
+     "      --from INSTANT         start at this ISO 8601 instant, included (default now)\n"
+     "  -n, --count COUNT          how many (default 5, at most 10000)\n"
+     "      --local                add the wall-clock time in ZONE\n"},
+    {"apply", cmd_apply, "apply FILE [--prune] [--dry-run] [-t TENANT]",
+     "Make the stored schedules match a YAML file: create and update, and with\n"
+     "--prune delete those the file does not name. One transaction.\n"
+     "      --prune                delete schedules not in FILE\n"
+     "      --dry-run              print the changes, write nothing\n"
+     "  -t, --tenant TENANT        manage only TENANT's schedules\n"},
+    {"run", cmd_run, "run [--once] [--interval DURATION] [--skip-grace DURATION]",
+     "The ticker: enqueue every due occurrence as a job.\n"
+     "      --once                 one tick, print what it did, and exit\n"
+     "      --interval DURATION    time between ticks (default 1s)\n"
+     "      --skip-grace DURATION  SKIP fires an occurrence at most this late (default 60s)\n"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const char *summary[] = {
+    "create a schedule",
+    "schedules, next fire in their zone and in UTC",
+    "delete a schedule",
+    "stop firing a schedule",
+    "fire it again, from now on",
+    "next fire instants; no database needed",
+    "sync schedules from a YAML file",
+    "the ticker: enqueue due occurrences as jobs",
+};
+
+static void help(void)
+{
+	printf(SYNOPSIS
+	       "\nSchedules whose occurrences become ordinary Pendulum jobs.\n\nCommands:\n");
+	for (int i = 0; commands[i].name; i++)
+		printf("  %s\n      %s\n", commands[i].usage, summary[i]);
+	printf("\nOptions:\n"
+	       "  -c, --config FILE        configuration file\n"
+	       "  -d, --database CONNINFO  libpq conninfo or URI (default $PD_DATABASE_URL)\n"
+	       "      --json               one JSON object a line instead of a table\n"
+	       "  -q, --quiet              log warnings and errors only\n"
+	       "  -v, --verbose            log debug messages\n"
+	       "  -h, --help               show this help\n"
+	       "  -V, --version            show the version\n\n"
+	       "Run 'pd-cron COMMAND --help' for a command's options. See pd-cron(1).\n");
+}
+
+static const struct command *self; /* the command being run */
+
+static const char *sub_synopsis(void)
+{
+	static char syn[512];
+
+	snprintf(syn, sizeof(syn), "usage: pd-cron %s\n", self->usage);
+	return syn;
+}
+
+static int sub_help(void)
+{
+	printf("%s\n%s", sub_synopsis(), self->help);
+	return 0;
+}
+
+static int connect_db(struct pd_app *a, struct pd_err *e)
+{
+	if (pd_app_load(a, e) < 0)
+		return -1;
+	return pd_app_connect(a, 1, e);
+}
+
+/* "2026-03-29T01:30:00Z" and "2026-03-29 03:30:00 CEST" of t (local "" if the zone is bad). */
+static void both(long long t, const char *zone, char *utc, char *local, size_t n)
+{
+	pd_instant_format(t * 1000000LL, utc, PD_INSTANT_MAX);
+	pd_cron_local(t, zone, local, n);
+}
+
+/* A usage error from a value check: the message, the synopsis, 64. */
+static int bad_value(const struct pd_err *e2)
+{
+	return pd_cli_usage(sub_synopsis(), "%s", e2->msg);
+}
+
+static int cmd_add(struct pd_app *a, int argc, char **argv, struct pd_err *e)
+{
+	enum { O_CRON = 256, O_TZ, O_TYPE, O_PAYLOAD, O_QUEUE, O_PRIO, O_MISFIRE, O_LIMIT };
+	static const struct option opts[] = {
+	    {"cron", required_argument, NULL, O_CRON},
+	    {"tz", required_argument, NULL, O_TZ},
+	    {"type", required_argument, NULL, O_TYPE},
+	    {"payload", required_argument, NULL, O_PAYLOAD},
+	    {"queue", required_argument, NULL, O_QUEUE},
+	    {"priority", required_argument, NULL, O_PRIO},
+	    {"misfire", required_argument, NULL, O_MISFIRE},
+	    {"catch-up-limit", required_argument, NULL, O_LIMIT},
+	    {"tenant", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct pd_err e2 = PD_ERR_INIT;
+	struct pd_sched s;
+	char utc[PD_INSTANT_MAX], local[96];
+	long long next;
+	int ch;
+
+	pd_sched_init(&s);
+	while ((ch = getopt_long(argc, argv, ":t:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case O_CRON:
+			s.cron = optarg;
+			break;
+		case O_TZ:
+			s.timezone = optarg;
+			break;
+		case O_TYPE:
+			s.type = optarg;
+			break;
+		case O_PAYLOAD:
+			s.payload = optarg;
+			break;
+		case O_QUEUE:
+			s.queue = optarg;
+			break;
+		case O_PRIO:
+			if (pd_priority_parse(optarg, &s.priority, &e2) < 0)
+				return bad_value(&e2);
+			break;
+		case O_MISFIRE:
+			if (pd_misfire_parse(optarg, &s.misfire, &e2) < 0)
+				return bad_value(&e2);
+			break;
+		case O_LIMIT:
+			if (pd_cli_int("--catch-up-limit", optarg, 1, PD_SCHED_CATCH_UP_MAX,
+				       &s.catch_up_limit, &e2) < 0)
+				return bad_value(&e2);
+			break;
+		case 't':
+			s.tenant = optarg;
+			break;
+		case 'h':
+			return sub_help();
+		default:
+			return pd_cli_bad_option(sub_synopsis(), ch, argv);
+		}
+	}
+	if (argc - optind != 1)
+		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing NAME")
+					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
+							argv[optind + 1]);
+	s.name = argv[optind];
+	if (s.cron == NULL || s.timezone == NULL || s.type == NULL)
+		return pd_cli_usage(sub_synopsis(), "missing option %s",
+				    !s.cron	  ? "--cron"
+				    : !s.timezone ? "--tz"
+						  : "--type");
+	if (pd_sched_check(&s, e) < 0 || connect_db(a, e) < 0 ||
+	    pd_sched_add(&a->db, &s, &next, e) < 0)
+		return -1;
+	both(next, s.timezone, utc, local, sizeof(local));
+	printf("created %s, next fire %s (%s)\n", s.name, utc, local);
+	return 0;
+}
+
+/* -t TENANT and one NAME: rm, pause, resume. */
+static int cmd_by_name(struct pd_app *a, int argc, char **argv, struct pd_err *e)
+{
+	static const struct option opts[] = {
+	    {"tenant", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *tenant = NULL, *name;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, ":t:h", opts, NULL)) != -1) {
+		if (ch == 't')
+			tenant = optarg;
+		else if (ch == 'h')
+			return sub_help();
+		else
+			return pd_cli_bad_option(sub_synopsis(), ch, argv);
+	}
+	if (argc - optind != 1)
+		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing NAME")
+					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
+							argv[optind + 1]);
+	name = argv[optind];
+	if (connect_db(a, e) < 0)
+		return -1;
+	if (strcmp(self->name, "rm") == 0)
+		return pd_sched_remove(&a->db, tenant, name, e);
+	if (strcmp(self->name, "pause") == 0)
+		return pd_sched_pause(&a->db, tenant, name, e);
+	{
+		long long next;
+
+		return pd_sched_resume(&a->db, tenant, name, &next, e);
+	}
+}
+
+static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
+{
+	static const struct option opts[] = {
+	    {"tenant", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	static const char *tnames[] = {"name",	"tenant",    "cron",	      "timezone", "type",
+				       "state", "next_fire", "next_fire_utc", "reason"};
+	static const char *jnames[] = {
+	    "id",      "tenant",	  "name",	   "cron",	"timezone",	  "type",
+	    "payload", "queue",		  "priority",	   "misfire",	"catch_up_limit", "enabled",
+	    "state",   "disabled_reason", "last_fired_at", "next_fire", "next_fire_utc"};
+	struct pd_sched_row *rows;
+	struct pd_table t;
+	const char *tenant = NULL;
+	int ch, n;
+
+	while ((ch = getopt_long(argc, argv, ":t:h", opts, NULL)) != -1) {
+		if (ch == 't')
+			tenant = optarg;
+		else if (ch == 'h')
+			return sub_help();
+		else
+			return pd_cli_bad_option(sub_synopsis(), ch, argv);
+	}
+	if (optind < argc)
+		return pd_cli_usage(sub_synopsis(), "unexpected argument '%s'", argv[optind]);
+	if (connect_db(a, e) < 0 || pd_sched_list(&a->db, tenant, &rows, &n, e) < 0)
+		return -1;
+	if (a->json)
+		pd_table_init(&t, 17, jnames, "nsssssjsnsnbsssss");
+	else
+		pd_table_init(&t, 9, tnames, NULL);
+	for (int i = 0; i < n; i++) {
+		const struct pd_sched_row *w = &rows[i];
+		char id[24], prio[24], limit[24], utc[PD_INSTANT_MAX], local[96],
+		    last[PD_INSTANT_MAX];
+		const char *state = w->enabled		 ? "active"
+				    : w->disabled_reason ? "disabled"
+							 : "paused";
+		const char *nu = NULL, *nl = NULL;
+
+		if (w->has_next) {
+			both(w->next_fire_at, w->timezone, utc, local, sizeof(local));
+			nu = utc;
+			nl = local[0] ? local : NULL;
+		}
+		pd_instant_format(w->last_fired_at * 1000000LL, last, sizeof(last));
+		snprintf(id, sizeof(id), "%lld", w->id);
+		snprintf(prio, sizeof(prio), "%lld", w->priority);
+		snprintf(limit, sizeof(limit), "%lld", w->catch_up_limit);
+		if (a->json) {
+			const char *row[17] = {id,	    w->tenant,
+					       w->name,	    w->cron,
+					       w->timezone, w->type,
+					       w->payload,  w->queue,
+					       prio,	    w->misfire,
+					       limit,	    w->enabled ? "t" : "f",
+					       state,	    w->disabled_reason,
+					       last,	    nl,
+					       nu};
+
+			pd_table_add(&t, row);
+		} else {
+			const char *row[9] = {w->name,	   w->tenant, w->cron,
+					      w->timezone, w->type,   state,
+					      nl,	   nu,	      w->disabled_reason};
+
+			pd_table_add(&t, row);
+		}
+	}
+	pd_table_print(&t, stdout, a->json);
+	pd_table_release(&t);
+	pd_sched_rows_free(rows, n);
+	return 0;
+}
+
+static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e)
+{
+	enum { O_TZ = 256, O_FROM, O_LOCAL };
+	static const struct option opts[] = {
+	    {"tz", required_argument, NULL, O_TZ},   {"from", required_argument, NULL, O_FROM},
+	    {"count", required_argument, NULL, 'n'}, {"local", no_argument, NULL, O_LOCAL},
+	    {"help", no_argument, NULL, 'h'},	     {NULL, 0, NULL, 0},
+	};
+	struct pd_err e2 = PD_ERR_INIT;
+	const char *zone = "UTC";
+	long long count = 5, from_us = (long long)time(NULL) * 1000000LL, t;
+	int ch, local = 0;
+	struct pd_cron c;
+
+	while ((ch = getopt_long(argc, argv, ":n:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case O_TZ:
+			zone = optarg;
+			break;
+		case O_FROM:
+			if (pd_instant_parse(optarg, &from_us, &e2) < 0)
+				return pd_cli_usage(sub_synopsis(), "option --from: %s", e2.msg);
+			break;
+		case 'n':
+			if (pd_cli_int("-n", optarg, 1, 10000, &count, &e2) < 0)
+				return bad_value(&e2);
+			break;
+		case O_LOCAL:
+			local = 1;
+			break;
+		case 'h':
+			return sub_help();
+		default:
+			return pd_cli_bad_option(sub_synopsis(), ch, argv);
+		}
+	}
+	if (argc - optind != 1)
+		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing EXPR")
+					 : pd_cli_usage(sub_synopsis(),
+							"unexpected argument '%s' (quote the "
+							"expression: '0 3 * * *')",
+							argv[optind + 1]);
+	if (pd_cron_parse(&c, argv[optind], e) < 0 || pd_tz_check(zone, e) < 0)
+		return -1;
+	/* --from is included: start one second before its (rounded up) second. */
+	t = from_us / 1000000LL - (from_us % 1000000LL < 0);
+	if (from_us % 1000000LL == 0)
+		t--;
+	for (long long i = 0; i < count; i++) {
+		char utc[PD_INSTANT_MAX], lt[96];
+
+		if (pd_cron_next(&c, zone, t, &t, e) < 0)
+			return -1;
+		both(t, zone, utc, lt, sizeof(lt));
+		if (a->json) {
+			struct pd_buf b = PD_BUF_INIT;
+
+			pd_buf_puts(&b, "{\"at\":");
+			pd_json_quote(&b, utc, strlen(utc));
+			if (local) {
+				pd_buf_puts(&b, ",\"local\":");
+				pd_json_quote(&b, lt, strlen(lt));
+			}
+			pd_buf_puts(&b, "}\n");
+			fputs(b.data, stdout);
+			pd_buf_release(&b);
+		} else if (local) {
+			printf("%s\t%s\n", utc, lt);
+		} else {
+			printf("%s\n", utc);
+		}
+	}
+	return 0;
+}
+
+static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
+{
+	enum { O_PRUNE = 256, O_DRY };
+	static const struct option opts[] = {
+	    {"prune", no_argument, NULL, O_PRUNE},
+	    {"dry-run", no_argument, NULL, O_DRY},
+	    {"tenant", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct pd_sched_file f;
+	struct pd_apply_stats st;
+	struct pd_buf out = PD_BUF_INIT;
+	const char *tenant = NULL;
+	int ch, prune = 0, dry = 0, rc;
+
+	while ((ch = getopt_long(argc, argv, ":t:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case O_PRUNE:
+			prune = 1;
+			break;
+		case O_DRY:
+			dry = 1;
+			break;
+		case 't':
+			tenant = optarg;
+			break;
+		case 'h':
+			return sub_help();
+		default:
+			return pd_cli_bad_option(sub_synopsis(), ch, argv);
+		}
+	}
+	if (argc - optind != 1)
+		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing FILE")
+					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
+							argv[optind + 1]);
+	/* Everything in the file is checked before the database is touched. */
+	if (pd_sched_file_load(&f, argv[optind], tenant, tenant != NULL, e) < 0)
+		return -1;
+	rc = connect_db(a, e);
+	if (rc == 0)
+		rc = pd_sched_apply(&a->db, f.v, f.n, tenant, prune, dry, &out, &st, e);
+	if (rc == 0 && out.len)
+		fputs(out.data, stdout);
+	pd_buf_release(&out);
+	pd_sched_file_release(&f);
+	return rc;
+}
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e)
+{
+	enum { O_ONCE = 256, O_INTERVAL, O_GRACE };
+	static const struct option opts[] = {
+	    {"once", no_argument, NULL, O_ONCE},
+	    {"interval", required_argument, NULL, O_INTERVAL},
+	    {"skip-grace", required_argument, NULL, O_GRACE},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct pd_err e2 = PD_ERR_INIT;
+	struct pd_tick_stats st;
+	long long interval = 1000, grace = 60000;
+	int ch, once = 0, leading = 0, standby_said = 0;
+	struct sigaction sa;
+
+	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (ch) {
+		case O_ONCE:
+			once = 1;
+			break;
+		case O_INTERVAL:
+		case O_GRACE:
+			if (pd_cli_dur(ch == O_INTERVAL ? "--interval" : "--skip-grace", optarg,
+				       ch == O_INTERVAL ? &interval : &grace, &e2) < 0)
+				return bad_value(&e2);
+			if (ch == O_INTERVAL && interval <= 0)
+				return pd_cli_usage(sub_synopsis(),
+						    "option --interval: must be positive");
+			break;
+		case 'h':
+			return sub_help();
+		default:
+			return pd_cli_bad_option(sub_synopsis(), ch, argv);
+		}
+	}
+	if (optind < argc)
+		return pd_cli_usage(sub_synopsis(), "unexpected argument '%s'", argv[optind]);
+	if (connect_db(a, e) < 0)
+		return -1;
+	if (once) {
+		/* One tick takes no part in the election: it is safe next to a daemon. */
+		if (pd_sched_tick(&a->db, grace / 1000, &st, e) < 0)
+			return -1;
+		printf("enqueued %d, already enqueued %d, disabled %d\n", st.enqueued, st.existing,
+		       st.disabled);
+		if (st.failed)
+			return pd_errf(e, PD_EX_SOFTWARE,
+				       "%d schedule%s could not be handled (see the log above)",
+				       st.failed, st.failed == 1 ? "" : "s");
+		return 0;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART: the sleep ends at once */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	pd_log(PD_LOG_INFO, "ticker started", "interval_ms=%lld skip_grace_ms=%lld", interval,
+	       grace);
+	while (!stop) {
+		struct timespec ts = {interval / 1000, (interval % 1000) * 1000000L};
+		int got = 1;
+
+		pd_err_clear(e);
+		if (!leading && (got = pd_sched_try_lead(&a->db, e)) == 1) {
+			leading = 1;
+			standby_said = 0;
+			pd_log(PD_LOG_INFO, "ticker active: holding the ticker lock", NULL);
+		} else if (got == 0 && !standby_said) {
+			standby_said = 1;
+			pd_log(PD_LOG_INFO, "ticker on standby: another ticker holds the lock",
+			       NULL);
+		}
+		if (got < 0 || (leading && pd_sched_tick(&a->db, grace / 1000, &st, e) < 0)) {
+			if (e->code != PD_EX_UNAVAILABLE)
+				return -1;
+			pd_log(PD_LOG_WARN, "database unavailable", "error=%s",
+			       pd_log_quote((char[600]){0}, 600, e->msg));
+			leading = 0; /* the lock went with the session */
+			pd_err_clear(e);
+			if (pd_db_reconnect(&a->db, (volatile int *)&stop, e) < 0)
+				break;
+			continue;
+		}
+		nanosleep(&ts, NULL);
+	}
+	pd_log(PD_LOG_INFO, "ticker stopped", NULL);
+	pd_err_clear(e);
+	return 0;
+}
+
+static const struct command *find(const char *name)
+{
+	for (const struct command *c = commands; c->name; c++)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
-	    {NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'}, {"database", required_argument, NULL, 'd'},
+	    {"json", no_argument, NULL, 'j'},	      {"quiet", no_argument, NULL, 'q'},
+	    {"verbose", no_argument, NULL, 'v'},      {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
 	};
-	int ch;
+	struct pd_err e = PD_ERR_INIT;
+	struct pd_app a;
+	int ch, rc;
 
 	pd_cli_init(argv[0]);
-	while ((ch = getopt_long(argc, argv, "+:hV", opts, NULL)) != -1) {
+	pd_app_init(&a);
+	while ((ch = getopt_long(argc, argv, "+:c:d:qvhV", opts, NULL)) != -1) {
 		switch (ch) {
+		case 'c':
+			a.config_path = optarg;
+			break;
+		case 'd':
+			a.database = optarg;
+			break;
+		case 'j':
+			a.json = 1;
+			break;
+		case 'q':
+			a.verbosity--;
+			break;
+		case 'v':
+			a.verbosity++;
+			break;
 		case 'h':
-			printf(
-			    SYNOPSIS
-			    "\nPendulum's pd-cron: schedules: add, list, rm, pause, resume, "
-			    "preview, apply, and the ticker (run).\n"
-			    "Not implemented in this version: only --help and --version work.\n\n"
-			    "  -h, --help     show this help\n"
-			    "  -V, --version  show the version\n");
+			help();
 			return pd_cli_finish_stdout();
 		case 'V':
 			pd_cli_version();
@@ -39,6 +607,21 @@ int main(int argc, char **argv)
 			return pd_cli_bad_option(SYNOPSIS, ch, argv);
 		}
 	}
-	pd_die_msg("not implemented in this version");
-	return PD_EX_SOFTWARE;
+	if (optind >= argc)
+		return pd_cli_usage(SYNOPSIS, "missing command");
+	self = find(argv[optind]);
+	if (self == NULL)
+		return pd_cli_usage(SYNOPSIS, "unknown command '%s'", argv[optind]);
+	argc -= optind;
+	argv += optind;
+	optind = 0; /* re-initialise getopt for the command */
+	rc = self->fn(&a, argc, argv, &e);
+	if (rc < 0 && e.msg[0])
+		pd_die_msg(e.msg);
+	if (rc < 0)
+		rc = e.code ? e.code : PD_EX_SOFTWARE;
+	pd_app_release(&a);
+	if (pd_cli_finish_stdout() && rc == 0)
+		rc = PD_EX_SOFTWARE;
+	return rc;
 }

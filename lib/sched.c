@@ -1,0 +1,1179 @@
+/*
+ * sched: schedules in the database, the ticker, and `apply` files. See sched.h.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "dur.h"
+#include "jobspec.h"
+#include "json.h"
+#include "log.h"
+#include "sched.h"
+
+/* Session advisory lock of the active ticker, and transaction lock of apply. */
+#define LEAD_LOCK  "7311948214"
+#define APPLY_LOCK "7311948215"
+
+/* Schedules fetched per round of a tick (and as text for the query). */
+#define TICK_BATCH   100
+#define TICK_BATCH_S "100"
+
+static const char *const misfire_names[] = {"SKIP", "FIRE_ONCE", "FIRE_ALL"};
+
+int pd_misfire_parse(const char *s, enum pd_misfire *m, struct pd_err *e)
+{
+	char up[16];
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < sizeof(up); i++)
+		up[i] = s[i] == '-' ? '_' : (char)toupper((unsigned char)s[i]);
+	up[i] = '\0';
+	for (int k = 0; k < 3 && !s[i]; k++) {
+		if (strcmp(up, misfire_names[k]) == 0) {
+			*m = (enum pd_misfire)k;
+			return 0;
+		}
+	}
+	return pd_errf(e, PD_EX_DATAERR,
+		       "invalid misfire policy '%.64s': expected SKIP, FIRE_ONCE or FIRE_ALL", s);
+}
+
+const char *pd_misfire_name(enum pd_misfire m)
+{
+	return m >= PD_MISFIRE_SKIP && m <= PD_MISFIRE_FIRE_ALL ? misfire_names[m] : "FIRE_ONCE";
+}
+
+void pd_sched_init(struct pd_sched *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->misfire = PD_MISFIRE_FIRE_ONCE;
+	s->catch_up_limit = PD_SCHED_CATCH_UP_DEFAULT;
+	s->enabled = 1;
+}
+
+int pd_sched_check_name(const char *name, struct pd_err *e)
+{
+	size_t n = strlen(name);
+
+	if (n == 0)
+		return pd_errf(e, PD_EX_DATAERR, "invalid schedule name '': empty");
+	if (n > PD_SCHED_NAME_MAX)
+		return pd_errf(e, PD_EX_DATAERR,
+			       "invalid schedule name '%.40s...': longer than %d characters", name,
+			       PD_SCHED_NAME_MAX);
+	if (!isalnum((unsigned char)name[0]))
+		return pd_errf(e, PD_EX_DATAERR,
+			       "invalid schedule name '%s': must start with a letter or a digit",
+			       name);
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
+			return pd_errf(e, PD_EX_DATAERR,
+				       "invalid schedule name '%s': only letters, digits, '.', "
+				       "'_' and '-' are allowed",
+				       name);
+	return 0;
+}
+
+/* The expression parses, the zone exists, and it fires within five years of now. */
+static int check_timing(const char *cron, const char *zone, struct pd_err *e)
+{
+	struct pd_cron c;
+	long long next;
+
+	if (pd_cron_parse(&c, cron, e) < 0 || pd_tz_check(zone, e) < 0)
+		return -1;
+	if (pd_cron_next(&c, zone, (long long)time(NULL), &next, e) < 0)
+		return -1;
+	return 0;
+}
+
+int pd_sched_check(const struct pd_sched *s, struct pd_err *e)
+{
+	struct pd_json j = PD_JSON_INIT;
+	struct pd_err je = PD_ERR_INIT;
+
+	if (s->tenant && *s->tenant == '\0')
+		return pd_errf(e, PD_EX_DATAERR, "invalid tenant '': empty");
+	if (pd_sched_check_name(s->name ? s->name : "", e) < 0)
+		return -1;
+	if (check_timing(s->cron ? s->cron : "", s->timezone ? s->timezone : "", e) < 0)
+		return -1;
+	if (s->type == NULL || *s->type == '\0')
+		return pd_errf(e, PD_EX_DATAERR, "invalid job type '': empty");
+	if (s->queue && *s->queue == '\0')
+		return pd_errf(e, PD_EX_DATAERR, "invalid queue '': empty");
+	if (s->payload && pd_json_parse(&j, s->payload, strlen(s->payload), &je) < 0)
+		return pd_errf(e, PD_EX_DATAERR, "invalid payload: %s", je.msg);
+	pd_json_release(&j);
+	if (s->priority < -1000000 || s->priority > 1000000)
+		return pd_errf(e, PD_EX_DATAERR, "invalid priority %lld: out of range %d-%d",
+			       s->priority, -1000000, 1000000);
+	if (s->catch_up_limit < 1 || s->catch_up_limit > PD_SCHED_CATCH_UP_MAX)
+		return pd_errf(e, PD_EX_DATAERR, "invalid catch-up limit %lld: out of range 1-%d",
+			       s->catch_up_limit, PD_SCHED_CATCH_UP_MAX);
+	return 0;
+}
+
+/* ---- the occurrences a tick fires ---- */
+
+void pd_due_release(struct pd_due *d)
+{
+	free(d->at);
+	memset(d, 0, sizeof(*d));
+}
+
+/*
+ * The occurrences in (start, now] (start < now): the last `want` of them in
+ * ring (ring[i % want] for the i-th), how many in *count, and the first
+ * occurrence after now in *next.
+ */
+static int scan(const struct pd_cron *c, const char *zone, long long start, long long now,
+		long long *ring, int want, long long *count, long long *next, struct pd_err *e)
+{
+	long long t = start, nx;
+
+	*count = 0;
+	for (;;) {
+		if (pd_cron_next(c, zone, t, &nx, e) < 0)
+			return -1;
+		if (nx > now)
+			break;
+		ring[*count % want] = nx;
+		(*count)++;
+		t = nx;
+	}
+	*next = nx;
+	return 0;
+}
+
+int pd_sched_due(const struct pd_cron *c, const char *zone, long long after, long long now,
+		 enum pd_misfire m, int limit, long long grace, struct pd_due *d, struct pd_err *e)
+{
+	int want = m == PD_MISFIRE_FIRE_ALL ? (limit > 0 ? limit : 1) : 1;
+	long long span = 3600, count = 0, start = after, first;
+	long long *ring;
+	int final = 0;
+
+	memset(d, 0, sizeof(*d));
+	if (after >= now)
+		return pd_cron_next(c, zone, after, &d->next, e);
+	ring = pd_xcalloc((size_t)want, sizeof(*ring));
+	/*
+	 * Only the latest `want` occurrences matter: scan back from now over a
+	 * window that grows fourfold until it holds that many or reaches
+	 * `after`. Whatever it holds then are the latest ones.
+	 */
+	while (!final) {
+		if (span >= now - after) {
+			start = after;
+			final = 1;
+		} else {
+			start = now - span;
+		}
+		if (scan(c, zone, start, now, ring, want, &count, &d->next, e) < 0) {
+			free(ring);
+			return -1;
+		}
+		if (count >= want)
+			break;
+		span *= 4;
+	}
+	d->n = count < want ? (int)count : want;
+	d->at = pd_xcalloc((size_t)(d->n ? d->n : 1), sizeof(*d->at));
+	for (int i = 0; i < d->n; i++)
+		d->at[i] = ring[(count - d->n + i) % want];
+	free(ring);
+	d->dropped = count > want;
+	if (!final && !d->dropped) {
+		/* Is there an older occurrence between after and the window? */
+		if (pd_cron_next(c, zone, after, &first, e) < 0) {
+			pd_due_release(d);
+			return -1;
+		}
+		d->dropped = first <= start;
+	}
+	if (m == PD_MISFIRE_SKIP && d->n == 1 && now - d->at[0] > grace) {
+		d->n = 0;
+		d->dropped = 1;
+	}
+	return 0;
+}
+
+/* ---- database helpers ---- */
+
+static void rollback(struct pd_db *db)
+{
+	struct pd_err ignore = PD_ERR_INIT;
+
+	pd_db_exec_script(db, "ROLLBACK", &ignore);
+}
+
+/* The database clock, whole seconds (floor). */
+static int db_now(struct pd_db *db, long long *now, struct pd_err *e)
+{
+	char *v = NULL;
+
+	if (pd_db_value(db, "SELECT floor(extract(epoch FROM now()))::bigint", 0, NULL, &v, e) < 0)
+		return -1;
+	*now = v ? strtoll(v, NULL, 10) : 0;
+	free(v);
+	return 0;
+}
+
+/* The first occurrence after `after`. */
+static int first_after(const char *cron, const char *zone, long long after, long long *next,
+		       struct pd_err *e)
+{
+	struct pd_cron c;
+
+	if (pd_cron_parse(&c, cron, e) < 0)
+		return -1;
+	return pd_cron_next(&c, zone, after, next, e);
+}
+
+static void instant(long long t, char *out)
+{
+	pd_instant_format(t * 1000000LL, out, PD_INSTANT_MAX);
+}
+
+static const char *or_default(const char *s)
+{
+	return s && *s ? s : "default";
+}
+
+/* The definition's parameters, as text, in the column order of INSERT_SQL. */
+struct def_params {
+	char priority[24], limit[24];
+	const char *p[11];
+};
+
+static void def_params(const struct pd_sched *s, struct def_params *d)
+{
+	snprintf(d->priority, sizeof(d->priority), "%lld", s->priority);
+	snprintf(d->limit, sizeof(d->limit), "%lld", s->catch_up_limit);
+	d->p[0] = or_default(s->tenant);
+	d->p[1] = s->name;
+	d->p[2] = s->cron;
+	d->p[3] = s->timezone;
+	d->p[4] = s->type;
+	d->p[5] = s->payload ? s->payload : "{}";
+	d->p[6] = or_default(s->queue);
+	d->p[7] = d->priority;
+	d->p[8] = pd_misfire_name(s->misfire);
+	d->p[9] = d->limit;
+	d->p[10] = s->enabled ? "true" : "false";
+}
+
+static const char insert_sql[] =
+    "INSERT INTO pendulum.cron_schedules (tenant_id, name, cron, timezone, job_type, payload, "
+    "queue, priority, misfire_policy, catch_up_limit, enabled, last_fired_at, next_fire_at) "
+    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::integer, $9, $10::integer, $11::boolean, "
+    "now(), $12::timestamptz) ON CONFLICT (tenant_id, name) DO NOTHING RETURNING id";
+
+/* Insert s inside the caller's transaction; 0 created, 1 the name exists. */
+static int insert(struct pd_db *db, const struct pd_sched *s, long long now, long long *next,
+		  struct pd_err *e)
+{
+	struct def_params d;
+	const char *params[12];
+	char at[PD_INSTANT_MAX];
+	PGresult *r;
+	int exists;
+
+	*next = 0;
+	if (s->enabled) {
+		if (first_after(s->cron, s->timezone, now, next, e) < 0)
+			return -1;
+		instant(*next, at);
+	}
+	def_params(s, &d);
+	memcpy(params, d.p, sizeof(d.p));
+	params[11] = s->enabled ? at : NULL;
+	if (pd_db_exec(db, insert_sql, 12, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	exists = PQntuples(r) == 0;
+	PQclear(r);
+	return exists;
+}
+
+int pd_sched_add(struct pd_db *db, const struct pd_sched *s, long long *next, struct pd_err *e)
+{
+	long long now;
+	int rc;
+
+	if (pd_db_exec_script(db, "BEGIN", e) < 0)
+		return -1;
+	if (db_now(db, &now, e) < 0 || (rc = insert(db, s, now, next, e)) < 0) {
+		rollback(db);
+		return -1;
+	}
+	if (rc == 1) {
+		rollback(db);
+		return pd_errf(e, PD_EX_CONFLICT, "schedule '%s' already exists in tenant '%s'",
+			       s->name, or_default(s->tenant));
+	}
+	return pd_db_exec_script(db, "COMMIT", e);
+}
+
+static int not_found(const char *tenant, const char *name, struct pd_err *e)
+{
+	return pd_errf(e, PD_EX_NOTFOUND, "no schedule '%s' in tenant '%s'", name,
+		       or_default(tenant));
+}
+
+/* Run a statement on one schedule that returns a row when the schedule exists. */
+static int by_name(struct pd_db *db, const char *sql, const char *tenant, const char *name,
+		   struct pd_err *e)
+{
+	const char *params[2] = {or_default(tenant), name};
+	PGresult *r;
+	int n;
+
+	if (pd_db_exec(db, sql, 2, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	n = PQntuples(r);
+	PQclear(r);
+	return n ? 0 : not_found(tenant, name, e);
+}
+
+int pd_sched_remove(struct pd_db *db, const char *tenant, const char *name, struct pd_err *e)
+{
+	return by_name(db,
+		       "DELETE FROM pendulum.cron_schedules WHERE tenant_id = $1 AND name = $2 "
+		       "RETURNING id",
+		       tenant, name, e);
+}
+
+int pd_sched_pause(struct pd_db *db, const char *tenant, const char *name, struct pd_err *e)
+{
+	/* Pausing a paused (or disabled) schedule keeps it as it is. */
+	return by_name(db,
+		       "UPDATE pendulum.cron_schedules SET enabled = false, next_fire_at = NULL, "
+		       "updated_at = CASE WHEN enabled THEN now() ELSE updated_at END "
+		       "WHERE tenant_id = $1 AND name = $2 RETURNING id",
+		       tenant, name, e);
+}
+
+int pd_sched_resume(struct pd_db *db, const char *tenant, const char *name, long long *next,
+		    struct pd_err *e)
+{
+	const char *params[3] = {or_default(tenant), name, NULL};
+	char id[24], at[PD_INSTANT_MAX];
+	struct pd_err ce = PD_ERR_INIT;
+	PGresult *r;
+	long long now;
+
+	*next = 0;
+	if (pd_db_exec_script(db, "BEGIN", e) < 0)
+		return -1;
+	if (db_now(db, &now, e) < 0 ||
+	    pd_db_exec(db,
+		       "SELECT id, cron, timezone, enabled, "
+		       "floor(extract(epoch FROM next_fire_at))::bigint "
+		       "FROM pendulum.cron_schedules WHERE tenant_id = $1 AND name = $2 FOR UPDATE",
+		       2, params, PGRES_TUPLES_OK, &r, e) < 0)
+		goto fail;
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		rollback(db);
+		return not_found(tenant, name, e);
+	}
+	if (PQgetvalue(r, 0, 3)[0] == 't') {
+		*next = PQgetisnull(r, 0, 4) ? 0 : strtoll(PQgetvalue(r, 0, 4), NULL, 10);
+		PQclear(r);
+		return pd_db_exec_script(db, "COMMIT", e);
+	}
+	snprintf(id, sizeof(id), "%s", PQgetvalue(r, 0, 0));
+	if (pd_tz_check(PQgetvalue(r, 0, 2), &ce) < 0 ||
+	    first_after(PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), now, next, &ce) < 0) {
+		PQclear(r);
+		rollback(db);
+		return pd_errf(e, PD_EX_DATAERR, "cannot resume schedule '%s': %s", name, ce.msg);
+	}
+	PQclear(r);
+	instant(*next, at);
+	params[0] = id;
+	params[1] = at;
+	if (pd_db_exec(db,
+		       "UPDATE pendulum.cron_schedules SET enabled = true, disabled_reason = NULL, "
+		       "next_fire_at = $2::timestamptz, updated_at = now() WHERE id = $1",
+		       2, params, PGRES_COMMAND_OK, NULL, e) < 0)
+		goto fail;
+	return pd_db_exec_script(db, "COMMIT", e);
+fail:
+	rollback(db);
+	return -1;
+}
+
+static char *dup_or_null(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? NULL : pd_xstrdup(PQgetvalue(r, row, col));
+}
+
+int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **rows, int *n,
+		  struct pd_err *e)
+{
+	const char *params[1] = {tenant};
+	PGresult *r;
+
+	*rows = NULL;
+	*n = 0;
+	if (pd_db_exec(
+		db,
+		"SELECT id, tenant_id, name, cron, timezone, job_type, payload::text, queue, "
+		"priority, misfire_policy, catch_up_limit, enabled, disabled_reason, "
+		"floor(extract(epoch FROM last_fired_at))::bigint, "
+		"floor(extract(epoch FROM next_fire_at))::bigint "
+		"FROM pendulum.cron_schedules WHERE $1::text IS NULL OR tenant_id = $1 "
+		"ORDER BY tenant_id, name",
+		1, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	*n = PQntuples(r);
+	*rows = pd_xcalloc((size_t)(*n ? *n : 1), sizeof(**rows));
+	for (int i = 0; i < *n; i++) {
+		struct pd_sched_row *w = &(*rows)[i];
+
+		w->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+		w->tenant = dup_or_null(r, i, 1);
+		w->name = dup_or_null(r, i, 2);
+		w->cron = dup_or_null(r, i, 3);
+		w->timezone = dup_or_null(r, i, 4);
+		w->type = dup_or_null(r, i, 5);
+		w->payload = dup_or_null(r, i, 6);
+		w->queue = dup_or_null(r, i, 7);
+		w->priority = strtoll(PQgetvalue(r, i, 8), NULL, 10);
+		w->misfire = dup_or_null(r, i, 9);
+		w->catch_up_limit = strtoll(PQgetvalue(r, i, 10), NULL, 10);
+		w->enabled = PQgetvalue(r, i, 11)[0] == 't';
+		w->disabled_reason = dup_or_null(r, i, 12);
+		w->last_fired_at = strtoll(PQgetvalue(r, i, 13), NULL, 10);
+		w->has_next = !PQgetisnull(r, i, 14);
+		w->next_fire_at = w->has_next ? strtoll(PQgetvalue(r, i, 14), NULL, 10) : 0;
+	}
+	PQclear(r);
+	return 0;
+}
+
+void pd_sched_rows_free(struct pd_sched_row *rows, int n)
+{
+	for (int i = 0; rows && i < n; i++) {
+		struct pd_sched_row *w = &rows[i];
+
+		free(w->tenant);
+		free(w->name);
+		free(w->cron);
+		free(w->timezone);
+		free(w->type);
+		free(w->payload);
+		free(w->queue);
+		free(w->misfire);
+		free(w->disabled_reason);
+	}
+	free(rows);
+}
+
+int pd_sched_try_lead(struct pd_db *db, struct pd_err *e)
+{
+	char *v = NULL;
+	int got;
+
+	if (pd_db_value(db, "SELECT pg_try_advisory_lock(" LEAD_LOCK ")", 0, NULL, &v, e) < 0)
+		return -1;
+	got = v && v[0] == 't';
+	free(v);
+	return got;
+}
+
+/* ---- the ticker ---- */
+
+/* Disable schedule id (in its own transaction) with the reason. */
+static int disable(struct pd_db *db, const char *id, const char *reason, struct pd_err *e)
+{
+	const char *params[2] = {id, reason};
+
+	return pd_db_exec(
+	    db,
+	    "UPDATE pendulum.cron_schedules SET enabled = false, next_fire_at = NULL, "
+	    "disabled_reason = $2, updated_at = now() WHERE id = $1 AND enabled",
+	    2, params, PGRES_COMMAND_OK, NULL, e);
+}
+
+static void log_disabled(const char *tenant, const char *name, const char *reason)
+{
+	char qn[160], qr[600];
+
+	pd_log(PD_LOG_WARN, "schedule disabled: it can no longer be evaluated",
+	       "tenant=%s schedule=%s reason=%s", pd_log_quote((char[160]){0}, 160, tenant),
+	       pd_log_quote(qn, sizeof(qn), name), pd_log_quote(qr, sizeof(qr), reason));
+}
+
+/*
+ * Enqueue the occurrences d->at of schedule id; add the counts to st. In
+ * the caller's transaction.
+ */
+static int enqueue_due(struct pd_db *db, const char *id, const struct pd_due *d,
+		       struct pd_tick_stats *st, struct pd_err *e)
+{
+	struct pd_buf arr = PD_BUF_INIT;
+	const char *params[2] = {id, NULL};
+	PGresult *r;
+
+	pd_buf_putc(&arr, '{');
+	for (int i = 0; i < d->n; i++)
+		pd_buf_printf(&arr, "%s%lld", i ? "," : "", d->at[i]);
+	pd_buf_putc(&arr, '}');
+	params[1] = arr.data;
+	if (pd_db_exec(
+		db,
+		"SELECT count(*) FILTER (WHERE j.created), count(*) FILTER (WHERE NOT j.created) "
+		"FROM pendulum.cron_schedules s "
+		"CROSS JOIN LATERAL unnest($2::bigint[]) WITH ORDINALITY AS u(t, i) "
+		"CROSS JOIN LATERAL pendulum.enqueue_ex(tenant => s.tenant_id, "
+		"job_type => s.job_type, payload => s.payload, queue => s.queue, "
+		"priority => s.priority, run_at => to_timestamp(u.t), idempotency_key => 'cron:' "
+		"|| s.id || ':' || to_char(to_timestamp(u.t) AT TIME ZONE 'UTC', "
+		"'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) AS j WHERE s.id = $1",
+		2, params, PGRES_TUPLES_OK, &r, e) < 0) {
+		pd_buf_release(&arr);
+		return -1;
+	}
+	pd_buf_release(&arr);
+	st->enqueued += atoi(PQgetvalue(r, 0, 0));
+	st->existing += atoi(PQgetvalue(r, 0, 1));
+	PQclear(r);
+	return 0;
+}
+
+/*
+ * One due schedule, in its own transaction. Returns 0 (done, or taken by
+ * another ticker, or disabled), -1 on a database error (rolled back).
+ */
+static int tick_one(struct pd_db *db, const char *id, long long grace, struct pd_tick_stats *st,
+		    struct pd_err *e)
+{
+	const char *params[3] = {id, NULL, NULL};
+	char tenant[256], name[256], cron[512], zone[256], last[PD_INSTANT_MAX],
+	    next[PD_INSTANT_MAX];
+	struct pd_err ce = PD_ERR_INIT;
+	struct pd_due d = {0};
+	enum pd_misfire m = PD_MISFIRE_FIRE_ONCE;
+	struct pd_cron c;
+	long long after, now;
+	int limit, before = st->enqueued;
+	PGresult *r;
+
+	if (pd_db_exec_script(db, "BEGIN", e) < 0)
+		return -1;
+	if (pd_db_exec(db,
+		       "SELECT tenant_id, name, cron, timezone, misfire_policy, catch_up_limit, "
+		       "GREATEST(floor(extract(epoch FROM last_fired_at)), "
+		       "ceil(extract(epoch FROM next_fire_at)) - 1)::bigint, "
+		       "floor(extract(epoch FROM now()))::bigint "
+		       "FROM pendulum.cron_schedules WHERE id = $1 AND enabled "
+		       "AND next_fire_at <= now() FOR UPDATE SKIP LOCKED",
+		       1, params, PGRES_TUPLES_OK, &r, e) < 0)
+		goto fail;
+	if (PQntuples(r) != 1) { /* another ticker has it, or it is no longer due */
+		PQclear(r);
+		return pd_db_exec_script(db, "COMMIT", e);
+	}
+	snprintf(tenant, sizeof(tenant), "%s", PQgetvalue(r, 0, 0));
+	snprintf(name, sizeof(name), "%s", PQgetvalue(r, 0, 1));
+	snprintf(cron, sizeof(cron), "%s", PQgetvalue(r, 0, 2));
+	snprintf(zone, sizeof(zone), "%s", PQgetvalue(r, 0, 3));
+	pd_misfire_parse(PQgetvalue(r, 0, 4), &m, &ce);
+	limit = atoi(PQgetvalue(r, 0, 5));
+	after = strtoll(PQgetvalue(r, 0, 6), NULL, 10);
+	now = strtoll(PQgetvalue(r, 0, 7), NULL, 10);
+	PQclear(r);
+	pd_err_clear(&ce);
+	if (pd_cron_parse(&c, cron, &ce) < 0 || pd_tz_check(zone, &ce) < 0 ||
+	    pd_sched_due(&c, zone, after, now, m, limit, grace, &d, &ce) < 0) {
+		if (ce.code != PD_EX_DATAERR) { /* an unreadable zone file: try again later */
+			rollback(db);
+			return pd_errf(e, ce.code, "schedule '%s': %s", name, ce.msg);
+		}
+		if (disable(db, id, ce.msg, e) < 0 || pd_db_exec_script(db, "COMMIT", e) < 0)
+			goto fail;
+		log_disabled(tenant, name, ce.msg);
+		st->disabled++;
+		return 0;
+	}
+	if (d.n > 0 && enqueue_due(db, id, &d, st, e) < 0) {
+		rollback(db);
+		/* Data the database refuses for a job (class 22, 23) will not get better. */
+		if (strncmp(e->sqlstate, "22", 2) == 0 || strncmp(e->sqlstate, "23", 2) == 0) {
+			char reason[sizeof(e->msg) + 32];
+
+			snprintf(reason, sizeof(reason), "cannot enqueue its jobs: %s", e->msg);
+			pd_err_clear(e);
+			if (disable(db, id, reason, e) < 0)
+				goto out;
+			log_disabled(tenant, name, reason);
+			st->disabled++;
+			pd_due_release(&d);
+			return 0;
+		}
+		goto out;
+	}
+	/* Progress after the jobs: a ticker dying in between re-fires into the unique key. */
+	if (d.n > 0)
+		instant(d.at[d.n - 1], last);
+	instant(d.next, next);
+	params[1] = d.n > 0 ? last : NULL;
+	params[2] = next;
+	if (pd_db_exec(db,
+		       "UPDATE pendulum.cron_schedules SET last_fired_at = "
+		       "COALESCE($2::timestamptz, last_fired_at), next_fire_at = $3::timestamptz "
+		       "WHERE id = $1",
+		       3, params, PGRES_COMMAND_OK, NULL, e) < 0 ||
+	    pd_db_exec_script(db, "COMMIT", e) < 0)
+		goto fail;
+	st->schedules++;
+	if (d.dropped)
+		st->dropped++;
+	if (d.n > 0)
+		pd_log(PD_LOG_INFO, "schedule fired",
+		       "tenant=%s schedule=%s occurrences=%d new=%d latest=%s dropped_older=%s",
+		       pd_log_quote((char[300]){0}, 300, tenant),
+		       pd_log_quote((char[300]){0}, 300, name), d.n, st->enqueued - before, last,
+		       d.dropped ? "yes" : "no");
+	else if (d.dropped)
+		pd_log(PD_LOG_INFO, "missed occurrences skipped", "tenant=%s schedule=%s policy=%s",
+		       pd_log_quote((char[300]){0}, 300, tenant),
+		       pd_log_quote((char[300]){0}, 300, name), pd_misfire_name(m));
+	pd_due_release(&d);
+	return 0;
+fail:
+	rollback(db);
+out:
+	pd_due_release(&d);
+	return -1;
+}
+
+int pd_sched_tick(struct pd_db *db, long long grace, struct pd_tick_stats *st, struct pd_err *e)
+{
+	memset(st, 0, sizeof(*st));
+	for (;;) {
+		PGresult *r;
+		int n, progress = 0;
+		char **ids;
+
+		if (pd_db_exec(
+			db,
+			"SELECT id FROM pendulum.cron_schedules WHERE enabled AND "
+			"next_fire_at <= now() ORDER BY next_fire_at, id LIMIT " TICK_BATCH_S,
+			0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
+			return -1;
+		n = PQntuples(r);
+		ids = pd_xcalloc((size_t)(n ? n : 1), sizeof(*ids));
+		for (int i = 0; i < n; i++)
+			ids[i] = pd_xstrdup(PQgetvalue(r, i, 0));
+		PQclear(r);
+		for (int i = 0; i < n; i++) {
+			struct pd_err one = PD_ERR_INIT;
+			int handled = st->schedules + st->disabled;
+
+			if (tick_one(db, ids[i], grace, st, &one) < 0) {
+				if (one.code == PD_EX_UNAVAILABLE) {
+					for (int k = 0; k < n; k++)
+						free(ids[k]);
+					free(ids);
+					return pd_errf(e, one.code, "%s", one.msg);
+				}
+				st->failed++;
+				pd_log(PD_LOG_ERROR, "schedule left for the next tick",
+				       "id=%s error=%s", ids[i],
+				       pd_log_quote((char[600]){0}, 600, one.msg));
+			}
+			progress |= st->schedules + st->disabled > handled;
+		}
+		for (int k = 0; k < n; k++)
+			free(ids[k]);
+		free(ids);
+		/* A full batch may hide more; stop when nothing moved (others hold them). */
+		if (n < TICK_BATCH || !progress)
+			return 0;
+	}
+}
+
+/* ---- schedules files ---- */
+
+/* A JSON number as JSON writes it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static int json_number(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (*s >= '1' && *s <= '9')
+		while (isdigit((unsigned char)*s))
+			s++;
+	else
+		return 0;
+	if (*s == '.') {
+		if (!isdigit((unsigned char)*++s))
+			return 0;
+		while (isdigit((unsigned char)*s))
+			s++;
+	}
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!isdigit((unsigned char)*s))
+			return 0;
+		while (isdigit((unsigned char)*s))
+			s++;
+	}
+	return *s == '\0';
+}
+
+/* A YAML node as JSON (see sched.h). */
+static void yaml_json(const struct pd_ynode *n, struct pd_buf *b)
+{
+	static const char *const yes[] = {"true", "True", "TRUE", NULL}, *const no[] = {
+									     "false", "False",
+									     "FALSE", NULL};
+
+	if (n->type == PD_Y_MAP || n->type == PD_Y_SEQ) {
+		pd_buf_putc(b, n->type == PD_Y_MAP ? '{' : '[');
+		for (int i = 0; i < n->n; i++) {
+			if (i)
+				pd_buf_putc(b, ',');
+			if (n->type == PD_Y_MAP) {
+				pd_json_quote(b, n->keys[i]->value, strlen(n->keys[i]->value));
+				pd_buf_putc(b, ':');
+			}
+			yaml_json(n->items[i], b);
+		}
+		pd_buf_putc(b, n->type == PD_Y_MAP ? '}' : ']');
+		return;
+	}
+	if (!n->quoted) {
+		if (pd_y_is_null(n)) {
+			pd_buf_puts(b, "null");
+			return;
+		}
+		for (int i = 0; yes[i]; i++) {
+			if (strcmp(n->value, yes[i]) == 0 || strcmp(n->value, no[i]) == 0) {
+				pd_buf_puts(b, n->value[0] == 't' || n->value[0] == 'T' ? "true"
+											: "false");
+				return;
+			}
+		}
+		if (json_number(n->value)) {
+			pd_buf_puts(b, n->value);
+			return;
+		}
+	}
+	pd_json_quote(b, n->value, strlen(n->value));
+}
+
+/* The payload node as JSON text (malloc'd) into *out. */
+static int file_payload(const struct pd_ydoc *d, const struct pd_ynode *n, char **out,
+			struct pd_err *e)
+{
+	struct pd_buf b = PD_BUF_INIT;
+	struct pd_json j = PD_JSON_INIT;
+	struct pd_err je = PD_ERR_INIT;
+
+	if (n->type == PD_Y_SCALAR) {
+		/* A scalar is JSON text: payload: '{"kind": "daily"}'. */
+		if (pd_json_parse(&j, n->value, strlen(n->value), &je) < 0)
+			return pd_y_errf(d, n, PD_EX_DATAERR, e, "'payload': %s", je.msg);
+		pd_json_release(&j);
+		*out = pd_xstrdup(n->value);
+		return 0;
+	}
+	yaml_json(n, &b);
+	*out = pd_buf_detach(&b);
+	return 0;
+}
+
+/* A required or optional string: NULL node leaves *out; an empty string is refused. */
+static int file_str(const struct pd_ydoc *d, const struct pd_ynode *n, const char *key,
+		    const char **out, struct pd_err *e)
+{
+	if (n == NULL)
+		return 0;
+	if (pd_y_str(d, n, out, PD_EX_DATAERR, e) < 0)
+		return -1;
+	if (**out == '\0')
+		return pd_y_errf(d, n, PD_EX_DATAERR, e, "'%s': must not be empty", key);
+	return 0;
+}
+
+/* Re-report an error e2 from a checker at node n of the file. */
+static int at(const struct pd_ydoc *d, const struct pd_ynode *n, const struct pd_err *e2,
+	      struct pd_err *e)
+{
+	return pd_y_errf(d, n, PD_EX_DATAERR, e, "%s", e2->msg);
+}
+
+static int file_entry(struct pd_sched_file *f, const struct pd_ynode *item, struct pd_sched *s,
+		      char **payload, const char *tenant, int only, struct pd_err *e)
+{
+	static const char *const keys[] = {"name",    "cron",	 "timezone",	   "type",
+					   "payload", "queue",	 "priority",	   "tenant",
+					   "misfire", "enabled", "catch_up_limit", NULL};
+	static const char *const required[] = {"name", "cron", "timezone", "type", NULL};
+	const struct pd_ydoc *d = &f->doc;
+	const struct pd_ynode *n;
+	struct pd_err e2 = PD_ERR_INIT;
+	char desc[160];
+	const char *v;
+
+	if (pd_y_check_keys(d, item, keys, PD_EX_DATAERR, e) < 0)
+		return -1;
+	for (int i = 0; required[i]; i++)
+		if (pd_y_get(item, required[i]) == NULL)
+			return pd_y_errf(d, item, PD_EX_DATAERR, e, "%s: missing key '%s'",
+					 pd_y_describe(item, desc, sizeof(desc)), required[i]);
+	pd_sched_init(s);
+	s->line = item->line;
+	s->tenant = tenant ? tenant : "default";
+	if (file_str(d, pd_y_get(item, "name"), "name", &s->name, e) < 0 ||
+	    file_str(d, pd_y_get(item, "cron"), "cron", &s->cron, e) < 0 ||
+	    file_str(d, pd_y_get(item, "timezone"), "timezone", &s->timezone, e) < 0 ||
+	    file_str(d, pd_y_get(item, "type"), "type", &s->type, e) < 0 ||
+	    file_str(d, pd_y_get(item, "queue"), "queue", &s->queue, e) < 0 ||
+	    file_str(d, pd_y_get(item, "tenant"), "tenant", &s->tenant, e) < 0)
+		return -1;
+	if (pd_sched_check_name(s->name, &e2) < 0)
+		return at(d, pd_y_get(item, "name"), &e2, e);
+	{
+		struct pd_cron c;
+
+		if (pd_cron_parse(&c, s->cron, &e2) < 0)
+			return at(d, pd_y_get(item, "cron"), &e2, e);
+	}
+	if (pd_tz_check(s->timezone, &e2) < 0)
+		return at(d, pd_y_get(item, "timezone"), &e2, e);
+	if (check_timing(s->cron, s->timezone, &e2) < 0)
+		return at(d, pd_y_get(item, "cron"), &e2, e);
+	if (only && tenant && strcmp(s->tenant, tenant) != 0)
+		return pd_y_errf(d, pd_y_get(item, "tenant"), PD_EX_DATAERR, e,
+				 "'tenant': '%s' is not the tenant being applied ('%s')", s->tenant,
+				 tenant);
+	if ((n = pd_y_get(item, "payload")) != NULL && !pd_y_is_null(n) &&
+	    file_payload(d, n, payload, e) < 0)
+		return -1;
+	s->payload = *payload;
+	if ((n = pd_y_get(item, "priority")) != NULL) {
+		if (pd_y_str(d, n, &v, PD_EX_DATAERR, e) < 0)
+			return -1;
+		if (pd_priority_parse(v, &s->priority, &e2) < 0)
+			return at(d, n, &e2, e);
+	}
+	if ((n = pd_y_get(item, "misfire")) != NULL) {
+		if (pd_y_str(d, n, &v, PD_EX_DATAERR, e) < 0)
+			return -1;
+		if (pd_misfire_parse(v, &s->misfire, &e2) < 0)
+			return at(d, n, &e2, e);
+	}
+	if ((n = pd_y_get(item, "catch_up_limit")) != NULL &&
+	    pd_y_int(d, n, 1, PD_SCHED_CATCH_UP_MAX, &s->catch_up_limit, PD_EX_DATAERR, e) < 0)
+		return -1;
+	if ((n = pd_y_get(item, "enabled")) != NULL &&
+	    pd_y_bool(d, n, &s->enabled, PD_EX_DATAERR, e) < 0)
+		return -1;
+	return 0;
+}
+
+int pd_sched_file_load(struct pd_sched_file *f, const char *path, const char *tenant, int only,
+		       struct pd_err *e)
+{
+	static const char *const top[] = {"schedules", NULL};
+	const struct pd_ynode *list;
+	struct pd_err le = PD_ERR_INIT;
+
+	memset(f, 0, sizeof(*f));
+	f->doc = (struct pd_ydoc)PD_YDOC_INIT;
+	/* The file is input data, not configuration: its errors are 65 too. */
+	if (pd_ydoc_load(&f->doc, path, &le) < 0)
+		return pd_errf(e, PD_EX_DATAERR, "%s", le.msg);
+	if (pd_y_check_keys(&f->doc, f->doc.root, top, PD_EX_DATAERR, e) < 0)
+		goto fail;
+	list = pd_y_get(f->doc.root, "schedules");
+	if (list == NULL) {
+		pd_y_errf(
+		    &f->doc, f->doc.root, PD_EX_DATAERR, e,
+		    "missing the top-level key 'schedules' (a list; 'schedules: []' for none)");
+		goto fail;
+	}
+	if (pd_y_seq(&f->doc, list, PD_EX_DATAERR, e) < 0)
+		goto fail;
+	f->v = pd_xcalloc((size_t)list->n + 1, sizeof(*f->v));
+	f->owned = pd_xcalloc((size_t)list->n + 1, sizeof(*f->owned));
+	for (int i = 0; i < list->n; i++, f->n++) {
+		const struct pd_ynode *item = list->items[i];
+
+		if (pd_y_map(&f->doc, item, PD_EX_DATAERR, e) < 0 ||
+		    file_entry(f, item, &f->v[i], &f->owned[i], tenant, only, e) < 0)
+			goto fail;
+		for (int k = 0; k < i; k++)
+			if (strcmp(f->v[k].tenant, f->v[i].tenant) == 0 &&
+			    strcmp(f->v[k].name, f->v[i].name) == 0) {
+				pd_y_errf(&f->doc, pd_y_get(item, "name"), PD_EX_DATAERR, e,
+					  "schedule '%s' is already defined at line %d",
+					  f->v[i].name, f->v[k].line);
+				goto fail;
+			}
+	}
+	return 0;
+fail:
+	pd_sched_file_release(f);
+	return -1;
+}
+
+void pd_sched_file_release(struct pd_sched_file *f)
+{
+	/* Entry n may have failed after its payload was made. */
+	for (int i = 0; f->owned && i <= f->n; i++)
+		free(f->owned[i]);
+	free(f->owned);
+	free(f->v);
+	pd_ydoc_release(&f->doc);
+	memset(f, 0, sizeof(*f));
+}
+
+/* ---- apply ---- */
+
+enum {
+	C_ID,
+	C_TENANT,
+	C_NAME,
+	C_CRON,
+	C_ZONE,
+	C_TYPE,
+	C_PAYLOAD,
+	C_QUEUE,
+	C_PRIO,
+	C_MISFIRE,
+	C_LIMIT,
+	C_ENABLED,
+	C_NCOLS
+};
+
+static void label(struct pd_buf *b, const char *tenant, const char *name)
+{
+	if (strcmp(tenant, "default") != 0)
+		pd_buf_printf(b, "%s/", tenant);
+	pd_buf_puts(b, name);
+}
+
+/* Append "key: 'old' -> 'new'" (quoted) or "key: old -> new" to the change list. */
+static void change(struct pd_buf *b, int *nchg, const char *key, const char *old, const char *new,
+		   int quote)
+{
+	pd_buf_puts(b, (*nchg)++ ? ", " : " (");
+	if (quote)
+		pd_buf_printf(b, "%s: '%s' -> '%s'", key, old, new);
+	else
+		pd_buf_printf(b, "%s: %s -> %s", key, old, new);
+}
+
+/* The payloads of v in jsonb's canonical text, by asking the database. */
+static int canonical_payloads(struct pd_db *db, const struct pd_sched *v, int n, char ***out,
+			      struct pd_err *e)
+{
+	struct pd_buf arr = PD_BUF_INIT;
+	const char *params[1];
+	PGresult *r;
+
+	*out = pd_xcalloc((size_t)(n ? n : 1), sizeof(**out));
+	pd_buf_putc(&arr, '[');
+	for (int i = 0; i < n; i++)
+		pd_buf_printf(&arr, "%s%s", i ? "," : "", v[i].payload ? v[i].payload : "{}");
+	pd_buf_putc(&arr, ']');
+	params[0] = arr.data;
+	if (pd_db_exec(db,
+		       "SELECT a.value::text FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY "
+		       "AS a(value, i) ORDER BY a.i",
+		       1, params, PGRES_TUPLES_OK, &r, e) < 0) {
+		pd_buf_release(&arr);
+		return -1;
+	}
+	pd_buf_release(&arr);
+	for (int i = 0; i < n && i < PQntuples(r); i++)
+		(*out)[i] = pd_xstrdup(PQgetvalue(r, i, 0));
+	PQclear(r);
+	return 0;
+}
+
+/*
+ * Compare entry s (payload in canonical text) with stored row `row` of r:
+ * append the differences to b, return how many. *retime is set when the
+ * next fire must be computed again (cron, timezone, or enabled again).
+ */
+static int diff(const struct pd_sched *s, const char *payload, PGresult *r, int row,
+		struct pd_buf *b, int *retime)
+{
+	char prio[24], limit[24];
+	int n = 0, was_enabled = PQgetvalue(r, row, C_ENABLED)[0] == 't';
+	const char *old;
+
+	snprintf(prio, sizeof(prio), "%lld", s->priority);
+	snprintf(limit, sizeof(limit), "%lld", s->catch_up_limit);
+#define FIELD(col, key, val, quote)                                                                \
+	do {                                                                                       \
+		old = PQgetvalue(r, row, col);                                                     \
+		if (strcmp(old, val) != 0)                                                         \
+			change(b, &n, key, old, val, quote);                                       \
+	} while (0)
+	FIELD(C_CRON, "cron", s->cron, 1);
+	FIELD(C_ZONE, "timezone", s->timezone, 1);
+	*retime = n > 0;
+	FIELD(C_TYPE, "type", s->type, 1);
+	FIELD(C_PAYLOAD, "payload", payload, 1);
+	FIELD(C_QUEUE, "queue", or_default(s->queue), 1);
+	FIELD(C_PRIO, "priority", prio, 0);
+	FIELD(C_MISFIRE, "misfire", pd_misfire_name(s->misfire), 0);
+	FIELD(C_LIMIT, "catch_up_limit", limit, 0);
+#undef FIELD
+	if (was_enabled != s->enabled) {
+		change(b, &n, "enabled", was_enabled ? "true" : "false",
+		       s->enabled ? "true" : "false", 0);
+		*retime |= s->enabled;
+	}
+	if (n)
+		pd_buf_putc(b, ')');
+	return n;
+}
+
+static int update(struct pd_db *db, const char *id, const struct pd_sched *s, int retime,
+		  long long now, struct pd_err *e)
+{
+	static const char sql[] =
+	    "UPDATE pendulum.cron_schedules SET cron = $2, timezone = $3, job_type = $4, "
+	    "payload = $5::jsonb, queue = $6, priority = $7::integer, misfire_policy = $8, "
+	    "catch_up_limit = $9::integer, enabled = $10::boolean, "
+	    "next_fire_at = CASE WHEN NOT $10::boolean THEN NULL "
+	    "WHEN $11::timestamptz IS NOT NULL THEN $11::timestamptz ELSE next_fire_at END, "
+	    "disabled_reason = CASE WHEN $10::boolean THEN NULL ELSE disabled_reason END, "
+	    "updated_at = now() WHERE id = $1";
+	struct def_params d;
+	const char *params[11];
+	char at[PD_INSTANT_MAX];
+	long long next;
+
+	def_params(s, &d);
+	params[0] = id;
+	memcpy(params + 1, d.p + 2, 9 * sizeof(*params));
+	params[10] = NULL;
+	if (retime && s->enabled) {
+		if (first_after(s->cron, s->timezone, now, &next, e) < 0)
+			return -1;
+		instant(next, at);
+		params[10] = at;
+	}
+	return pd_db_exec(db, sql, 11, params, PGRES_COMMAND_OK, NULL, e);
+}
+
+int pd_sched_apply(struct pd_db *db, const struct pd_sched *v, int n, const char *scope, int prune,
+		   int dry_run, struct pd_buf *out, struct pd_apply_stats *st, struct pd_err *e)
+{
+	const char *params[1] = {scope};
+	struct pd_buf lines = PD_BUF_INIT, chg = PD_BUF_INIT;
+	char **payloads = NULL;
+	PGresult *r = NULL;
+	char *seen = NULL;
+	long long now, next;
+	int rc = -1, rows;
+
+	memset(st, 0, sizeof(*st));
+	if (pd_db_exec_script(db, "BEGIN", e) < 0)
+		return -1;
+	if (pd_db_exec(db, "SELECT pg_advisory_xact_lock(" APPLY_LOCK ")", 0, NULL, PGRES_TUPLES_OK,
+		       NULL, e) < 0 ||
+	    db_now(db, &now, e) < 0 || canonical_payloads(db, v, n, &payloads, e) < 0 ||
+	    pd_db_exec(
+		db,
+		"SELECT id, tenant_id, name, cron, timezone, job_type, payload::text, queue, "
+		"priority, misfire_policy, catch_up_limit, enabled "
+		"FROM pendulum.cron_schedules WHERE $1::text IS NULL OR tenant_id = $1 "
+		"ORDER BY tenant_id, name FOR UPDATE",
+		1, params, PGRES_TUPLES_OK, &r, e) < 0)
+		goto out;
+	rows = PQntuples(r);
+	seen = pd_xcalloc((size_t)(rows ? rows : 1), 1);
+	for (int i = 0; i < n; i++) {
+		const struct pd_sched *s = &v[i];
+		const char *tenant = or_default(s->tenant);
+		int row = -1, retime = 0, ins;
+
+		for (int k = 0; k < rows && row < 0; k++)
+			if (strcmp(PQgetvalue(r, k, C_TENANT), tenant) == 0 &&
+			    strcmp(PQgetvalue(r, k, C_NAME), s->name) == 0)
+				row = k;
+		if (row < 0) {
+			if ((ins = insert(db, s, now, &next, e)) < 0)
+				goto out;
+			if (ins == 1) {
+				pd_errf(e, PD_EX_CONFLICT,
+					"schedule '%s' in tenant '%s' was created meanwhile",
+					s->name, tenant);
+				goto out;
+			}
+			pd_buf_puts(&lines, "create ");
+			label(&lines, tenant, s->name);
+			pd_buf_putc(&lines, '\n');
+			st->created++;
+			continue;
+		}
+		seen[row] = 1;
+		pd_buf_reset(&chg);
+		if (diff(s, payloads[i], r, row, &chg, &retime) == 0) {
+			st->unchanged++;
+			continue;
+		}
+		if (update(db, PQgetvalue(r, row, C_ID), s, retime, now, e) < 0)
+			goto out;
+		pd_buf_puts(&lines, "update ");
+		label(&lines, tenant, s->name);
+		pd_buf_printf(&lines, "%s\n", chg.data);
+		st->updated++;
+	}
+	for (int k = 0; prune && k < rows; k++) {
+		const char *id[1] = {PQgetvalue(r, k, C_ID)};
+
+		if (seen[k])
+			continue;
+		if (pd_db_exec(db, "DELETE FROM pendulum.cron_schedules WHERE id = $1", 1, id,
+			       PGRES_COMMAND_OK, NULL, e) < 0)
+			goto out;
+		pd_buf_puts(&lines, "delete ");
+		label(&lines, PQgetvalue(r, k, C_TENANT), PQgetvalue(r, k, C_NAME));
+		pd_buf_putc(&lines, '\n');
+		st->deleted++;
+	}
+	if (dry_run) {
+		rollback(db);
+		rc = 0;
+	} else {
+		rc = pd_db_exec_script(db, "COMMIT", e);
+	}
+	if (rc == 0 && lines.len)
+		pd_buf_append(out, lines.data, lines.len);
+out:
+	if (rc < 0) {
+		rollback(db);
+		/* Data the database refuses (a payload number jsonb cannot hold...). */
+		if (strncmp(e->sqlstate, "22", 2) == 0)
+			e->code = PD_EX_DATAERR;
+	}
+	if (r)
+		PQclear(r);
+	for (int i = 0; payloads && i < n; i++)
+		free(payloads[i]);
+	free(payloads);
+	free(seen);
+	pd_buf_release(&lines);
+	pd_buf_release(&chg);
+	return rc;
+}
