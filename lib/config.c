@@ -46,6 +46,13 @@ void pd_config_init(struct pd_config *c)
 	c->retry.base_ms = 1000;
 	c->retry.cap_ms = 3600000;
 	c->reaper.interval_ms = 5000;
+	c->relay.concurrency = 4;
+	c->relay.batch = 0;
+	c->relay.visibility_ms = 60000;
+	c->relay.poll_ms = 1000;
+	c->relay.timeout_ms = 30000;
+	c->relay.drain_timeout_ms = 30000;
+	c->relay.kill_grace_ms = 5000;
 }
 
 void pd_config_release(struct pd_config *c)
@@ -56,6 +63,12 @@ void pd_config_release(struct pd_config *c)
 		free_strv(c->handlers[i].exec_argv);
 	}
 	free(c->handlers);
+	for (int i = 0; i < c->relay.ntopics; i++) {
+		free(c->relay.topics[i].topic);
+		free(c->relay.topics[i].run);
+		free_strv(c->relay.topics[i].exec_argv);
+	}
+	free(c->relay.topics);
 	free_strv(c->worker.queues);
 	free(c->database_url);
 	free(c->path);
@@ -72,6 +85,19 @@ const struct pd_handler_cfg *pd_config_handler(const struct pd_config *c, const 
 			return &c->handlers[i];
 		if (strcmp(c->handlers[i].type, "*") == 0)
 			any = &c->handlers[i];
+	}
+	return any;
+}
+
+const struct pd_topic_cfg *pd_config_topic(const struct pd_config *c, const char *topic)
+{
+	const struct pd_topic_cfg *any = NULL;
+
+	for (int i = 0; i < c->relay.ntopics; i++) {
+		if (strcmp(c->relay.topics[i].topic, topic) == 0)
+			return &c->relay.topics[i];
+		if (strcmp(c->relay.topics[i].topic, "*") == 0)
+			any = &c->relay.topics[i];
 	}
 	return any;
 }
@@ -351,6 +377,74 @@ static int dec_handlers(struct pd_config *c, const struct pd_ynode *n, struct pd
 	return 0;
 }
 
+static int dec_topic(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
+		     struct pd_topic_cfg *t, struct pd_err *e)
+{
+	static const char *const known[] = {"run", "exec", "timeout", NULL};
+	const struct pd_ydoc *d = &c->doc;
+	const struct pd_ynode *v;
+	const char *s;
+
+	if (key->value[0] == '\0')
+		return pd_y_errf(d, key, CODE, e, "a relay topic must not be empty");
+	if (pd_y_check_keys(d, n, known, CODE, e) < 0)
+		return -1;
+	if (pd_y_get(n, "run") && pd_y_get(n, "exec"))
+		return pd_y_errf(d, key, CODE, e,
+				 "relay topic '%s' has both 'run' and 'exec': set exactly one",
+				 key->value);
+	if (!pd_y_get(n, "run") && !pd_y_get(n, "exec"))
+		return pd_y_errf(d, key, CODE, e,
+				 "relay topic '%s' has neither 'run' nor 'exec': set exactly one",
+				 key->value);
+	if ((v = pd_y_get(n, "run")) != NULL) {
+		if (nonempty(d, v, "a command", &s, e) < 0)
+			return -1;
+		t->run = pd_xstrdup(s);
+	}
+	if ((v = pd_y_get(n, "exec")) != NULL &&
+	    strv(d, v, "a program", &t->exec_argv, NULL, e) < 0)
+		return -1;
+	if ((v = pd_y_get(n, "timeout")) != NULL &&
+	    dur_range(d, v, 1, DUR_MAX, &t->timeout_ms, e) < 0)
+		return -1;
+	return 0;
+}
+
+static int dec_relay_topics(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	if (pd_y_map(&c->doc, n, CODE, e) < 0)
+		return -1;
+	if (n->n == 0)
+		return 0;
+	c->relay.topics = pd_xcalloc((size_t)n->n, sizeof(*c->relay.topics));
+	for (int i = 0; i < n->n; i++) {
+		struct pd_topic_cfg *t = &c->relay.topics[c->relay.ntopics++];
+
+		t->topic = pd_xstrdup(n->keys[i]->value);
+		t->timeout_ms = -1;
+		if (dec_topic(c, n->keys[i], n->items[i], t, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static const struct field relay_fields[] = {
+    {"concurrency", F_INT, OFF(relay.concurrency), 1, 1024, NULL},
+    {"batch", F_INT, OFF(relay.batch), 1, 1000, NULL},
+    {"visibility", F_DUR, OFF(relay.visibility_ms), 1, DUR_MAX, NULL},
+    {"poll", F_DUR, OFF(relay.poll_ms), 1, DUR_MAX, NULL},
+    {"timeout", F_DUR, OFF(relay.timeout_ms), 1, DUR_MAX, NULL},
+    {"drain_timeout", F_DUR, OFF(relay.drain_timeout_ms), 0, DUR_MAX, NULL},
+    {"kill_grace", F_DUR, OFF(relay.kill_grace_ms), 0, DUR_MAX, NULL},
+    {"topics", F_FN, 0, 0, 0, dec_relay_topics},
+};
+
+static int dec_relay(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	return decode_fields(c, n, relay_fields, NFIELDS(relay_fields), e);
+}
+
 static const struct section {
 	const char *key;
 	int (*decode)(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e);
@@ -361,7 +455,8 @@ static const struct section {
     {"retry", dec_retry},
     {"reaper", dec_reaper},
     {"handlers", dec_handlers},
-    /* Later: {"cron", dec_cron}, {"relay", dec_relay}, {"workflows", dec_workflows}. */
+    {"relay", dec_relay},
+    /* Later: {"cron", dec_cron}, {"workflows", dec_workflows}. */
 };
 
 #define NSECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))

@@ -27,6 +27,14 @@ struct pd_handler_cfg {
 	int nterminal;
 };
 
+/* relay.topics: the publish command for a topic (pd-relay(1)). */
+struct pd_topic_cfg {
+	char *topic;	      /* topic, or "*" for every topic */
+	char *run;	      /* shell command for /bin/sh -c, or NULL */
+	char **exec_argv;     /* argv to exec without a shell, NULL-terminated, or NULL */
+	long long timeout_ms; /* -1 unset: relay.timeout */
+};
+
 struct pd_config {
 	char *path;	    /* file read, or NULL */
 	char *database_url; /* NULL unset */
@@ -46,6 +54,13 @@ struct pd_config {
 	struct {
 		long long interval_ms;
 	} reaper;
+	struct {
+		int concurrency;
+		int batch; /* 0: the same as concurrency */
+		long long visibility_ms, poll_ms, timeout_ms, drain_timeout_ms, kill_grace_ms;
+		struct pd_topic_cfg *topics; /* in file order */
+		int ntopics;
+	} relay;
 	struct pd_handler_cfg *handlers; /* in file order */
 	int nhandlers;
 	struct pd_ydoc doc; /* kept so later modules can read their own sections */
@@ -66,5 +81,8 @@ void pd_config_release(struct pd_config *c);
 
 /* The handler for a job type: an exact match, else "*", else NULL. */
 const struct pd_handler_cfg *pd_config_handler(const struct pd_config *c, const char *type);
+
+/* The relay's publish command for a topic: an exact match, else "*", else NULL. */
+const struct pd_topic_cfg *pd_config_topic(const struct pd_config *c, const char *topic);
 
 #endif

@@ -408,6 +408,130 @@ static void test_errors(void)
 	    "two documents");
 }
 
+static void test_relay(void)
+{
+	struct pd_config c;
+	struct pd_err e = PD_ERR_INIT;
+	const struct pd_topic_cfg *t;
+
+	pd_config_init(&c);
+	ok(c.relay.concurrency == 4 && c.relay.batch == 0 && c.relay.visibility_ms == 60000 &&
+	       c.relay.poll_ms == 1000 && c.relay.timeout_ms == 30000 &&
+	       c.relay.drain_timeout_ms == 30000 && c.relay.kill_grace_ms == 5000 &&
+	       c.relay.topics == NULL && c.relay.ntopics == 0,
+	   "relay: the defaults");
+	ok(pd_config_topic(&c, "orders") == NULL, "relay: no topic command by default");
+	pd_config_release(&c);
+
+	if (!ok(load(&c, &e,
+		     "relay:\n"
+		     "  concurrency: 8\n"
+		     "  batch: 16\n"
+		     "  visibility: 2m\n"
+		     "  poll: 250ms\n"
+		     "  timeout: 45s\n"
+		     "  drain_timeout: 10s\n"
+		     "  kill_grace: 2\n"
+		     "  topics:\n"
+		     "    orders:\n"
+		     "      run: kcat -P -t orders -k \"$PD_MESSAGE_KEY\"\n"
+		     "      timeout: 10s\n"
+		     "    hooks:\n"
+		     "      exec: [/usr/local/bin/post-hook, --retry, '0']\n"
+		     "    \"*\":\n"
+		     "      exec: /usr/local/bin/publish\n") == 0,
+		"relay: a section with every key loads"))
+		diag(e.msg);
+	is_int(c.relay.concurrency, 8, "relay.concurrency");
+	is_int(c.relay.batch, 16, "relay.batch");
+	is_int(c.relay.visibility_ms, 120000, "relay.visibility");
+	is_int(c.relay.poll_ms, 250, "relay.poll");
+	is_int(c.relay.timeout_ms, 45000, "relay.timeout");
+	is_int(c.relay.drain_timeout_ms, 10000, "relay.drain_timeout");
+	is_int(c.relay.kill_grace_ms, 2000, "relay.kill_grace (plain seconds)");
+	is_int(c.relay.ntopics, 3, "relay.topics has three");
+	t = &c.relay.topics[0];
+	is_str(t->topic, "orders", "topic 1 name");
+	is_str(t->run, "kcat -P -t orders -k \"$PD_MESSAGE_KEY\"", "topic 1 run");
+	ok(t->exec_argv == NULL, "topic 1 has no exec");
+	is_int(t->timeout_ms, 10000, "topic 1 timeout");
+	t = &c.relay.topics[1];
+	is_str(t->topic, "hooks", "topic 2 name");
+	ok(t->run == NULL, "topic 2 has no run");
+	ok(t->exec_argv && strcmp(t->exec_argv[0], "/usr/local/bin/post-hook") == 0 &&
+	       strcmp(t->exec_argv[1], "--retry") == 0 && strcmp(t->exec_argv[2], "0") == 0 &&
+	       t->exec_argv[3] == NULL,
+	   "topic 2 exec argv");
+	is_int(t->timeout_ms, -1, "topic 2 timeout unset");
+	t = &c.relay.topics[2];
+	ok(strcmp(t->topic, "*") == 0 && t->exec_argv && t->exec_argv[1] == NULL,
+	   "topic '*' with a single exec string");
+	ok(pd_config_topic(&c, "hooks") == &c.relay.topics[1], "topic lookup: exact");
+	ok(pd_config_topic(&c, "other") == &c.relay.topics[2], "topic lookup: '*' otherwise");
+	ok(c.worker.concurrency == 4 && c.nhandlers == 0, "relay: leaves worker: alone");
+	pd_config_release(&c);
+	ok(c.relay.topics == NULL && c.relay.ntopics == 0 && c.relay.visibility_ms == 60000,
+	   "relay: release frees the topics and restores the defaults");
+
+	ok(load(&c, &e, "relay:\nworker: {concurrency: 2}\n") == 0 && c.relay.concurrency == 4,
+	   "relay: a null section is empty");
+	pd_config_release(&c);
+	ok(load(&c, &e, "relay: {topics: {}}\n") == 0 && c.relay.ntopics == 0,
+	   "relay: an empty topics map");
+	pd_config_release(&c);
+	ok(load(&c, &e, "relay: {topics: {a: {run: x}}}\n") == 0 &&
+	       pd_config_topic(&c, "b") == NULL,
+	   "relay: no '*': other topics have no command");
+	pd_config_release(&c);
+
+	bad("relay:\n  visiblity: 1m\n",
+	    "2:3: unknown key 'visiblity' in 'relay'; did you mean 'visibility'?",
+	    "relay: unknown key with a hint");
+	bad("relay:\n  max_attempts: 3\n", "2:3: unknown key 'max_attempts' in 'relay'",
+	    "relay: max_attempts belongs to the message, not the relay");
+	bad("relay: [a]\n", "1:8: 'relay': expected a mapping, got a sequence", "relay: a list");
+	bad("relay:\n  concurrency: 0\n",
+	    "2:16: 'concurrency': expected an integer from 1 to 1024, got '0'",
+	    "relay: concurrency 0");
+	bad("relay:\n  batch: 1001\n",
+	    "2:10: 'batch': expected an integer from 1 to 1000, got '1001'",
+	    "relay: batch too big");
+	bad("relay:\n  visibility: 0s\n",
+	    "2:15: 'visibility': expected a duration from 1ms to 365d, got '0s'",
+	    "relay: visibility zero");
+	bad("relay:\n  timeout: soon\n",
+	    "2:12: 'timeout': invalid duration 'soon': expected a number with ms, s, m, h or d",
+	    "relay: timeout junk");
+	bad("relay:\n  poll: [1s]\n", "2:9: 'poll': expected a duration, got a sequence",
+	    "relay: poll a list");
+	bad("relay:\n  topics: [orders]\n", "2:11: 'topics': expected a mapping, got a sequence",
+	    "relay: topics a list");
+	bad("relay:\n  topics:\n    orders: kcat\n",
+	    "3:13: 'orders': expected a mapping, got 'kcat'", "relay: a topic is a scalar");
+	bad("relay:\n  topics:\n    orders:\n      run: x\n      exec: /bin/x\n",
+	    "3:5: relay topic 'orders' has both 'run' and 'exec': set exactly one",
+	    "relay: run and exec both set");
+	bad("relay:\n  topics:\n    orders:\n      timeout: 1s\n",
+	    "3:5: relay topic 'orders' has neither 'run' nor 'exec': set exactly one",
+	    "relay: neither run nor exec");
+	bad("relay:\n  topics:\n    orders:\n",
+	    "3:5: relay topic 'orders' has neither 'run' nor 'exec': set exactly one",
+	    "relay: an empty topic");
+	bad("relay:\n  topics:\n    '':\n      run: x\n", "3:5: a relay topic must not be empty",
+	    "relay: an empty topic name");
+	bad("relay:\n  topics:\n    a:\n      run: ''\n", "4:12: 'run': expected a command, got ''",
+	    "relay: run empty");
+	bad("relay:\n  topics:\n    a:\n      exec: []\n",
+	    "4:13: 'exec': expected a program or a list of them, got []", "relay: exec empty");
+	bad("relay:\n  topics:\n    a:\n      run: x\n      timeout: 0\n",
+	    "5:16: 'timeout': expected a duration from 1ms to 365d, got '0'",
+	    "relay: topic timeout zero");
+	bad("relay:\n  topics:\n    a:\n      run: x\n      terminal_exit_codes: [3]\n",
+	    "5:7: unknown key 'terminal_exit_codes' in 'a'", "relay: no terminal codes per topic");
+	bad("relay:\n  topics:\n    a: {run: x}\n    a: {run: y}\n",
+	    "4:5: duplicate key 'a' (first at line 3, column 5)", "relay: a duplicate topic");
+}
+
 static void test_yaml(void)
 {
 	struct pd_ydoc d = PD_YDOC_INIT;
@@ -568,6 +692,7 @@ int main(void)
 	test_full();
 	test_lookup();
 	test_errors();
+	test_relay();
 	test_yaml();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
