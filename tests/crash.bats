@@ -28,15 +28,18 @@ teardown() {
 }
 
 @test "kill -9 a worker with jobs in flight: every job still succeeds, on another worker" {
+	gate=$BATS_TEST_TMPDIR/gate
 	for _ in 1 2 3; do pd-enqueue t '{}' >/dev/null; done
+	# a's handlers run until the gate opens: in flight, whatever the load
 	start_worker a -n 3 --lease 2s --heartbeat 200ms --poll 200ms --no-reap \
-		--handler "t=$(counting_handler "$LOG" 'sleep 2')"
+		--handler "t=$(counting_handler "$LOG" "while [ ! -e '$gate' ]; do sleep 0.05; done")"
 	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'RUNNING'" 3
 	a_id=$(worker_id a)
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE lease_owner = '$a_id'")" -eq 3 ]
 	kill -KILL "$(bg_pid a)"
 	wait_for 10 test -s "$BATS_FILE_TMPDIR/a.status"
 	[ "$(bg_status a)" -eq 137 ]
+	touch "$gate" # a's orphaned handlers finish now: nobody records them
 	# a fresh worker reaps the expired leases itself and runs the jobs again
 	start_worker b -n 3 --lease 10s --heartbeat 1s --poll 200ms \
 		--handler "t=$(counting_handler "$LOG" 'echo "{\"by\": \"b\"}"')"

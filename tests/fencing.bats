@@ -144,15 +144,18 @@ teardown() {
 }
 
 @test "SIGTERM with time to spare: the running job finishes, nothing new is claimed" {
+	gate=$BATS_TEST_TMPDIR/gate
 	id=$(pd-enqueue t '{}')
-	start_worker w -n 1 --poll 200ms --drain-timeout 20s \
-		--handler "t=$(counting_handler "$LOG" 'sleep 2; echo "{\"ok\": true}"')"
+	start_worker w -n 1 --poll 200ms --drain-timeout 60s \
+		--handler "t=$(counting_handler "$LOG" "while [ ! -e '$gate' ]; do sleep 0.05; done; echo '{\"ok\": true}'")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
 	next=$(pd-enqueue t '{}')
 	kill -TERM "$(bg_pid w)"
+	wait_for 30 grep -q 'draining' "$BATS_FILE_TMPDIR/w.log"
+	touch "$gate" # the handler finishes well within the drain timeout
 	wait_for 30 test -s "$BATS_FILE_TMPDIR/w.status"
 	[ "$(bg_status w)" -eq 0 ]
-	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $id")" = "SUCCEEDED 1" ]
+	[ "$(sql "SELECT state || ' ' || attempt || ' ' || result::text FROM pendulum.jobs WHERE id = $id")" = 'SUCCEEDED 1 {"ok": true}' ]
 	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $next")" = "PENDING 0" ]
 	[ "$(lines "$LOG")" -eq 1 ]
 }

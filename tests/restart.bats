@@ -30,9 +30,10 @@ teardown() {
 }
 
 @test "a PostgreSQL restart under a running worker: it reconnects and every job finishes once" {
+	gate=$BATS_TEST_TMPDIR/gate # the slow job runs until the gate opens, after the restart
 	start_worker w -n 2 --poll 200ms --no-reap \
 		--handler "t=$(counting_handler "$LOG" 'sleep 0.2')" \
-		--handler "slow=$(counting_handler "$LOG" 'sleep 3; echo "{\"slow\": true}"')"
+		--handler "slow=$(counting_handler "$LOG" "while [ ! -e '$gate' ]; do sleep 0.05; done; echo '{\"slow\": true}'")"
 	start_bg reaper pd-reaper --interval 200ms
 	slow=$(pd-enqueue slow '{}')
 	awk 'BEGIN { for (i = 1; i <= 20; i++) printf "{\"n\": %d}\n", i }' | pd-enqueue --ndjson t >/dev/null
@@ -41,6 +42,7 @@ teardown() {
 	worker_pid=$(bg_pid w)
 
 	sh "$PD_ROOT/scripts/pg" restart "$PD_PG_DIR"
+	touch "$gate"
 
 	# new work after the restart, and a lease for the reaper to give back
 	awk 'BEGIN { for (i = 21; i <= 30; i++) printf "{\"n\": %d}\n", i }' | pd-enqueue --ndjson t >/dev/null
@@ -57,7 +59,7 @@ teardown() {
 	alive "$(bg_pid reaper)"
 	grep -q 'database connection lost' "$BATS_FILE_TMPDIR/w.log"
 	grep -q 'msg=reconnected' "$BATS_FILE_TMPDIR/w.log"
-	# the slow job's outcome waited for the database and was written once
+	# the slow job, in flight across the restart, was recorded once
 	[ "$(sql "SELECT attempt || ' ' || result::text FROM pendulum.jobs WHERE id = $slow")" = '1 {"slow": true}' ]
 	[ "$(sql "SELECT string_agg(outcome, ' ') FROM pendulum.job_attempts WHERE job_id = $slow")" = succeeded ]
 	# the reaper gave the orphan back after the restart
