@@ -77,10 +77,12 @@ $(B)/tests/pd-test-tool: tests/helper/pd-test-tool.c $(B)/libpendulum.a
 deps:
 	sh scripts/deps
 
+# The normal build uses $(CC) (gcc on Debian), the sanitizer build clang: both
+# compilers build the tree with -Werror on every check.
 check: deps
 	$(MAKE) lint
-	$(MAKE) all
-	$(MAKE) B=build-asan SANITIZE=1 all
+	$(MAKE) -j$$(nproc) all
+	$(MAKE) -j$$(nproc) B=build-asan SANITIZE=1 CC=clang all
 	sh scripts/check
 
 # Only the unit tests, no Postgres needed.
