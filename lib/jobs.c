@@ -367,3 +367,22 @@ int pd_worker_unregister(struct pd_db *db, const char *id, struct pd_err *e)
 	return pd_db_exec(db, "DELETE FROM pendulum.workers WHERE id = $1", 1, params,
 			  PGRES_COMMAND_OK, NULL, e);
 }
+
+int pd_jobs_lease_held(struct pd_db *db, long long id, long long token, struct pd_err *e)
+{
+	static const char sql[] =
+	    "SELECT count(*) FROM pendulum.jobs WHERE id = $1 AND lease_token = $2"
+	    " AND state IN ('LEASED', 'RUNNING') AND lease_expires_at > now()";
+	char a[24], b[24];
+	const char *params[2] = {a, b};
+	char *v = NULL;
+	int held;
+
+	snprintf(a, sizeof(a), "%lld", id);
+	snprintf(b, sizeof(b), "%lld", token);
+	if (pd_db_value(db, sql, 2, params, &v, e) < 0)
+		return -1;
+	held = v && strcmp(v, "1") == 0;
+	free(v);
+	return held;
+}

@@ -83,6 +83,12 @@ int pd_jobs_heartbeat(struct pd_db *db, const char *worker, const long long *ids
  */
 int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e);
 
+/*
+ * Whether the lease (id, token) is still held: the job is LEASED or RUNNING
+ * under that token and the lease has not expired. 1 held, 0 lost, -1 error.
+ */
+int pd_jobs_lease_held(struct pd_db *db, long long id, long long token, struct pd_err *e);
+
 /* Register a worker (replacing a row with the same id), and remove it. */
 int pd_worker_register(struct pd_db *db, const char *id, const char *host, int pid,
 		       const char *const *queues, int nqueues, const char *const *types, int ntypes,

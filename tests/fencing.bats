@@ -143,6 +143,20 @@ teardown() {
 	[ "$(sql "SELECT attempt || ' ' || result::text FROM pendulum.jobs WHERE id = $id")" = "1 1" ]
 }
 
+@test "SIGTERM with a short drain timeout: an at-most-once job is dead-lettered, not run again" {
+	id=$(pd-enqueue --at-most-once t '{}')
+	start_worker w -n 1 --poll 200ms --drain-timeout 300ms \
+		--handler "t=$(counting_handler "$LOG" 'exec sleep 30')"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
+	stop_worker w TERM 20
+	[ "$(bg_status w)" -eq 0 ]
+	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $id")" = "DEAD_LETTERED 1" ]
+	[[ "$(sql "SELECT dead_reason FROM pendulum.jobs WHERE id = $id")" == *at-most-once* ]]
+	# a later worker leaves it alone
+	pd-worker --until-idle --poll 200ms --handler "t=$(counting_handler "$LOG")" 2>/dev/null
+	[ "$(lines "$LOG")" -eq 1 ]
+}
+
 @test "SIGTERM with time to spare: the running job finishes, nothing new is claimed" {
 	gate=$BATS_TEST_TMPDIR/gate
 	id=$(pd-enqueue t '{}')
