@@ -52,7 +52,8 @@ struct command {
 };
 
 static cmd_fn cmd_jobs, cmd_job_show, cmd_job_replay, cmd_job_cancel, cmd_dlq_list, cmd_dlq_replay,
-    cmd_dlq_delete, cmd_dlq_purge, cmd_queues, cmd_depth, cmd_workers, cmd_metrics, cmd_top;
+    cmd_dlq_delete, cmd_dlq_purge, cmd_queues, cmd_depth, cmd_workers, cmd_metrics, cmd_top,
+    cmd_outbox_stats, cmd_outbox_list, cmd_outbox_replay;
 static int cmd_migrate(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 
 #define FILTERS "state,tenant,type,queue,limit,offset,json"
@@ -96,6 +97,17 @@ static const struct command commands[] = {
     {NULL, "metrics", cmd_metrics, "metrics [--stale DURATION]", "Prometheus text exposition",
      "Print Prometheus metrics (text format 0.0.4) read from the database.", "stale,json", 0, 0, 0,
      0},
+    {"outbox", "stats", cmd_outbox_stats, "outbox stats", "outbox messages per topic and state",
+     "Per topic: outbox messages in each state, and how long the oldest PENDING\n"
+     "message has waited since it was recorded.", "json", 0, 0, 0, 0},
+    {"outbox", "list", cmd_outbox_list, "outbox list [options]",
+     "outbox messages, newest first, filtered and paged",
+     "List outbox messages, newest (highest id) first, and how many match.",
+     "state,tenant,topic,limit,offset,json", 0, 0, 50, 10000},
+    {"outbox", "replay", cmd_outbox_replay, "outbox replay ID...",
+     "publish dead-lettered messages again",
+     "Put DEAD_LETTERED outbox messages back to PENDING, to publish now:\n"
+     "attempts reset, replay_count + 1, pd-relay woken.", "json", 1, -1, 0, 1000},
     {NULL, "top", cmd_top, "top [--interval DURATION] [--once]",
      "live view of queues, workers, dead letters",
      "A live view of queue depth by state, worker occupancy and the newest dead\n"
@@ -120,6 +132,7 @@ enum {
 	O_ONCE,
 	O_RUNNABLE,
 	O_JSON,
+	O_TOPIC,
 };
 
 static const struct optdef {
@@ -127,10 +140,11 @@ static const struct optdef {
 	int has_arg, id;
 	const char *arg, *help;
 } optdefs[] = {
-    {"state", 1, O_STATE, "STATE", "only jobs in STATE (jobs: repeatable, or A,B)"},
-    {"tenant", 1, O_TENANT, "TENANT", "only jobs of TENANT"},
+    {"state", 1, O_STATE, "STATE", "only those in STATE (listings: repeatable, or A,B)"},
+    {"tenant", 1, O_TENANT, "TENANT", "only those of TENANT"},
     {"type", 1, O_TYPE, "TYPE", "only jobs of type TYPE"},
     {"queue", 1, O_QUEUE, "QUEUE", "only jobs of QUEUE"},
+    {"topic", 1, O_TOPIC, "TOPIC", "only outbox messages of TOPIC"},
     {"limit", 1, O_LIMIT, "N", NULL}, /* help from the command's limits */
     {"offset", 1, O_OFFSET, "N", "skip the first N (paging)"},
     {"reason", 1, O_REASON, "TEXT", "why: kept as dead_reason and last_error"},
@@ -204,16 +218,24 @@ static void sub_help(const struct command *c)
 	printf("  %-22s %s\n\nSee pd-admin(1).\n", "-h, --help", "show this help");
 }
 
-/* Add each state of "A,B" to f. */
-static int add_states(struct pd_admin_filter *f, const char *list, struct pd_err *e)
+/* Add each state of "A,B" to f: job states, or outbox states when outbox. */
+static int add_states(struct pd_admin_filter *f, const char *list, int outbox, struct pd_err *e)
 {
 	char *dup = pd_xstrdup(list), *save = NULL;
 	int rc = 0;
 
 	for (char *s = strtok_r(dup, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
-		const char *st = pd_admin_state(s);
+		const char *st = outbox ? pd_admin_outbox_state(s) : pd_admin_state(s);
 		int seen = 0;
 
+		if (st == NULL && outbox) {
+			rc = pd_errf(
+			    e, PD_EX_USAGE,
+			    "option --state: unknown outbox state '%s' (PENDING, PUBLISHED or "
+			    "DEAD_LETTERED)",
+			    s);
+			break;
+		}
 		if (st == NULL) {
 			rc =
 			    pd_errf(e, PD_EX_USAGE,
@@ -260,7 +282,7 @@ static int parse(struct pd_app *a, const struct command *c, int argc, char **arg
 			sub_help(c);
 			return 1;
 		case O_STATE:
-			rc = add_states(&x->f, optarg, e);
+			rc = add_states(&x->f, optarg, c->fn == cmd_outbox_list, e);
 			if (rc == 0 && c->fn == cmd_depth && x->f.nstates > 1)
 				rc = pd_errf(e, PD_EX_USAGE, "option --state: one state only");
 			x->state = x->f.states[0];
@@ -273,6 +295,9 @@ static int parse(struct pd_app *a, const struct command *c, int argc, char **arg
 			break;
 		case O_QUEUE:
 			x->f.queue = optarg;
+			break;
+		case O_TOPIC:
+			x->f.topic = optarg;
 			break;
 		case O_LIMIT:
 			rc = pd_cli_int("--limit", optarg, 1, c->limit_max, &x->f.limit, e);
@@ -319,22 +344,26 @@ static int parse(struct pd_app *a, const struct command *c, int argc, char **arg
 	x->argv = argv + optind;
 	if (x->argc < c->min_args)
 		return pd_errf(e, PD_EX_USAGE, "missing %s",
-			       c->fn == cmd_depth ? "queue name" : "job id");
+			       c->fn == cmd_depth	    ? "queue name"
+			       : c->fn == cmd_outbox_replay ? "message id"
+							    : "job id");
 	if (c->max_args >= 0 && x->argc > c->max_args)
 		return pd_errf(e, PD_EX_USAGE, "unexpected argument '%s'", x->argv[c->max_args]);
 	return 0;
 }
 
-/* The job ids among the positional arguments (malloc'd), at most c->limit_max. */
+/* The job or message ids among the positional arguments (malloc'd), at most c->limit_max. */
 static int parse_ids(const struct command *c, const struct args *x, long long **ids,
 		     struct pd_err *e)
 {
+	const char *what = c->fn == cmd_outbox_replay ? "message" : "job";
+
 	if (x->argc > c->limit_max)
 		return pd_errf(e, PD_EX_USAGE, "%d ids: at most %lld in one call", x->argc,
 			       c->limit_max);
 	*ids = pd_xcalloc((size_t)x->argc + 1, sizeof(**ids));
 	for (int i = 0; i < x->argc; i++)
-		if (pd_admin_id(x->argv[i], &(*ids)[i], e) < 0)
+		if (pd_admin_parse_id(x->argv[i], what, &(*ids)[i], e) < 0)
 			return -1;
 	return 0;
 }
@@ -444,6 +473,33 @@ static int cmd_metrics(struct pd_app *a, const struct command *c, struct args *x
 {
 	(void)c;
 	return pd_metrics_collect(&a->db, x->stale_ms, fmt->json, out, e);
+}
+
+static int cmd_outbox_stats(struct pd_app *a, const struct command *c, struct args *x,
+			    const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	(void)c;
+	(void)x;
+	return pd_admin_outbox_stats(&a->db, fmt, out, e);
+}
+
+static int cmd_outbox_list(struct pd_app *a, const struct command *c, struct args *x,
+			   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	(void)c;
+	return pd_admin_outbox_list(&a->db, &x->f, fmt, out, e);
+}
+
+static int cmd_outbox_replay(struct pd_app *a, const struct command *c, struct args *x,
+			     const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	long long *ids = NULL;
+	int rc = parse_ids(c, x, &ids, e);
+
+	if (rc == 0)
+		rc = pd_admin_outbox_replay(&a->db, ids, x->argc, fmt, out, e);
+	free(ids);
+	return rc;
 }
 
 static volatile sig_atomic_t top_quit, top_resized;

@@ -17,6 +17,8 @@ const char *const pd_admin_states[] = {
     "PENDING", "BLOCKED", "LEASED", "RUNNING", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED", NULL,
 };
 
+const char *const pd_admin_outbox_states[] = {"PENDING", "PUBLISHED", "DEAD_LETTERED", NULL};
+
 /* clang-format off */
 const char pd_admin_queues_sql[] =
     "SELECT queue,"
@@ -28,6 +30,13 @@ const char pd_admin_queues_sql[] =
     " count(*) FILTER (WHERE state = 'PENDING' AND run_at <= now()),"
     " " SECS("now() - min(run_at) FILTER (WHERE state = 'PENDING' AND run_at <= now())")
     " FROM pendulum.jobs GROUP BY queue ORDER BY queue COLLATE \"C\"";
+
+const char pd_admin_outbox_sql[] =
+    "SELECT topic,"
+    " count(*) FILTER (WHERE state = 'PENDING'), count(*) FILTER (WHERE state = 'PUBLISHED'),"
+    " count(*) FILTER (WHERE state = 'DEAD_LETTERED'),"
+    " " SECS("now() - min(created_at) FILTER (WHERE state = 'PENDING')")
+    " FROM pendulum.outbox GROUP BY topic ORDER BY topic COLLATE \"C\"";
 /* clang-format on */
 
 /* --- rendering --- */
@@ -347,7 +356,15 @@ const char *pd_admin_state(const char *s)
 	return NULL;
 }
 
-int pd_admin_id(const char *s, long long *id, struct pd_err *e)
+const char *pd_admin_outbox_state(const char *s)
+{
+	for (int i = 0; pd_admin_outbox_states[i]; i++)
+		if (strcasecmp(s, pd_admin_outbox_states[i]) == 0)
+			return pd_admin_outbox_states[i];
+	return NULL;
+}
+
+int pd_admin_parse_id(const char *s, const char *what, long long *id, struct pd_err *e)
 {
 	char *end;
 	long long v;
@@ -355,10 +372,15 @@ int pd_admin_id(const char *s, long long *id, struct pd_err *e)
 	errno = 0;
 	v = strtoll(s, &end, 10);
 	if (!isdigit((unsigned char)*s) || *end != '\0' || errno == ERANGE || v < 1)
-		return pd_errf(e, PD_EX_USAGE, "invalid job id '%s': expected a positive integer",
-			       s);
+		return pd_errf(e, PD_EX_USAGE, "invalid %s id '%s': expected a positive integer",
+			       what, s);
 	*id = v;
 	return 0;
+}
+
+int pd_admin_id(const char *s, long long *id, struct pd_err *e)
+{
+	return pd_admin_parse_id(s, "job", id, e);
 }
 
 /* --- queries --- */
@@ -779,13 +801,13 @@ int pd_admin_dlq_list(struct pd_db *db, const struct pd_admin_filter *f,
  * After a statement on explicit ids: fill e for the ids that are not in done
  * (column 0 of r), naming each one's state. Returns 0 when all were done.
  */
-static int missed(struct pd_db *db, const long long *ids, int nids, const PGresult *done,
-		  const char *verb, struct pd_err *e)
+static int missed_in(struct pd_db *db, const char *table, const char *what, const long long *ids,
+		     int nids, const PGresult *done, const char *verb, struct pd_err *e)
 {
 	struct pd_buf b = PD_BUF_INIT, miss = PD_BUF_INIT;
 	const char *params[1];
 	PGresult *r;
-	int code = PD_EX_CONFLICT, nmiss = 0;
+	int code = PD_EX_CONFLICT, nmiss = 0, rc;
 
 	for (int i = 0; i < nids; i++) {
 		int found = 0;
@@ -803,21 +825,25 @@ static int missed(struct pd_db *db, const long long *ids, int nids, const PGresu
 		return 0;
 	pd_buf_putc(&miss, '}');
 	params[0] = miss.data;
-	if (pd_db_exec(db,
-		       "SELECT x.id, j.state FROM unnest($1::bigint[]) WITH ORDINALITY AS x(id, i)"
-		       " LEFT JOIN pendulum.jobs j ON j.id = x.id ORDER BY x.i",
-		       1, params, PGRES_TUPLES_OK, &r, e) < 0) {
+	pd_buf_printf(&b,
+		      "SELECT x.id, j.state FROM unnest($1::bigint[]) WITH ORDINALITY AS x(id, i)"
+		      " LEFT JOIN %s j ON j.id = x.id ORDER BY x.i",
+		      table);
+	rc = pd_db_exec(db, b.data, 1, params, PGRES_TUPLES_OK, &r, e);
+	pd_buf_reset(&b);
+	if (rc < 0) {
+		pd_buf_release(&b);
 		pd_buf_release(&miss);
 		return -1;
 	}
 	for (int k = 0; k < PQntuples(r); k++) {
 		pd_buf_puts(&b, k ? "; " : "");
 		if (PQgetisnull(r, k, 1)) {
-			pd_buf_printf(&b, "job %s not found", PQgetvalue(r, k, 0));
+			pd_buf_printf(&b, "%s %s not found", what, PQgetvalue(r, k, 0));
 			code = PD_EX_NOTFOUND;
 		} else {
-			pd_buf_printf(&b, "job %s is %s, not DEAD_LETTERED", PQgetvalue(r, k, 0),
-				      PQgetvalue(r, k, 1));
+			pd_buf_printf(&b, "%s %s is %s, not DEAD_LETTERED", what,
+				      PQgetvalue(r, k, 0), PQgetvalue(r, k, 1));
 		}
 	}
 	PQclear(r);
@@ -825,6 +851,13 @@ static int missed(struct pd_db *db, const long long *ids, int nids, const PGresu
 	pd_buf_release(&b);
 	pd_buf_release(&miss);
 	return -1;
+}
+
+/* missed_in for jobs. */
+static int missed(struct pd_db *db, const long long *ids, int nids, const PGresult *done,
+		  const char *verb, struct pd_err *e)
+{
+	return missed_in(db, "pendulum.jobs", "job", ids, nids, done, verb, e);
 }
 
 int pd_admin_dlq_replay(struct pd_db *db, const long long *ids, int nids,
@@ -1050,4 +1083,142 @@ int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_admin
 	pd_admin_render_result(r, cols, NCOLS(cols), fmt, out);
 	PQclear(r);
 	return 0;
+}
+
+/* --- the outbox --- */
+
+/* clang-format off */
+static const struct pd_admin_col outbox_stats_cols[PD_ADMIN_OUTBOX_NCOLS] = {
+    {"topic", NULL, 's', 'b'},
+    {"pending", NULL, 'n', 'b'},
+    {"published", NULL, 'n', 'b'},
+    {"dead_lettered", NULL, 'n', 'b'},
+    {"oldest_pending_age_s", "oldest_pending", 'd', 'b'},
+};
+/* clang-format on */
+
+int pd_admin_outbox_stats(struct pd_db *db, const struct pd_admin_fmt *fmt, struct pd_buf *out,
+			  struct pd_err *e)
+{
+	PGresult *r;
+
+	if (pd_db_exec(db, pd_admin_outbox_sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	pd_admin_render_result(r, outbox_stats_cols, PD_ADMIN_OUTBOX_NCOLS, fmt, out);
+	PQclear(r);
+	return 0;
+}
+
+/* $1 states (text[] or NULL), $2 tenant, $3 topic. */
+/* clang-format off */
+#define OUTBOX_FILTER                                                                              \
+	" ($1::text[] IS NULL OR state = ANY ($1::text[])) AND ($2::text IS NULL OR tenant_id = $2)" \
+	" AND ($3::text IS NULL OR topic = $3)"
+
+static const char outbox_list_sql[] =
+    "SELECT m.*, t.total FROM (SELECT count(*) AS total FROM pendulum.outbox WHERE"
+    OUTBOX_FILTER ") t"
+    " LEFT JOIN LATERAL (SELECT id, topic, state, message_key, attempts || '/' || max_attempts,"
+    " replay_count, tenant_id,"
+    " " SECS("now() - created_at") ","
+    " CASE WHEN state = 'PENDING' THEN " SECS("next_attempt_at - now()") " END,"
+    " coalesce(dead_reason, last_error), attempts, max_attempts, payload::text, headers::text,"
+    " claimed_by, " ISO("created_at") ", " ISO("next_attempt_at") ", " ISO("published_at") ","
+    " " ISO("dead_lettered_at") ", dead_reason, last_error"
+    " FROM pendulum.outbox WHERE" OUTBOX_FILTER
+    " ORDER BY id DESC LIMIT $4 OFFSET $5) m ON true ORDER BY m.id DESC";
+#undef OUTBOX_FILTER
+/* clang-format on */
+
+static const struct pd_admin_col outbox_list_cols[] = {
+    {"id", NULL, 'n', 'b'},
+    {"topic", NULL, 's', 'b'},
+    {"state", NULL, 'S', 'b'},
+    {"message_key", "key", 's', 'b'},
+    {"attempts_of", "attempts", 's', 't'},
+    {"replay_count", "replays", 'n', 'b'},
+    {"tenant_id", "tenant", 's', 'b'},
+    {"age_s", "age", 'd', 'b'},
+    {"next_attempt_in_s", "next", 'd', 'b'},
+    {"note", NULL, 's', 't'},
+    {"attempts", NULL, 'n', 'j'},
+    {"max_attempts", NULL, 'n', 'j'},
+    {"payload", NULL, 'j', 'j'},
+    {"headers", NULL, 'j', 'j'},
+    {"claimed_by", NULL, 's', 'j'},
+    {"created_at", NULL, 's', 'j'},
+    {"next_attempt_at", NULL, 's', 'j'},
+    {"published_at", NULL, 's', 'j'},
+    {"dead_lettered_at", NULL, 's', 'j'},
+    {"dead_reason", NULL, 's', 'j'},
+    {"last_error", NULL, 's', 'j'},
+    {"total", NULL, 'n', 'j'},
+};
+
+int pd_admin_outbox_list(struct pd_db *db, const struct pd_admin_filter *f,
+			 const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	char *states = state_array(f), lim[24], off[24];
+	const char *params[5] = {states, f->tenant, f->topic, lim, off};
+	PGresult *r;
+	int rc;
+
+	snprintf(lim, sizeof(lim), "%lld", f->limit > 0 ? f->limit : 50);
+	snprintf(off, sizeof(off), "%lld", f->offset > 0 ? f->offset : 0);
+	rc = pd_db_exec(db, outbox_list_sql, 5, params, PGRES_TUPLES_OK, &r, e);
+	free(states);
+	if (rc < 0)
+		return -1;
+	pd_admin_render_result(r, outbox_list_cols, NCOLS(outbox_list_cols), fmt, out);
+	if (!fmt->json)
+		footer(r, f, "messages", out);
+	PQclear(r);
+	return 0;
+}
+
+int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
+			   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	/*
+	 * The claim is cleared too: a relay still holding the message's last
+	 * token (its claim was abandoned and dead-lettered) is fenced off.
+	 */
+	/* clang-format off */
+	static const char sql[] =
+	    "WITH r AS (UPDATE pendulum.outbox o SET state = 'PENDING', attempts = 0,"
+	    " replay_count = o.replay_count + 1, next_attempt_at = now(), claim_token = NULL,"
+	    " claimed_by = NULL, last_error = NULL, dead_reason = NULL, dead_lettered_at = NULL"
+	    " WHERE o.id = ANY ($1::bigint[]) AND o.state = 'DEAD_LETTERED'"
+	    " RETURNING o.id, o.topic, o.state, o.message_key, o.replay_count),"
+	    " n AS (SELECT pg_notify('pendulum_outbox', t.topic)"
+	    " FROM (SELECT DISTINCT topic FROM r) t)"
+	    " SELECT id, topic, state, message_key, replay_count, (SELECT count(*) FROM n) FROM r"
+	    " ORDER BY id";
+	static const struct pd_admin_col cols[] = {
+	    {"id", NULL, 'n', 'b'},
+	    {"topic", NULL, 's', 'b'},
+	    {"state", NULL, 'S', 'b'},
+	    {"message_key", "key", 's', 'b'},
+	    {"replay_count", "replays", 'n', 'b'},
+	};
+	/* clang-format on */
+	struct pd_buf ia = PD_BUF_INIT;
+	const char *params[1];
+	PGresult *r;
+	int rc;
+
+	id_array(&ia, ids, nids);
+	params[0] = ia.data;
+	rc = pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e);
+	pd_buf_release(&ia);
+	if (rc < 0)
+		return -1;
+	if (PQntuples(r) > 0 || fmt->json)
+		pd_admin_render_result(r, cols, NCOLS(cols), fmt, out);
+	if (!fmt->json)
+		pd_buf_printf(out, "replayed %d outbox message%s\n", PQntuples(r),
+			      PQntuples(r) == 1 ? "" : "s");
+	rc = missed_in(db, "pendulum.outbox", "message", ids, nids, r, "replayed", e);
+	PQclear(r);
+	return rc;
 }

@@ -60,12 +60,19 @@ const char *pd_admin_state(const char *s);
 /* Parse a job id (a positive integer); code 64 "invalid job id 'x'". */
 int pd_admin_id(const char *s, long long *id, struct pd_err *e);
 
+/* The same for what: "invalid message id 'x'" (what "message"). */
+int pd_admin_parse_id(const char *s, const char *what, long long *id, struct pd_err *e);
+
+/* Parse an outbox state name (PENDING, PUBLISHED, DEAD_LETTERED) as pd_admin_state does. */
+const char *pd_admin_outbox_state(const char *s);
+
 /* Filters and paging of `jobs` and `dlq list`; NULL or 0 fields are unset. */
 struct pd_admin_filter {
 	const char *states[8]; /* canonical names (pd_admin_state) */
 	int nstates;
 	const char *tenant, *type, *queue;
 	long long limit, offset;
+	const char *topic; /* outbox list */
 };
 
 /* `jobs`: matching jobs, newest (highest id) first, then "1-50 of 1234 jobs" in a table. */
@@ -132,6 +139,44 @@ int pd_admin_depth(struct pd_db *db, const char *queue, const char *state, int r
 /* `workers`: registered workers; stale when not seen for stale_ms. */
 int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_admin_fmt *fmt,
 		     struct pd_buf *out, struct pd_err *e);
+
+/*
+ * `outbox stats`: per topic, messages in each state and the age of the
+ * oldest PENDING message (since it was recorded), from pd_admin_outbox_sql.
+ */
+int pd_admin_outbox_stats(struct pd_db *db, const struct pd_admin_fmt *fmt, struct pd_buf *out,
+			  struct pd_err *e);
+
+/*
+ * `outbox list`: outbox messages matching f (states are outbox states;
+ * tenant and topic; type and queue ignored), newest (highest id) first,
+ * then "1-50 of 1234 messages" in a table; JSON rows carry the total.
+ */
+int pd_admin_outbox_list(struct pd_db *db, const struct pd_admin_filter *f,
+			 const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/*
+ * `outbox replay`: the DEAD_LETTERED messages ids[0..nids) -> PENDING, in
+ * one guarded statement: attempts 0, replay_count + 1, next_attempt_at
+ * now(), claim, errors and dead_lettered_at cleared, pd-relay woken with
+ * pg_notify('pendulum_outbox', topic). Ids that were not replayed make it
+ * return -1 after the others were: code 2 if one is absent, else 1, naming
+ * each one's state.
+ */
+int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
+			   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/* The three outbox states, in life order, NULL-terminated. */
+extern const char *const pd_admin_outbox_states[];
+
+/*
+ * The SQL of the per-topic outbox summary shared by `outbox stats` and
+ * `metrics`: topic, the three state counts in pd_admin_outbox_states order,
+ * the oldest PENDING message's age in seconds (NULL when none); ordered by
+ * topic, byte-wise.
+ */
+extern const char pd_admin_outbox_sql[];
+#define PD_ADMIN_OUTBOX_NCOLS 5
 
 /* The seven job states, in state-machine order, NULL-terminated. */
 extern const char *const pd_admin_states[];

@@ -125,6 +125,27 @@ static void attempt_metrics(const PGresult *a, struct out *o)
 	}
 }
 
+/* The outbox: ob is pd_admin_outbox_sql's result, f the counters (outbox's second). */
+static void outbox_metrics(const PGresult *ob, const PGresult *f, struct out *o)
+{
+	int n = PQntuples(ob);
+
+	family(o, "pendulum_outbox_messages", "gauge", "Outbox messages of each topic and state.");
+	for (int i = 0; i < n; i++)
+		for (int s = 0; pd_admin_outbox_states[s]; s++)
+			sample2(o, "pendulum_outbox_messages", "topic", PQgetvalue(ob, i, 0),
+				"state", pd_admin_outbox_states[s], PQgetvalue(ob, i, 1 + s));
+	family(o, "pendulum_outbox_oldest_pending_age_seconds", "gauge",
+	       "Seconds since the oldest PENDING message of each topic was recorded; 0 when none.");
+	for (int i = 0; i < n; i++)
+		sample2(o, "pendulum_outbox_oldest_pending_age_seconds", "topic",
+			PQgetvalue(ob, i, 0), NULL, NULL,
+			PQgetisnull(ob, i, 4) ? "0" : PQgetvalue(ob, i, 4));
+	family(o, "pendulum_outbox_writes_fenced_total", "counter",
+	       "Relay writes refused because their claim token was no longer the message's.");
+	sample(o, "pendulum_outbox_writes_fenced_total", NULL, PQgetvalue(f, 0, 1));
+}
+
 int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd_buf *out,
 		       struct pd_err *e)
 {
@@ -136,13 +157,15 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 	    "  last_seen_at < now() - $1::bigint * interval '1 millisecond' AS stale"
 	    "  FROM pendulum.workers) w";
 	static const char fenced_sql[] = "SELECT coalesce((SELECT value FROM pendulum.counters "
-					 "WHERE name = 'writes_fenced'), 0)";
+					 "WHERE name = 'writes_fenced'), 0),"
+					 " coalesce((SELECT value FROM pendulum.counters WHERE "
+					 "name = 'outbox_writes_fenced'), 0)";
 	static const char attempts_sql[] =
 	    "SELECT outcome, count(*) FROM pendulum.job_attempts WHERE outcome IS NOT NULL"
 	    " GROUP BY outcome ORDER BY outcome COLLATE \"C\"";
 	char ms[24];
 	const char *params[1] = {ms};
-	PGresult *q = NULL, *w = NULL, *f = NULL, *a = NULL;
+	PGresult *q = NULL, *w = NULL, *f = NULL, *a = NULL, *ob = NULL;
 	struct out o = {out, json, ""};
 	int rc = -1;
 
@@ -154,9 +177,11 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 	if (pd_db_exec(db, pd_admin_queues_sql, 0, NULL, PGRES_TUPLES_OK, &q, e) < 0 ||
 	    pd_db_exec(db, workers_sql, 1, params, PGRES_TUPLES_OK, &w, e) < 0 ||
 	    pd_db_exec(db, fenced_sql, 0, NULL, PGRES_TUPLES_OK, &f, e) < 0 ||
-	    pd_db_exec(db, attempts_sql, 0, NULL, PGRES_TUPLES_OK, &a, e) < 0)
+	    pd_db_exec(db, attempts_sql, 0, NULL, PGRES_TUPLES_OK, &a, e) < 0 ||
+	    pd_db_exec(db, pd_admin_outbox_sql, 0, NULL, PGRES_TUPLES_OK, &ob, e) < 0)
 		goto done;
-	if (PQnfields(q) != 10 || PQntuples(w) != 1 || PQnfields(w) != 4 || PQntuples(f) != 1) {
+	if (PQnfields(q) != 10 || PQntuples(w) != 1 || PQnfields(w) != 4 || PQntuples(f) != 1 ||
+	    PQnfields(f) != 2 || PQnfields(ob) != PD_ADMIN_OUTBOX_NCOLS) {
 		pd_errf(e, PD_EX_SOFTWARE, "metrics: unexpected result shape");
 		goto done;
 	}
@@ -174,12 +199,14 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 	family(&o, "pendulum_worker_concurrency", "gauge", "Job slots of the live workers.");
 	sample(&o, "pendulum_worker_concurrency", NULL, PQgetvalue(w, 0, 3));
 	attempt_metrics(a, &o);
+	outbox_metrics(ob, f, &o);
 	rc = 0;
 done:
 	PQclear(q);
 	PQclear(w);
 	PQclear(f);
 	PQclear(a);
+	PQclear(ob);
 	if (rc == 0)
 		rc = pd_db_exec(db, "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL, e);
 	else if (pd_db_ok(db))

@@ -4,8 +4,9 @@
  * node_exporter's textfile collector or a scrape wrapper.
  *
  * Every family has its HELP and TYPE lines, even without samples; series
- * are unique and sorted by queue (byte order). Gauges describe the current
- * state; pendulum_writes_fenced_total and pendulum_attempts_total are
+ * are unique and sorted by queue or topic (byte order). Gauges describe the
+ * current state; pendulum_writes_fenced_total,
+ * pendulum_outbox_writes_fenced_total and pendulum_attempts_total are
  * counters (the latter counts rows of pendulum.job_attempts, so deleting
  * dead letters lowers it: Prometheus reads that as a counter reset).
  */

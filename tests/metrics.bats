@@ -18,6 +18,7 @@ teardown_file() {
 
 setup() {
 	reset_jobs
+	reset_outbox
 }
 
 # check_exposition: $output is valid Prometheus text format 0.0.4 as
@@ -72,7 +73,8 @@ value() {
 	check_exposition
 	for f in pendulum_queue_depth pendulum_oldest_runnable_age_seconds pendulum_dead_letters \
 		pendulum_writes_fenced_total pendulum_workers pendulum_worker_in_flight \
-		pendulum_attempts_total; do
+		pendulum_attempts_total pendulum_outbox_messages \
+		pendulum_outbox_oldest_pending_age_seconds pendulum_outbox_writes_fenced_total; do
 		printf '%s\n' "$output" | grep -q "^# TYPE $f " || { echo "no family $f"; return 1; }
 	done
 	printf '%s\n' "$output" | grep -q '^# TYPE pendulum_writes_fenced_total counter$'
@@ -82,6 +84,10 @@ value() {
 	[ "$(value pendulum_workers)" = 0 ]
 	[ "$(value 'pendulum_attempts_total{outcome="succeeded"}')" = 0 ]
 	[ "$(printf '%s\n' "$output" | grep -c '^pendulum_queue_depth')" -eq 0 ]
+	printf '%s\n' "$output" | grep -q '^# TYPE pendulum_outbox_writes_fenced_total counter$'
+	printf '%s\n' "$output" | grep -q '^# TYPE pendulum_outbox_messages gauge$'
+	[ "$(value pendulum_outbox_writes_fenced_total)" = 0 ]
+	[ "$(printf '%s\n' "$output" | grep -c '^pendulum_outbox_messages')" -eq 0 ]
 }
 
 @test "the format checker catches what it should" {
@@ -168,6 +174,49 @@ value() {
 	[ "$(printf '%s\n' "$output" | grep '^pendulum_attempts_total{')" = "$want" ]
 	[ "$(value 'pendulum_attempts_total{outcome="succeeded"}')" = 3 ]
 	[ "$(value 'pendulum_attempts_total{outcome="failed"}')" = 2 ]
+}
+
+@test "outbox series match the database" {
+	for t in orders billing orders orders audit; do
+		sql "SELECT pendulum.outbox_record('default', '$t', '{}')" >/dev/null
+	done
+	sql "UPDATE pendulum.outbox SET state = 'PUBLISHED' WHERE id = (SELECT min(id) FROM pendulum.outbox)"
+	sql "UPDATE pendulum.outbox SET state = 'DEAD_LETTERED'
+	     WHERE id = (SELECT max(id) FROM pendulum.outbox WHERE topic = 'orders')"
+	sql "UPDATE pendulum.outbox SET created_at = now() - interval '90 s'
+	     WHERE state = 'PENDING' AND topic = 'orders'"
+	sql "UPDATE pendulum.outbox SET state = 'PUBLISHED' WHERE topic = 'audit'"
+	sql "UPDATE pendulum.counters SET value = 4 WHERE name = 'outbox_writes_fenced'"
+	sql "UPDATE pendulum.counters SET value = 9 WHERE name = 'writes_fenced'"
+
+	run --separate-stderr pd-admin metrics
+	[ "$status" -eq 0 ]
+	check_exposition
+	want=$(sql "SELECT format('pendulum_outbox_messages{topic=\"%s\",state=\"%s\"} %s', t, s,
+	              (SELECT count(*) FROM pendulum.outbox o WHERE o.topic = t AND o.state = s))
+	            FROM (SELECT DISTINCT topic AS t FROM pendulum.outbox) ts,
+	                 unnest(ARRAY['PENDING', 'PUBLISHED', 'DEAD_LETTERED']) WITH ORDINALITY AS st(s, i)
+	            ORDER BY t COLLATE \"C\", i")
+	[ "$(printf '%s\n' "$output" | grep '^pendulum_outbox_messages{')" = "$want" ]
+	[ "$(printf '%s\n' "$want" | wc -l)" -eq 9 ]
+	[ "$(value 'pendulum_outbox_messages{topic="orders",state="PENDING"}')" = 1 ]
+	[ "$(value 'pendulum_outbox_messages{topic="orders",state="PUBLISHED"}')" = 1 ]
+	[ "$(value 'pendulum_outbox_messages{topic="orders",state="DEAD_LETTERED"}')" = 1 ]
+	age=$(value 'pendulum_outbox_oldest_pending_age_seconds{topic="orders"}')
+	awk -v a="$age" 'BEGIN { exit !(a >= 90 && a < 150) }' || { echo "age $age"; return 1; }
+	[ "$(value 'pendulum_outbox_oldest_pending_age_seconds{topic="audit"}')" = 0 ]
+	b=$(value 'pendulum_outbox_oldest_pending_age_seconds{topic="billing"}')
+	awk -v a="$b" 'BEGIN { exit !(a >= 0 && a < 60) }' || { echo "billing age $b"; return 1; }
+	[ "$(printf '%s\n' "$output" | grep -c '^pendulum_outbox_oldest_pending_age_seconds{')" -eq 3 ]
+	[ "$(value pendulum_outbox_writes_fenced_total)" = 4 ]
+	[ "$(value pendulum_writes_fenced_total)" = 9 ]
+
+	run --separate-stderr pd-admin metrics --json
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" | jq -e -s '
+		(map(select(.name == "pendulum_outbox_writes_fenced_total"))[0] | .value == 4 and .type == "counter")
+		and (map(select(.name == "pendulum_outbox_messages" and .labels == {topic: "billing", state: "PENDING"}))[0]
+		     | .value == 1 and .type == "gauge")'
 }
 
 @test "--stale decides which workers count as live" {

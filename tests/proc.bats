@@ -277,9 +277,14 @@ gone() {
 
 @test "the handler starts with an empty signal mask and nothing ignored" {
 	# The tool blocks SIGHUP, SIGINT, SIGTERM and SIGCHLD and ignores SIGPIPE.
+	# Only signals 1-31 count: glibc reserves 32 and 33 and will not change
+	# their disposition, and some parents (GNU make) leave them ignored.
 	run --separate-stderr tool run -- grep -E '^Sig(Blk|Ign):' /proc/self/status
 	[ "$status" -eq 0 ]
-	[ "$output" = "$(printf 'SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000')" ]
+	blk=$(printf '%s\n' "$output" | sed -n 's/^SigBlk:\t//p')
+	ign=$(printf '%s\n' "$output" | sed -n 's/^SigIgn:\t//p')
+	[ "$blk" = 0000000000000000 ]
+	[ "$((0x$ign & 0x7fffffff))" -eq 0 ]
 	[ "$stderr" = "$OK" ]
 }
 
