@@ -17,6 +17,7 @@
 #include "app.h"
 #include "cli.h"
 #include "clock.h"
+#include "jobs.h"
 #include "log.h"
 #include "metrics.h"
 #include "migrate.h"
@@ -53,7 +54,7 @@ struct command {
 
 static cmd_fn cmd_jobs, cmd_job_show, cmd_job_replay, cmd_job_cancel, cmd_dlq_list, cmd_dlq_replay,
     cmd_dlq_delete, cmd_dlq_purge, cmd_queues, cmd_depth, cmd_workers, cmd_metrics, cmd_top,
-    cmd_outbox_stats, cmd_outbox_list, cmd_outbox_replay;
+    cmd_outbox_stats, cmd_outbox_list, cmd_outbox_replay, cmd_lease_check;
 static int cmd_migrate(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 
 #define FILTERS "state,tenant,type,queue,limit,offset,json"
@@ -113,6 +114,9 @@ static const struct command commands[] = {
      "A live view of queue depth by state, worker occupancy and the newest dead\n"
      "letters, redrawn every --interval. q or Ctrl-C quits.", "interval,stale,once,json", 0, 0,
      0, 0},
+    {"lease", "check", cmd_lease_check, "lease check", "in a handler: is my lease still held?",
+     "Exit 0 while the lease of the job this handler runs (PD_JOB_ID, PD_LEASE_TOKEN,\n"
+     "set by pd-worker) is still held, 1 once it is lost.", "json", 0, 0, 0, 0},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0},
 };
 /* clang-format on */
@@ -500,6 +504,35 @@ static int cmd_outbox_replay(struct pd_app *a, const struct command *c, struct a
 		rc = pd_admin_outbox_replay(&a->db, ids, x->argc, fmt, out, e);
 	free(ids);
 	return rc;
+}
+
+static int cmd_lease_check(struct pd_app *a, const struct command *c, struct args *x,
+			   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	const char *id_s = getenv("PD_JOB_ID"), *token_s = getenv("PD_LEASE_TOKEN");
+	long long id, token;
+	int held;
+
+	(void)c;
+	(void)x;
+	if (id_s == NULL || token_s == NULL)
+		return pd_errf(e, PD_EX_USAGE,
+			       "PD_JOB_ID and PD_LEASE_TOKEN are not set: run this "
+			       "from a handler started by pd-worker");
+	if (pd_admin_parse_id(id_s, "job", &id, e) < 0 ||
+	    pd_admin_parse_id(token_s, "lease token", &token, e) < 0)
+		return -1;
+	held = pd_jobs_lease_held(&a->db, id, token, e);
+	if (held < 0)
+		return -1;
+	if (!held)
+		return pd_errf(e, PD_EX_CONFLICT,
+			       "lease lost: job %lld is no longer held under token %lld", id,
+			       token);
+	if (fmt->json)
+		pd_buf_printf(out, "{\"job\":%lld,\"lease_token\":%lld,\"held\":true}\n", id,
+			      token);
+	return 0;
 }
 
 static volatile sig_atomic_t top_quit, top_resized;
