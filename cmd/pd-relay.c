@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "dur.h"
+#include "link.h"
 #include "log.h"
 #include "outbox.h"
 #include "proc.h"
@@ -102,8 +103,9 @@ struct relay {
 	int sigfd;
 	struct pd_rng rng;
 	/* loop state */
-	int db_up, wake, idle, claimed, draining, drain_killed;
-	long long next_claim, next_connect, connect_backoff, drain_deadline;
+	struct pd_link link;
+	int wake, idle, claimed, draining, drain_killed;
+	long long next_claim, drain_deadline;
 };
 
 static const struct pubcmd *find_cmd(const struct relay *r, const char *topic)
@@ -255,27 +257,6 @@ static void start_slot(struct relay *r, struct slot *s)
 	s->running = 1;
 }
 
-static void db_down(struct relay *r, const struct pd_err *e)
-{
-	if (r->db_up)
-		pd_log(PD_LOG_WARN, "database connection lost", "error=%s",
-		       pd_log_quote((char[600]){0}, 600, e->msg));
-	r->db_up = 0;
-	r->next_connect = pd_now_ms() + r->connect_backoff;
-}
-
-/* A query failed: 69 means the connection is gone (retry later), anything else is fatal. */
-static int db_failed(struct relay *r, const struct pd_err *e)
-{
-	if (e->code == PD_EX_UNAVAILABLE) {
-		db_down(r, e);
-		return 0;
-	}
-	pd_log(PD_LOG_ERROR, "database error", "error=%s",
-	       pd_log_quote((char[600]){0}, 600, e->msg));
-	return -1;
-}
-
 /*
  * Connect and LISTEN. At start-up (first) any failure is final; later an
  * unavailable database is retried with backoff.
@@ -286,17 +267,12 @@ static int connect_db(struct relay *r, int first, struct pd_err *e)
 							    NULL, PGRES_COMMAND_OK, NULL, e) < 0) {
 		if (first || e->code != PD_EX_UNAVAILABLE)
 			return -1;
-		pd_log(PD_LOG_WARN, "database unavailable, will retry", "retry_ms=%lld error=%s",
-		       r->connect_backoff, pd_log_quote((char[600]){0}, 600, e->msg));
+		pd_link_retry(&r->link, e);
 		pd_err_clear(e);
-		r->db_up = 0;
-		r->next_connect = pd_now_ms() + r->connect_backoff;
-		r->connect_backoff = r->connect_backoff * 2 > 5000 ? 5000 : r->connect_backoff * 2;
 		return 0;
 	}
-	r->db_up = 1;
+	pd_link_up(&r->link);
 	r->wake = 1;
-	r->connect_backoff = 100;
 	pd_log(first ? PD_LOG_DEBUG : PD_LOG_INFO, first ? "connected" : "reconnected", "relay=%s",
 	       r->id);
 	return 0;
@@ -326,7 +302,7 @@ static void log_outcome(const struct slot *s, const char *state)
 /* Write the outcomes of finished publish commands. */
 static int flush_outcomes(struct relay *r)
 {
-	for (int i = 0; i < r->concurrency && r->db_up; i++) {
+	for (int i = 0; i < r->concurrency && r->link.up; i++) {
 		struct slot *s = &r->slots[i];
 		struct pd_err e = PD_ERR_INIT;
 		char state[16];
@@ -336,7 +312,7 @@ static int flush_outcomes(struct relay *r)
 			continue;
 		rc = pd_outbox_finish(&r->app.db, s->msg.id, s->msg.token, &s->out, state, &e);
 		if (rc < 0)
-			return db_failed(r, &e);
+			return pd_link_failed(&r->link, &e);
 		if (rc == 0)
 			pd_log(PD_LOG_WARN, "fenced: the claim was taken over, outcome not written",
 			       "%s token=%lld", s->prefix, s->msg.token);
@@ -359,7 +335,7 @@ static int claim(struct relay *r)
 		return 0;
 	if (pd_outbox_claim(&r->app.db, r->id, r->any_topic ? NULL : r->topics, r->ntopics, want,
 			    r->visibility_ms, &m, &n, &dead, &e) < 0)
-		return db_failed(r, &e);
+		return pd_link_failed(&r->link, &e);
 	r->claimed = 1;
 	r->idle = n == 0 && dead == 0;
 	if (dead)
@@ -412,23 +388,10 @@ static void start_drain(struct relay *r, int sig)
 	       "signal=%d running=%d drain_timeout_ms=%lld", sig, running_count(r), r->drain_ms);
 }
 
-static long long min_deadline(long long a, long long b)
-{
-	if (a < 0)
-		return b;
-	if (b < 0)
-		return a;
-	return a < b ? a : b;
-}
-
 static void drain_notifies(struct relay *r)
 {
-	PGnotify *nt;
-
-	while ((nt = PQnotifies(r->app.db.conn)) != NULL) {
+	if (pd_link_notifies(&r->link))
 		r->wake = 1;
-		PQfreemem(nt);
-	}
 }
 
 static int loop(struct relay *r)
@@ -440,7 +403,7 @@ static int loop(struct relay *r)
 		long long now = pd_now_ms(), deadline = -1;
 		int nfds = 0, n, may_claim;
 
-		if (!r->db_up && now >= r->next_connect) {
+		if (!r->link.up && now >= r->link.next_connect) {
 			struct pd_err e = PD_ERR_INIT;
 
 			if (connect_db(r, 0, &e) < 0) {
@@ -450,14 +413,14 @@ static int loop(struct relay *r)
 				break;
 			}
 		}
-		if (r->db_up && flush_outcomes(r) < 0) {
+		if (r->link.up && flush_outcomes(r) < 0) {
 			rc = PD_EX_SOFTWARE;
 			break;
 		}
-		if (r->db_up)
+		if (r->link.up)
 			drain_notifies(r);
 		now = pd_now_ms();
-		may_claim = r->db_up && !r->draining && !(r->once && r->claimed);
+		may_claim = r->link.up && !r->draining && !(r->once && r->claimed);
 		if (may_claim && (r->wake || now >= r->next_claim) &&
 		    running_count(r) < r->concurrency) {
 			r->wake = 0;
@@ -478,11 +441,11 @@ static int loop(struct relay *r)
 				if (r->slots[i].running)
 					pd_proc_kill(&r->slots[i].proc, "drain");
 		}
-		if (r->until_idle && r->idle && running_count(r) == 0 && r->db_up)
+		if (r->until_idle && r->idle && running_count(r) == 0 && r->link.up)
 			break;
 
 		fds[nfds++] = (struct pollfd){.fd = r->sigfd, .events = POLLIN};
-		if (r->db_up)
+		if (r->link.up)
 			fds[nfds++] =
 			    (struct pollfd){.fd = PQsocket(r->app.db.conn), .events = POLLIN};
 		for (int i = 0; i < r->concurrency; i++) {
@@ -491,14 +454,14 @@ static int loop(struct relay *r)
 			if (!s->running)
 				continue;
 			nfds += pd_proc_pollfds(&s->proc, fds + nfds, 3);
-			deadline = min_deadline(deadline, pd_proc_deadline(&s->proc));
+			deadline = pd_deadline_min(deadline, pd_proc_deadline(&s->proc));
 		}
 		if (may_claim)
-			deadline = min_deadline(deadline, r->next_claim);
-		if (!r->db_up)
-			deadline = min_deadline(deadline, r->next_connect);
+			deadline = pd_deadline_min(deadline, r->next_claim);
+		if (!r->link.up)
+			deadline = pd_deadline_min(deadline, r->link.next_connect);
 		if (r->draining && !r->drain_killed)
-			deadline = min_deadline(deadline, r->drain_deadline);
+			deadline = pd_deadline_min(deadline, r->drain_deadline);
 		now = pd_now_ms();
 		n = poll(fds, (nfds_t)nfds,
 			 deadline < 0	   ? -1
@@ -519,16 +482,9 @@ static int loop(struct relay *r)
 					start_drain(r, sig);
 			}
 		}
-		if (n > 0 && r->db_up && fds[1].revents) {
-			if (!PQconsumeInput(r->app.db.conn)) {
-				struct pd_err e = PD_ERR_INIT;
-
-				pd_errf(&e, PD_EX_UNAVAILABLE, "%s",
-					PQerrorMessage(r->app.db.conn));
-				db_down(r, &e);
-			} else {
-				drain_notifies(r);
-			}
+		if (n > 0 && r->link.up && fds[1].revents) {
+			pd_link_read(&r->link);
+			drain_notifies(r);
 		}
 		now = pd_now_ms();
 		for (int i = 0; i < r->concurrency; i++) {
@@ -544,7 +500,7 @@ static int loop(struct relay *r)
 		}
 	}
 	/* Write what the drain stopped (or what is left after a fatal error). */
-	if (r->db_up)
+	if (r->link.up)
 		flush_outcomes(r);
 	free(fds);
 	return rc;
@@ -781,7 +737,7 @@ int main(int argc, char **argv)
 		 (unsigned)(pd_rng_next(&r.rng) & 0xffff));
 	if ((r.sigfd = pd_sig_open(signals, 4, &e)) < 0)
 		goto fail;
-	r.connect_backoff = 100;
+	pd_link_init(&r.link, &r.app.db);
 	if (connect_db(&r, 1, &e) < 0)
 		goto fail;
 	{

@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "jobs.h"
 #include "json.h"
+#include "link.h"
 #include "log.h"
 #include "proc.h"
 #include "retry.h"
@@ -105,8 +106,9 @@ struct worker {
 	int sigfd;
 	struct pd_rng rng;
 	/* loop state */
-	int db_up, wake, idle, draining, drain_killed;
-	long long next_claim, next_beat, next_reap, next_connect, connect_backoff, drain_deadline;
+	struct pd_link link;
+	int wake, idle, draining, drain_killed;
+	long long next_claim, next_beat, next_reap, drain_deadline;
 };
 
 static const struct handler *find_handler(const struct worker *w, const char *type)
@@ -329,27 +331,6 @@ static void start_slot(struct worker *w, struct slot *s)
 	s->running = 1;
 }
 
-static void db_down(struct worker *w, const struct pd_err *e)
-{
-	if (w->db_up)
-		pd_log(PD_LOG_WARN, "database connection lost", "error=%s",
-		       pd_log_quote((char[600]){0}, 600, e->msg));
-	w->db_up = 0;
-	w->next_connect = pd_now_ms() + w->connect_backoff;
-}
-
-/* A query failed: 69 means the connection is gone (retry later), anything else is fatal. */
-static int db_failed(struct worker *w, const struct pd_err *e)
-{
-	if (e->code == PD_EX_UNAVAILABLE) {
-		db_down(w, e);
-		return 0;
-	}
-	pd_log(PD_LOG_ERROR, "database error", "error=%s",
-	       pd_log_quote((char[600]){0}, 600, e->msg));
-	return -1;
-}
-
 /*
  * Connect, LISTEN and register. At start-up (first) any failure is final:
  * the caller exits with e's code. Later, an unavailable database is retried
@@ -367,17 +348,12 @@ static int connect_db(struct worker *w, int first, struct pd_err *e)
 			       (int)w->concurrency, e) < 0) {
 		if (first || e->code != PD_EX_UNAVAILABLE)
 			return -1;
-		pd_log(PD_LOG_WARN, "database unavailable, will retry", "retry_ms=%lld error=%s",
-		       w->connect_backoff, pd_log_quote((char[600]){0}, 600, e->msg));
+		pd_link_retry(&w->link, e);
 		pd_err_clear(e);
-		w->db_up = 0;
-		w->next_connect = pd_now_ms() + w->connect_backoff;
-		w->connect_backoff = w->connect_backoff * 2 > 5000 ? 5000 : w->connect_backoff * 2;
 		return 0;
 	}
-	w->db_up = 1;
+	pd_link_up(&w->link);
 	w->wake = 1;
-	w->connect_backoff = 100;
 	pd_log(first ? PD_LOG_DEBUG : PD_LOG_INFO, first ? "connected" : "reconnected", "worker=%s",
 	       w->id);
 	return 0;
@@ -386,7 +362,7 @@ static int connect_db(struct worker *w, int first, struct pd_err *e)
 /* Write the outcomes of finished jobs. */
 static int flush_outcomes(struct worker *w)
 {
-	for (int i = 0; i < w->concurrency && w->db_up; i++) {
+	for (int i = 0; i < w->concurrency && w->link.up; i++) {
 		struct slot *s = &w->slots[i];
 		struct pd_err e = PD_ERR_INIT;
 		char state[16];
@@ -402,7 +378,7 @@ static int flush_outcomes(struct worker *w)
 		}
 		rc = pd_jobs_finish(&w->app.db, s->job.id, s->job.token, &s->out, state, &e);
 		if (rc < 0)
-			return db_failed(w, &e);
+			return pd_link_failed(&w->link, &e);
 		if (rc == 0)
 			pd_log(PD_LOG_WARN, "fenced: the lease was taken over, outcome not written",
 			       "%s outcome=%s", s->prefix, s->out.outcome);
@@ -436,7 +412,7 @@ static int heartbeat(struct worker *w)
 		}
 	}
 	if (pd_jobs_heartbeat(&w->app.db, w->id, ids, tokens, n, w->lease_ms, held, &e) < 0)
-		return db_failed(w, &e);
+		return pd_link_failed(&w->link, &e);
 	for (int k = 0; k < n; k++) {
 		struct slot *s = &w->slots[idx[k]];
 
@@ -462,7 +438,7 @@ static int claim(struct worker *w)
 		return 0;
 	if (pd_jobs_claim(&w->app.db, w->id, w->queues, w->nqueues, w->types, w->ntypes, want,
 			  w->lease_ms, &c, &n, &e) < 0)
-		return db_failed(w, &e);
+		return pd_link_failed(&w->link, &e);
 	w->idle = n == 0;
 	if (n == want)
 		w->wake = 1; /* there may be more */
@@ -483,7 +459,7 @@ static int claim(struct worker *w)
 	}
 	free(c); /* the strings now belong to the slots */
 	if (pd_jobs_start(&w->app.db, ids, tokens, started, &e) < 0)
-		return db_failed(w, &e);
+		return pd_link_failed(&w->link, &e);
 	return 0;
 }
 
@@ -516,15 +492,6 @@ static void start_drain(struct worker *w, int sig)
 	       sig, running_count(w), w->drain_ms);
 }
 
-static long long min_deadline(long long a, long long b)
-{
-	if (a < 0)
-		return b;
-	if (b < 0)
-		return a;
-	return a < b ? a : b;
-}
-
 static int loop(struct worker *w)
 {
 	struct pollfd *fds = pd_xcalloc((size_t)(2 + 3 * w->concurrency), sizeof(*fds));
@@ -534,7 +501,7 @@ static int loop(struct worker *w)
 		long long now = pd_now_ms(), deadline = -1;
 		int nfds = 0, n;
 
-		if (!w->db_up && now >= w->next_connect) {
+		if (!w->link.up && now >= w->link.next_connect) {
 			struct pd_err e = PD_ERR_INIT;
 
 			if (connect_db(w, 0, &e) < 0) {
@@ -546,12 +513,12 @@ static int loop(struct worker *w)
 		}
 		/* Outcomes first: a worker resumed after a stop writes (and is fenced) before it
 		 * heartbeats. */
-		if (w->db_up && flush_outcomes(w) < 0) {
+		if (w->link.up && flush_outcomes(w) < 0) {
 			rc = PD_EX_SOFTWARE;
 			break;
 		}
 		now = pd_now_ms();
-		if (w->db_up && now >= w->next_beat) {
+		if (w->link.up && now >= w->next_beat) {
 			/*
 			 * Collect children that exited unnoticed (poll can return EINTR after a
 			 * SIGSTOP/SIGCONT), so a finished handler's outcome is written and
@@ -564,12 +531,12 @@ static int loop(struct worker *w)
 			}
 			w->next_beat = now + w->heartbeat_ms;
 		}
-		if (w->db_up && w->reap && now >= w->next_reap) {
+		if (w->link.up && w->reap && now >= w->next_reap) {
 			int requeued, dead;
 			struct pd_err e = PD_ERR_INIT;
 
 			if (pd_jobs_reap(&w->app.db, &requeued, &dead, &e) < 0) {
-				if (db_failed(w, &e) < 0) {
+				if (pd_link_failed(&w->link, &e) < 0) {
 					rc = PD_EX_SOFTWARE;
 					break;
 				}
@@ -579,15 +546,10 @@ static int loop(struct worker *w)
 			}
 			w->next_reap = now + w->lease_ms / 2;
 		}
-		if (w->db_up) {
-			PGnotify *nt; /* notifications that arrived during our own queries */
-
-			while ((nt = PQnotifies(w->app.db.conn)) != NULL) {
-				w->wake = 1;
-				PQfreemem(nt);
-			}
-		}
-		if (w->db_up && !w->draining && (w->wake || now >= w->next_claim) &&
+		/* notifications that arrived during our own queries */
+		if (pd_link_notifies(&w->link))
+			w->wake = 1;
+		if (w->link.up && !w->draining && (w->wake || now >= w->next_claim) &&
 		    running_count(w) < w->concurrency) {
 			w->wake = 0;
 			w->next_claim = now + w->poll_ms;
@@ -607,11 +569,11 @@ static int loop(struct worker *w)
 						pd_proc_kill(&w->slots[i].proc, "drain");
 			}
 		}
-		if (w->until_idle && w->idle && running_count(w) == 0 && w->db_up)
+		if (w->until_idle && w->idle && running_count(w) == 0 && w->link.up)
 			break;
 
 		fds[nfds++] = (struct pollfd){.fd = w->sigfd, .events = POLLIN};
-		if (w->db_up)
+		if (w->link.up)
 			fds[nfds++] =
 			    (struct pollfd){.fd = PQsocket(w->app.db.conn), .events = POLLIN};
 		for (int i = 0; i < w->concurrency; i++) {
@@ -620,19 +582,19 @@ static int loop(struct worker *w)
 			if (!s->running)
 				continue;
 			nfds += pd_proc_pollfds(&s->proc, fds + nfds, 3);
-			deadline = min_deadline(deadline, pd_proc_deadline(&s->proc));
+			deadline = pd_deadline_min(deadline, pd_proc_deadline(&s->proc));
 		}
-		if (w->db_up) {
-			deadline = min_deadline(deadline, w->next_beat);
+		if (w->link.up) {
+			deadline = pd_deadline_min(deadline, w->next_beat);
 			if (!w->draining)
-				deadline = min_deadline(deadline, w->next_claim);
+				deadline = pd_deadline_min(deadline, w->next_claim);
 			if (w->reap)
-				deadline = min_deadline(deadline, w->next_reap);
+				deadline = pd_deadline_min(deadline, w->next_reap);
 		} else {
-			deadline = min_deadline(deadline, w->next_connect);
+			deadline = pd_deadline_min(deadline, w->link.next_connect);
 		}
 		if (w->draining && !w->drain_killed)
-			deadline = min_deadline(deadline, w->drain_deadline);
+			deadline = pd_deadline_min(deadline, w->drain_deadline);
 		now = pd_now_ms();
 		n = poll(fds, (nfds_t)nfds,
 			 deadline < 0	   ? -1
@@ -653,21 +615,10 @@ static int loop(struct worker *w)
 					start_drain(w, sig);
 			}
 		}
-		if (n > 0 && w->db_up && fds[1].revents) {
-			PGnotify *nt;
-
-			if (!PQconsumeInput(w->app.db.conn)) {
-				struct pd_err e = PD_ERR_INIT;
-
-				pd_errf(&e, PD_EX_UNAVAILABLE, "%s",
-					PQerrorMessage(w->app.db.conn));
-				db_down(w, &e);
-			} else {
-				while ((nt = PQnotifies(w->app.db.conn)) != NULL) {
-					w->wake = 1;
-					PQfreemem(nt);
-				}
-			}
+		if (n > 0 && w->link.up && fds[1].revents) {
+			pd_link_read(&w->link);
+			if (pd_link_notifies(&w->link))
+				w->wake = 1;
 		}
 		now = pd_now_ms();
 		for (int i = 0; i < w->concurrency; i++) {
@@ -683,7 +634,7 @@ static int loop(struct worker *w)
 		}
 	}
 	/* Release what the drain stopped (or what is left after a fatal error). */
-	if (w->db_up)
+	if (w->link.up)
 		flush_outcomes(w);
 	free(fds);
 	return rc;
@@ -916,13 +867,13 @@ int main(int argc, char **argv)
 	if ((w.sigfd = pd_sig_open(signals, 4, &e)) < 0)
 		goto fail;
 	/* A failure to connect at start-up is an error (69), not a retry loop. */
-	w.connect_backoff = 100;
+	pd_link_init(&w.link, &w.app.db);
 	if (connect_db(&w, 1, &e) < 0)
 		goto fail;
 	pd_log(PD_LOG_INFO, "worker started", "worker=%s concurrency=%lld queues=%d handlers=%d",
 	       w.id, w.concurrency, w.nqueues, w.nhandlers);
 	rc = loop(&w);
-	if (w.db_up) {
+	if (w.link.up) {
 		struct pd_err ue = PD_ERR_INIT;
 
 		pd_worker_unregister(&w.app.db, w.id, &ue);
