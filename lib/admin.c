@@ -138,36 +138,6 @@ void pd_admin_age(double seconds, char *out, size_t n)
 	}
 }
 
-/* RFC 8259 number grammar. */
-static int json_number(const char *s)
-{
-	if (*s == '-')
-		s++;
-	if (*s == '0')
-		s++;
-	else if (*s >= '1' && *s <= '9')
-		while (isdigit((unsigned char)*s))
-			s++;
-	else
-		return 0;
-	if (*s == '.') {
-		if (!isdigit((unsigned char)*++s))
-			return 0;
-		while (isdigit((unsigned char)*s))
-			s++;
-	}
-	if (*s == 'e' || *s == 'E') {
-		s++;
-		if (*s == '+' || *s == '-')
-			s++;
-		if (!isdigit((unsigned char)*s))
-			return 0;
-		while (isdigit((unsigned char)*s))
-			s++;
-	}
-	return *s == '\0';
-}
-
 /* Append one JSON object, without a newline, of the JSON columns of a row. */
 static void json_row(struct pd_buf *out, const struct pd_admin_col *cols, int ncols,
 		     const char *const *row)
@@ -187,7 +157,7 @@ static void json_row(struct pd_buf *out, const struct pd_admin_col *cols, int nc
 		pd_buf_putc(out, ':');
 		if (v == NULL)
 			pd_buf_puts(out, "null");
-		else if ((cols[c].kind == 'n' || cols[c].kind == 'd') && json_number(v))
+		else if ((cols[c].kind == 'n' || cols[c].kind == 'd') && pd_json_is_number(v))
 			pd_buf_puts(out, v);
 		else if (cols[c].kind == 'b')
 			pd_buf_puts(out, (*v == 't' || *v == '1') ? "true" : "false");

@@ -123,16 +123,6 @@ void pd_table_add(struct pd_table *t, const char *const *row)
 	t->nrows++;
 }
 
-static int looks_numeric(const char *s)
-{
-	char *end;
-
-	if (*s == '\0')
-		return 0;
-	strtod(s, &end);
-	return *end == '\0' && strspn(s, "-0123456789.eE+") == strlen(s);
-}
-
 static void print_json(const struct pd_table *t, FILE *f)
 {
 	struct pd_buf b = PD_BUF_INIT;
@@ -150,7 +140,7 @@ static void print_json(const struct pd_table *t, FILE *f)
 			pd_buf_putc(&b, ':');
 			if (v == NULL)
 				pd_buf_puts(&b, "null");
-			else if (kind == 'n' && looks_numeric(v))
+			else if (kind == 'n' && pd_json_is_number(v))
 				pd_buf_puts(&b, v);
 			else if (kind == 'b')
 				pd_buf_puts(&b, (*v == 't' || *v == '1') ? "true" : "false");

@@ -282,6 +282,13 @@ static int scan_number(struct scan *sc)
 	return 0;
 }
 
+int pd_json_is_number(const char *s)
+{
+	struct scan sc = {(const unsigned char *)s, strlen(s), 0, 0, NULL};
+
+	return *s != '\0' && scan_number(&sc) == 0 && sc.pos == sc.len;
+}
+
 /* true, false or null at sc->pos, which holds a letter. */
 static int scan_literal(struct scan *sc)
 {

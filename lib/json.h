@@ -105,6 +105,9 @@ void pd_json_quote(struct pd_buf *b, const char *s, size_t n);
 /* 1 if s (n bytes) is valid UTF-8 (no overlongs, surrogates or > U+10FFFF), else 0. */
 int pd_json_valid_utf8(const char *s, size_t n);
 
+/* 1 if all of s is one JSON number (RFC 8259 grammar), else 0. */
+int pd_json_is_number(const char *s);
+
 /*
  * The 1-based line and column (in bytes) of offset off in s, for error
  * messages. Lines end at '\n'; off may be the length of s (end of input).

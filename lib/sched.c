@@ -703,36 +703,6 @@ int pd_sched_tick(struct pd_db *db, long long grace, struct pd_tick_stats *st, s
 
 /* ---- schedules files ---- */
 
-/* A JSON number as JSON writes it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
-static int json_number(const char *s)
-{
-	if (*s == '-')
-		s++;
-	if (*s == '0')
-		s++;
-	else if (*s >= '1' && *s <= '9')
-		while (isdigit((unsigned char)*s))
-			s++;
-	else
-		return 0;
-	if (*s == '.') {
-		if (!isdigit((unsigned char)*++s))
-			return 0;
-		while (isdigit((unsigned char)*s))
-			s++;
-	}
-	if (*s == 'e' || *s == 'E') {
-		s++;
-		if (*s == '+' || *s == '-')
-			s++;
-		if (!isdigit((unsigned char)*s))
-			return 0;
-		while (isdigit((unsigned char)*s))
-			s++;
-	}
-	return *s == '\0';
-}
-
 /* A YAML node as JSON (see sched.h). */
 static void yaml_json(const struct pd_ynode *n, struct pd_buf *b)
 {
@@ -766,7 +736,7 @@ static void yaml_json(const struct pd_ynode *n, struct pd_buf *b)
 				return;
 			}
 		}
-		if (json_number(n->value)) {
+		if (pd_json_is_number(n->value)) {
 			pd_buf_puts(b, n->value);
 			return;
 		}

@@ -661,6 +661,27 @@ static void test_large(void)
 	pd_buf_release(&b);
 }
 
+static void test_is_number(void)
+{
+	static const char *yes[] = {"0",   "-0",     "42",	  "-17", "1.5",
+				    "1e5", "1.5E-3", "-1.25e+10", NULL};
+	static const char *no[] = {"",	   "-",	 "01", "1.",  ".5",    "+1",  "1e", "1e+",
+				   "0x1F", "1 ", " 1", "NaN", "1.2.3", "--1", NULL};
+
+	for (int i = 0; yes[i]; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "is_number '%s'", yes[i]);
+		ok(pd_json_is_number(yes[i]) == 1, name);
+	}
+	for (int i = 0; no[i]; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "is_number refuses '%s'", no[i]);
+		ok(pd_json_is_number(no[i]) == 0, name);
+	}
+}
+
 int main(void)
 {
 	test_valid_types();
@@ -673,6 +694,7 @@ int main(void)
 	test_utf8();
 	test_linecol();
 	test_large();
+	test_is_number();
 	str_of(NULL, -1);
 	return done_testing();
 }
