@@ -1,4 +1,3 @@
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -8,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "cli.h"
 #include "dur.h"
 #include "json.h"
@@ -123,81 +123,22 @@ void pd_table_add(struct pd_table *t, const char *const *row)
 	t->nrows++;
 }
 
-static void print_json(const struct pd_table *t, FILE *f)
-{
-	struct pd_buf b = PD_BUF_INIT;
-
-	for (int r = 0; r < t->nrows; r++) {
-		pd_buf_reset(&b);
-		pd_buf_putc(&b, '{');
-		for (int c = 0; c < t->ncols; c++) {
-			const char *v = t->cells[r * t->ncols + c];
-			char kind = t->numeric ? t->numeric[c] : 's';
-
-			if (c)
-				pd_buf_putc(&b, ',');
-			pd_json_quote(&b, t->names[c], strlen(t->names[c]));
-			pd_buf_putc(&b, ':');
-			if (v == NULL)
-				pd_buf_puts(&b, "null");
-			else if (kind == 'n' && pd_json_is_number(v))
-				pd_buf_puts(&b, v);
-			else if (kind == 'b')
-				pd_buf_puts(&b, (*v == 't' || *v == '1') ? "true" : "false");
-			else if (kind == 'j')
-				pd_buf_puts(&b, v); /* already JSON */
-			else
-				pd_json_quote(&b, v, strlen(v));
-		}
-		pd_buf_puts(&b, "}\n");
-		fputs(b.data, f);
-	}
-	pd_buf_release(&b);
-}
-
 void pd_table_print(const struct pd_table *t, FILE *f, int json)
 {
-	size_t *w;
+	struct pd_admin_col *cols = pd_xcalloc((size_t)t->ncols, sizeof(*cols));
+	struct pd_admin_fmt fmt = {json, 0};
+	struct pd_buf out = PD_BUF_INIT;
 
-	if (json) {
-		print_json(t, f);
-		return;
-	}
-	w = pd_xcalloc((size_t)t->ncols, sizeof(*w));
+	/* One renderer for every listing: pd-admin's, fed the table's columns. */
 	for (int c = 0; c < t->ncols; c++) {
-		w[c] = strlen(t->names[c]);
-		for (int r = 0; r < t->nrows; r++) {
-			const char *v = t->cells[r * t->ncols + c];
-			size_t n = strlen(v ? v : "-");
-
-			if (n > w[c])
-				w[c] = n;
-		}
+		cols[c].name = t->names[c];
+		cols[c].kind = t->numeric ? t->numeric[c] : 's';
+		cols[c].where = 'b';
 	}
-	for (int r = -1; r < t->nrows; r++) {
-		for (int c = 0; c < t->ncols; c++) {
-			const char *v = r < 0 ? t->names[c] : t->cells[r * t->ncols + c];
-			int last = c == t->ncols - 1;
-
-			char head[64];
-
-			if (r < 0) {
-				size_t i = 0;
-
-				for (; v[i] && i + 1 < sizeof(head); i++)
-					head[i] = (char)toupper((unsigned char)v[i]);
-				head[i] = '\0';
-				v = head;
-			}
-			if (v == NULL)
-				v = "-";
-			if (last)
-				fprintf(f, "%s\n", v);
-			else
-				fprintf(f, "%-*s  ", (int)w[c], v);
-		}
-	}
-	free(w);
+	pd_admin_render(cols, t->ncols, (const char *const *)t->cells, t->nrows, &fmt, &out);
+	fwrite(pd_buf_str(&out), 1, out.len, f);
+	pd_buf_release(&out);
+	free(cols);
 }
 
 void pd_table_release(struct pd_table *t)
