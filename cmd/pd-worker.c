@@ -1,40 +1,21 @@
 /*
- * pd-worker: claim jobs, run each handler as a child process, keep the
- * leases alive, record the outcome with the lease token.
- *
- * One thread, one poll loop: a signalfd (SIGCHLD, SIGTERM, SIGINT), the
- * libpq socket (LISTEN wake-ups) and each child's pipes. The database going
- * away is not lease loss: handlers keep running, outcomes wait in memory,
- * and the loop reconnects with backoff.
+ * pd-worker: flags and configuration in, lib/worker does the rest (claim,
+ * run each handler as a child process, keep the leases alive, record the
+ * outcome with the lease token).
  */
-#include <errno.h>
 #include <getopt.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "app.h"
 #include "cli.h"
-#include "clock.h"
-#include "jobs.h"
-#include "json.h"
-#include "link.h"
 #include "log.h"
-#include "proc.h"
-#include "retry.h"
-#include "sig.h"
-#include "text.h"
+#include "worker.h"
 
 #define SYNOPSIS                                                                                   \
 	"usage: pd-worker [-hVqv] [-c file] [-d conninfo] [options] --handler TYPE=COMMAND ...\n"
 #define MAX_HANDLERS 256
-#define MAX_QUEUES   64
-
-extern char **environ;
 
 static void help(void)
 {
@@ -47,7 +28,7 @@ static void help(void)
 	    "  -q, --queue QUEUE           queue to serve (repeatable; default 'default')\n"
 	    "  -n, --concurrency N         handlers at once (default 4)\n"
 	    "      --lease DURATION        lease length (default 30s)\n"
-	    "      --heartbeat DURATION    lease renewal interval (default 10s)\n"
+	    "      --heartbeat DURATION    lease renewal interval (default: a third of the lease)\n"
 	    "      --poll DURATION         poll interval when no notification comes (default 1s)\n"
 	    "      --drain-timeout DUR     on SIGTERM, wait this long for handlers (default 30s)\n"
 	    "      --batch N               jobs claimed at once (default: concurrency)\n"
@@ -63,614 +44,47 @@ static void help(void)
 	    "anything else is retried with backoff. See pd-worker(1).\n");
 }
 
-struct handler {
-	const char *type;
-	const char *const *argv; /* for exec; NULL for a shell command */
-	const char *run;	 /* shell command */
-	long long timeout_ms;	 /* -1: none */
-	const int *terminal;
-	int nterminal;
-	char *owned; /* copy of a TYPE=... flag */
-	const char *exec_one[2];
+/* The handlers from the flags (owned strings), then the file's. */
+struct handlers {
+	struct pd_handler v[MAX_HANDLERS];
+	int n;
+	char *owned[MAX_HANDLERS];
+	char *argv[MAX_HANDLERS][2];
 };
-
-struct slot {
-	int used;
-	struct pd_claimed job;
-	const struct handler *h;
-	struct pd_proc proc;
-	int proc_init; /* pd_proc_start was called: pd_proc_release is owed */
-	int running;   /* proc started and not yet collected */
-	int finished;  /* outcome computed, waiting to be written */
-	int marked;    /* LEASED -> RUNNING written */
-	int lease_lost;
-	struct pd_outcome out;
-	struct pd_buf result, tail, error;
-	char **envp;
-	char prefix[64];
-};
-
-struct worker {
-	struct pd_app app;
-	struct handler handlers[MAX_HANDLERS];
-	int nhandlers;
-	const char *queues[MAX_QUEUES];
-	int nqueues;
-	const char **types; /* NULL: any type */
-	int ntypes;
-	long long concurrency, batch, lease_ms, heartbeat_ms, poll_ms, drain_ms, grace_ms;
-	long long result_limit;
-	int reap, until_idle;
-	char id[128], host[64];
-	struct slot *slots;
-	int sigfd;
-	struct pd_rng rng;
-	/* loop state */
-	struct pd_link link;
-	int wake, idle, draining, drain_killed;
-	long long next_claim, next_beat, next_reap, drain_deadline;
-};
-
-static const struct handler *find_handler(const struct worker *w, const char *type)
-{
-	const struct handler *any = NULL;
-
-	for (int i = 0; i < w->nhandlers; i++) {
-		if (strcmp(w->handlers[i].type, type) == 0)
-			return &w->handlers[i];
-		if (strcmp(w->handlers[i].type, "*") == 0 && any == NULL)
-			any = &w->handlers[i];
-	}
-	return any;
-}
-
-static int running_count(const struct worker *w)
-{
-	int n = 0;
-
-	for (int i = 0; i < w->concurrency; i++)
-		n += w->slots[i].used;
-	return n;
-}
-
-static void slot_free(struct slot *s)
-{
-	if (s->proc_init)
-		pd_proc_release(&s->proc);
-	free(s->job.type);
-	free(s->job.queue);
-	free(s->job.tenant);
-	free(s->job.payload);
-	free(s->job.run_at);
-	free(s->job.idempotency_key);
-	free(s->job.traceparent);
-	pd_buf_release(&s->result);
-	pd_buf_release(&s->tail);
-	pd_buf_release(&s->error);
-	for (char **e = s->envp; e && *e; e++)
-		free(*e);
-	free(s->envp);
-	memset(s, 0, sizeof(*s));
-}
-
-static void on_stderr(void *ctx, const char *line, size_t n)
-{
-	struct slot *s = ctx;
-	char q[4200];
-
-	(void)n;
-	pd_log(PD_LOG_INFO, "handler stderr", "%s line=%s", s->prefix,
-	       pd_log_quote(q, sizeof(q), line));
-}
-
-static char *envvar(const char *k, const char *v)
-{
-	size_t n = strlen(k) + strlen(v) + 2;
-	char *s = pd_xmalloc(n);
-
-	snprintf(s, n, "%s=%s", k, v);
-	return s;
-}
-
-/* The worker's environment plus the job's PD_* variables. */
-static char **build_env(const struct pd_claimed *j)
-{
-	static const char *ours[] = {"PD_JOB_ID",	"PD_JOB_TYPE", "PD_QUEUE",
-				     "PD_TENANT",	"PD_ATTEMPT",  "PD_MAX_ATTEMPTS",
-				     "PD_LEASE_TOKEN",	"PD_RUN_AT",   "PD_IDEMPOTENCY_KEY",
-				     "PD_REPLAY_COUNT", "TRACEPARENT", NULL};
-	size_t n = 0, k = 0;
-	char num[24], **env;
-
-	while (environ[n])
-		n++;
-	env = pd_xcalloc(n + 16, sizeof(*env));
-	for (size_t i = 0; i < n; i++) {
-		int skip = 0;
-
-		for (int o = 0; ours[o]; o++) {
-			size_t l = strlen(ours[o]);
-
-			skip |= strncmp(environ[i], ours[o], l) == 0 && environ[i][l] == '=';
-		}
-		if (!skip)
-			env[k++] = pd_xstrdup(environ[i]);
-	}
-	snprintf(num, sizeof(num), "%lld", j->id);
-	env[k++] = envvar("PD_JOB_ID", num);
-	env[k++] = envvar("PD_JOB_TYPE", j->type);
-	env[k++] = envvar("PD_QUEUE", j->queue);
-	env[k++] = envvar("PD_TENANT", j->tenant);
-	snprintf(num, sizeof(num), "%d", j->attempt);
-	env[k++] = envvar("PD_ATTEMPT", num);
-	snprintf(num, sizeof(num), "%d", j->max_attempts);
-	env[k++] = envvar("PD_MAX_ATTEMPTS", num);
-	snprintf(num, sizeof(num), "%lld", j->token);
-	env[k++] = envvar("PD_LEASE_TOKEN", num);
-	env[k++] = envvar("PD_RUN_AT", j->run_at ? j->run_at : "");
-	if (j->idempotency_key)
-		env[k++] = envvar("PD_IDEMPOTENCY_KEY", j->idempotency_key);
-	snprintf(num, sizeof(num), "%d", j->replay_count);
-	env[k++] = envvar("PD_REPLAY_COUNT", num);
-	if (j->traceparent)
-		env[k++] = envvar("TRACEPARENT", j->traceparent);
-	env[k] = NULL;
-	return env;
-}
-
-/* Classify a finished child into s->out (DESIGN.md, the handler contract). */
-static void classify(struct worker *w, struct slot *s, int start_failed, const char *start_error)
-{
-	struct pd_outcome *o = &s->out;
-	struct pd_proc_result r = {-1, 0, 0, NULL};
-	int terminal = 0;
-
-	memset(o, 0, sizeof(*o));
-	o->exit_code = -1;
-	if (!start_failed) {
-		pd_proc_result(&s->proc, &r);
-		pd_tail_copy(&s->proc.err_tail, &s->error);
-		pd_utf8_sanitize(&s->tail, pd_buf_str(&s->error), s->error.len);
-		pd_buf_reset(&s->error);
-		o->stderr_tail = s->tail.len ? s->tail.data : NULL;
-		o->exit_code = r.exit_code;
-		o->signal = r.signal;
-	}
-	if (start_failed) {
-		o->kind = PD_FINISH_RETRY;
-		o->outcome = "could_not_start";
-		pd_buf_printf(&s->error, "%s", start_error);
-	} else if (r.killed_reason && strcmp(r.killed_reason, "drain") == 0) {
-		o->kind = PD_FINISH_RELEASE;
-		o->outcome = "released";
-	} else if (r.timed_out) {
-		o->kind = PD_FINISH_RETRY;
-		o->outcome = "timeout";
-		pd_buf_printf(&s->error, "timeout after %lldms",
-			      s->proc.timeout_at - s->proc.started_ms);
-	} else if (r.exit_code == 0) {
-		struct pd_json j = PD_JSON_INIT;
-		struct pd_err ignore = PD_ERR_INIT;
-		const char *out = pd_buf_str(&s->proc.out);
-
-		o->kind = PD_FINISH_SUCCEEDED;
-		o->outcome = "succeeded";
-		o->result_truncated = s->proc.truncated;
-		if (s->proc.out.len == 0) {
-			o->result = NULL;
-		} else if (!s->proc.truncated &&
-			   pd_json_parse(&j, out, s->proc.out.len, &ignore) == 0) {
-			pd_buf_append(&s->result, out, s->proc.out.len);
-			o->result = s->result.data;
-		} else {
-			struct pd_buf clean = PD_BUF_INIT;
-
-			pd_utf8_sanitize(&clean, out, s->proc.out.len);
-			pd_json_quote(&s->result, pd_buf_str(&clean), clean.len);
-			pd_buf_release(&clean);
-			o->result = s->result.data;
-			o->result_is_text = 1;
-		}
-		pd_json_release(&j);
-	} else {
-		if (r.exit_code == 64 || r.exit_code == 65)
-			terminal = 1;
-		for (int i = 0; i < s->h->nterminal; i++)
-			terminal |= r.exit_code == s->h->terminal[i];
-		if (r.exit_code >= 0)
-			pd_buf_printf(&s->error, "exit %d", r.exit_code);
-		else
-			pd_buf_printf(&s->error, "killed by signal %d (%s)", r.signal,
-				      strsignal(r.signal));
-		o->kind = terminal ? PD_FINISH_DEAD : PD_FINISH_RETRY;
-		o->outcome = terminal ? "terminal" : "failed";
-		if (terminal)
-			o->dead_reason = "terminal exit code";
-	}
-	if (o->kind == PD_FINISH_RETRY)
-		o->backoff_ms = pd_backoff_ms(&w->rng, w->app.cfg.retry.base_ms,
-					      w->app.cfg.retry.cap_ms, s->job.attempt);
-	o->error = s->error.len ? s->error.data : NULL;
-	s->finished = 1;
-	s->running = 0;
-}
-
-static void start_slot(struct worker *w, struct slot *s)
-{
-	struct pd_proc_spec spec;
-	const char *sh[4] = {"/bin/sh", "-c", NULL, NULL};
-	struct pd_err e = PD_ERR_INIT;
-	long long timeout = s->job.timeout_ms >= 0 ? s->job.timeout_ms : s->h->timeout_ms;
-
-	snprintf(s->prefix, sizeof(s->prefix), "job=%lld attempt=%d", s->job.id, s->job.attempt);
-	s->envp = build_env(&s->job);
-	memset(&spec, 0, sizeof(spec));
-	if (s->h->run) {
-		sh[2] = s->h->run;
-		spec.argv = sh;
-	} else {
-		spec.argv = s->h->argv;
-	}
-	spec.envp = (const char *const *)s->envp;
-	spec.input = s->job.payload;
-	spec.input_len = strlen(s->job.payload);
-	spec.stdout_limit = (size_t)w->result_limit;
-	spec.timeout_ms = timeout > 0 ? timeout : 0;
-	spec.kill_grace_ms = w->grace_ms;
-	spec.on_stderr_line = on_stderr;
-	spec.ctx = s;
-	pd_log(PD_LOG_DEBUG, "job started", "%s type=%s token=%lld", s->prefix, s->job.type,
-	       s->job.token);
-	s->proc_init = 1;
-	if (pd_proc_start(&s->proc, &spec, &e) < 0) {
-		pd_log(PD_LOG_WARN, "handler could not start", "%s error=%s", s->prefix,
-		       pd_log_quote((char[600]){0}, 600, e.msg));
-		classify(w, s, 1, e.msg);
-		return;
-	}
-	s->running = 1;
-}
-
-/*
- * Connect, LISTEN and register. At start-up (first) any failure is final:
- * the caller exits with e's code. Later, an unavailable database is retried
- * with backoff and the loop goes on; anything else is final.
- */
-static int connect_db(struct worker *w, int first, struct pd_err *e)
-{
-	static const char *any[] = {"*"};
-
-	if (pd_app_connect(&w->app, 1, e) < 0 ||
-	    pd_db_exec(&w->app.db, "LISTEN pendulum_jobs", 0, NULL, PGRES_COMMAND_OK, NULL, e) <
-		0 ||
-	    pd_worker_register(&w->app.db, w->id, w->host, (int)getpid(), w->queues, w->nqueues,
-			       w->types ? w->types : any, w->types ? w->ntypes : 1,
-			       (int)w->concurrency, e) < 0) {
-		if (first || e->code != PD_EX_UNAVAILABLE)
-			return -1;
-		pd_link_retry(&w->link, e);
-		pd_err_clear(e);
-		return 0;
-	}
-	pd_link_up(&w->link);
-	w->wake = 1;
-	pd_log(first ? PD_LOG_DEBUG : PD_LOG_INFO, first ? "connected" : "reconnected", "worker=%s",
-	       w->id);
-	return 0;
-}
-
-/* Write the outcomes of finished jobs. */
-static int flush_outcomes(struct worker *w)
-{
-	for (int i = 0; i < w->concurrency && w->link.up; i++) {
-		struct slot *s = &w->slots[i];
-		struct pd_err e = PD_ERR_INIT;
-		char state[16];
-		int rc;
-
-		if (!s->used || !s->finished)
-			continue;
-		if (s->lease_lost) {
-			pd_log(PD_LOG_WARN, "lease lost: handler stopped, nothing written", "%s",
-			       s->prefix);
-			slot_free(s);
-			continue;
-		}
-		rc = pd_jobs_finish(&w->app.db, s->job.id, s->job.token, &s->out, state, &e);
-		if (rc < 0)
-			return pd_link_failed(&w->link, &e);
-		if (rc == 0)
-			pd_log(PD_LOG_WARN, "fenced: the lease was taken over, outcome not written",
-			       "%s outcome=%s", s->prefix, s->out.outcome);
-		else
-			pd_log(PD_LOG_INFO, "job done", "%s outcome=%s state=%s%s%s", s->prefix,
-			       s->out.outcome, state, s->out.error ? " error=" : "",
-			       s->out.error ? pd_log_quote((char[300]){0}, 300, s->out.error) : "");
-		slot_free(s);
-		w->wake = 1;
-	}
-	return 0;
-}
-
-static int heartbeat(struct worker *w)
-{
-	long long ids[1024] = {0}, tokens[1024] = {0};
-	int held[1024], idx[1024], n = 0;
-	struct pd_err e = PD_ERR_INIT;
-
-	for (int i = 0; i < w->concurrency && n < 1024; i++) {
-		struct slot *s = &w->slots[i];
-
-		/*
-		 * A handler that already exited has an outcome to write: let that write
-		 * go through the fence (and be counted if fenced) rather than drop it here.
-		 */
-		if (s->used && !s->finished && !s->lease_lost && !s->proc.reaped) {
-			ids[n] = s->job.id;
-			tokens[n] = s->job.token;
-			idx[n++] = i;
-		}
-	}
-	if (pd_jobs_heartbeat(&w->app.db, w->id, ids, tokens, n, w->lease_ms, held, &e) < 0)
-		return pd_link_failed(&w->link, &e);
-	for (int k = 0; k < n; k++) {
-		struct slot *s = &w->slots[idx[k]];
-
-		if (held[k])
-			continue;
-		s->lease_lost = 1;
-		if (s->running)
-			pd_proc_kill(&s->proc, "lease_lost");
-		pd_log(PD_LOG_WARN, "lease lost: stopping the handler", "%s", s->prefix);
-	}
-	return 0;
-}
-
-static int claim(struct worker *w)
-{
-	struct pd_claimed *c = NULL;
-	struct pd_err e = PD_ERR_INIT;
-	int free_slots = (int)w->concurrency - running_count(w), n = 0, want, started = 0;
-	long long ids[1024], tokens[1024];
-
-	want = free_slots < w->batch ? free_slots : (int)w->batch;
-	if (want <= 0)
-		return 0;
-	if (pd_jobs_claim(&w->app.db, w->id, w->queues, w->nqueues, w->types, w->ntypes, want,
-			  w->lease_ms, &c, &n, &e) < 0)
-		return pd_link_failed(&w->link, &e);
-	w->idle = n == 0;
-	if (n == want)
-		w->wake = 1; /* there may be more */
-	for (int k = 0, i = 0; k < n; k++) {
-		struct slot *s;
-
-		while (w->slots[i].used)
-			i++;
-		s = &w->slots[i];
-		s->used = 1;
-		s->job = c[k];
-		s->h = find_handler(w, s->job.type);
-		start_slot(w, s);
-		if (s->running && started < 1024) {
-			ids[started] = s->job.id;
-			tokens[started++] = s->job.token;
-		}
-	}
-	free(c); /* the strings now belong to the slots */
-	if (pd_jobs_start(&w->app.db, ids, tokens, started, &e) < 0)
-		return pd_link_failed(&w->link, &e);
-	return 0;
-}
-
-static void reap_children(struct worker *w)
-{
-	pid_t pid;
-	int st;
-
-	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-		int mine = 0;
-
-		for (int i = 0; i < w->concurrency && !mine; i++)
-			if (w->slots[i].running)
-				mine = pd_proc_reap(&w->slots[i].proc, pid, st);
-		if (!mine)
-			pd_log(PD_LOG_DEBUG, "reaped an unknown child", "pid=%d", (int)pid);
-	}
-}
-
-static void start_drain(struct worker *w, int sig)
-{
-	if (w->draining) {
-		pd_log(PD_LOG_WARN, "second signal: stopping handlers now", "signal=%d", sig);
-		w->drain_deadline = pd_now_ms();
-		return;
-	}
-	w->draining = 1;
-	w->drain_deadline = pd_now_ms() + w->drain_ms;
-	pd_log(PD_LOG_INFO, "draining: no new jobs", "signal=%d running=%d drain_timeout_ms=%lld",
-	       sig, running_count(w), w->drain_ms);
-}
-
-static int loop(struct worker *w)
-{
-	struct pollfd *fds = pd_xcalloc((size_t)(2 + 3 * w->concurrency), sizeof(*fds));
-	int rc = 0;
-
-	for (;;) {
-		long long now = pd_now_ms(), deadline = -1;
-		int nfds = 0, n;
-
-		if (!w->link.up && now >= w->link.next_connect) {
-			struct pd_err e = PD_ERR_INIT;
-
-			if (connect_db(w, 0, &e) < 0) {
-				pd_log(PD_LOG_ERROR, "cannot reconnect", "error=%s",
-				       pd_log_quote((char[600]){0}, 600, e.msg));
-				rc = e.code;
-				break;
-			}
-		}
-		/* Outcomes first: a worker resumed after a stop writes (and is fenced) before it
-		 * heartbeats. */
-		if (w->link.up && flush_outcomes(w) < 0) {
-			rc = PD_EX_SOFTWARE;
-			break;
-		}
-		now = pd_now_ms();
-		if (w->link.up && now >= w->next_beat) {
-			/*
-			 * Collect children that exited unnoticed (poll can return EINTR after a
-			 * SIGSTOP/SIGCONT), so a finished handler's outcome is written and
-			 * fenced rather than taken for a lost lease.
-			 */
-			reap_children(w);
-			if (heartbeat(w) < 0) {
-				rc = PD_EX_SOFTWARE;
-				break;
-			}
-			w->next_beat = now + w->heartbeat_ms;
-		}
-		if (w->link.up && w->reap && now >= w->next_reap) {
-			int requeued, dead;
-			struct pd_err e = PD_ERR_INIT;
-
-			if (pd_jobs_reap(&w->app.db, &requeued, &dead, &e) < 0) {
-				if (pd_link_failed(&w->link, &e) < 0) {
-					rc = PD_EX_SOFTWARE;
-					break;
-				}
-			} else if (requeued || dead) {
-				pd_log(PD_LOG_INFO, "expired leases given back",
-				       "requeued=%d dead=%d", requeued, dead);
-			}
-			w->next_reap = now + w->lease_ms / 2;
-		}
-		/* notifications that arrived during our own queries */
-		if (pd_link_notifies(&w->link))
-			w->wake = 1;
-		if (w->link.up && !w->draining && (w->wake || now >= w->next_claim) &&
-		    running_count(w) < w->concurrency) {
-			w->wake = 0;
-			w->next_claim = now + w->poll_ms;
-			if (claim(w) < 0) {
-				rc = PD_EX_SOFTWARE;
-				break;
-			}
-			continue; /* start the new children's I/O at once */
-		}
-		if (w->draining) {
-			if (running_count(w) == 0)
-				break;
-			if (now >= w->drain_deadline && !w->drain_killed) {
-				w->drain_killed = 1;
-				for (int i = 0; i < w->concurrency; i++)
-					if (w->slots[i].running)
-						pd_proc_kill(&w->slots[i].proc, "drain");
-			}
-		}
-		if (w->until_idle && w->idle && running_count(w) == 0 && w->link.up)
-			break;
-
-		fds[nfds++] = (struct pollfd){.fd = w->sigfd, .events = POLLIN};
-		if (w->link.up)
-			fds[nfds++] =
-			    (struct pollfd){.fd = PQsocket(w->app.db.conn), .events = POLLIN};
-		for (int i = 0; i < w->concurrency; i++) {
-			struct slot *s = &w->slots[i];
-
-			if (!s->running)
-				continue;
-			nfds += pd_proc_pollfds(&s->proc, fds + nfds, 3);
-			deadline = pd_deadline_min(deadline, pd_proc_deadline(&s->proc));
-		}
-		if (w->link.up) {
-			deadline = pd_deadline_min(deadline, w->next_beat);
-			if (!w->draining)
-				deadline = pd_deadline_min(deadline, w->next_claim);
-			if (w->reap)
-				deadline = pd_deadline_min(deadline, w->next_reap);
-		} else {
-			deadline = pd_deadline_min(deadline, w->link.next_connect);
-		}
-		if (w->draining && !w->drain_killed)
-			deadline = pd_deadline_min(deadline, w->drain_deadline);
-		now = pd_now_ms();
-		n = poll(fds, (nfds_t)nfds,
-			 deadline < 0	   ? -1
-			 : deadline <= now ? 0
-					   : (int)(deadline - now));
-		if (n < 0 && errno != EINTR) {
-			pd_log(PD_LOG_ERROR, "poll failed", "error=%s", strerror(errno));
-			rc = PD_EX_SOFTWARE;
-			break;
-		}
-		if (n > 0 && (fds[0].revents & POLLIN)) {
-			int sig;
-
-			while ((sig = pd_sig_read(w->sigfd)) > 0) {
-				if (sig == SIGCHLD)
-					reap_children(w);
-				else
-					start_drain(w, sig);
-			}
-		}
-		if (n > 0 && w->link.up && fds[1].revents) {
-			pd_link_read(&w->link);
-			if (pd_link_notifies(&w->link))
-				w->wake = 1;
-		}
-		now = pd_now_ms();
-		for (int i = 0; i < w->concurrency; i++) {
-			struct slot *s = &w->slots[i];
-
-			if (!s->running)
-				continue;
-			if (n > 0)
-				pd_proc_io(&s->proc, fds, nfds);
-			pd_proc_tick(&s->proc, now);
-			if (pd_proc_done(&s->proc))
-				classify(w, s, 0, NULL);
-		}
-	}
-	/* Release what the drain stopped (or what is left after a fatal error). */
-	if (w->link.up)
-		flush_outcomes(w);
-	free(fds);
-	return rc;
-}
 
 /* TYPE=VALUE */
-static int add_handler(struct worker *w, const char *arg, int exec, struct pd_err *e)
+static int add_handler(struct handlers *hs, const char *arg, int exec, struct pd_err *e)
 {
-	struct handler *h;
-	char *eq;
+	struct pd_handler *h;
+	char *owned, *eq;
 
-	if (w->nhandlers == MAX_HANDLERS)
+	if (hs->n == MAX_HANDLERS)
 		return pd_errf(e, PD_EX_USAGE, "too many handlers (at most %d)", MAX_HANDLERS);
-	h = &w->handlers[w->nhandlers];
-	h->owned = pd_xstrdup(arg);
-	eq = strchr(h->owned, '=');
-	if (eq == NULL || eq == h->owned || eq[1] == '\0') {
-		free(h->owned);
-		h->owned = NULL;
+	owned = pd_xstrdup(arg);
+	eq = strchr(owned, '=');
+	if (eq == NULL || eq == owned || eq[1] == '\0') {
+		free(owned);
 		return pd_errf(e, PD_EX_USAGE, "--%s '%s': expected TYPE=%s",
 			       exec ? "exec" : "handler", arg, exec ? "PATH" : "COMMAND");
 	}
 	*eq = '\0';
-	h->type = h->owned;
+	h = &hs->v[hs->n];
+	memset(h, 0, sizeof(*h));
+	hs->owned[hs->n] = owned;
+	h->name = owned;
 	h->timeout_ms = -1;
 	if (exec) {
-		h->exec_one[0] = eq + 1;
-		h->argv = h->exec_one;
+		hs->argv[hs->n][0] = eq + 1;
+		h->exec_argv = hs->argv[hs->n];
 	} else {
 		h->run = eq + 1;
 	}
-	w->nhandlers++;
+	hs->n++;
 	return 0;
 }
 
-static int parse_args(struct worker *w, int argc, char **argv, struct pd_err *e)
+static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_app *app, int argc,
+		      char **argv, struct pd_err *e)
 {
 	enum {
 		O_HANDLER = 256,
@@ -710,13 +124,13 @@ static int parse_args(struct worker *w, int argc, char **argv, struct pd_err *e)
 		switch (ch) {
 		case O_HANDLER:
 		case O_EXEC:
-			if (add_handler(w, optarg, ch == O_EXEC, e) < 0)
+			if (add_handler(hs, optarg, ch == O_EXEC, e) < 0)
 				return -1;
 			break;
 		case 'q':
-			if (w->nqueues == MAX_QUEUES)
+			if (w->nqueues == PD_WORKER_MAX_QUEUES)
 				return pd_errf(e, PD_EX_USAGE, "too many queues (at most %d)",
-					       MAX_QUEUES);
+					       PD_WORKER_MAX_QUEUES);
 			if (*optarg == '\0')
 				return pd_errf(e, PD_EX_USAGE, "option -q: must not be empty");
 			w->queues[w->nqueues++] = optarg;
@@ -728,6 +142,10 @@ static int parse_args(struct worker *w, int argc, char **argv, struct pd_err *e)
 		case O_LEASE:
 			if (pd_cli_dur("--lease", optarg, &w->lease_ms, e) < 0)
 				return -1;
+			if (w->lease_ms <= 0)
+				return pd_errf(e, PD_EX_USAGE,
+					       "option --lease: must be longer than 0 (how long a "
+					       "claimed job stays this worker's without a heartbeat)");
 			break;
 		case O_BEAT:
 			if (pd_cli_dur("--heartbeat", optarg, &w->heartbeat_ms, e) < 0)
@@ -752,16 +170,16 @@ static int parse_args(struct worker *w, int argc, char **argv, struct pd_err *e)
 			w->until_idle = 1;
 			break;
 		case 'c':
-			w->app.config_path = optarg;
+			app->config_path = optarg;
 			break;
 		case 'd':
-			w->app.database = optarg;
+			app->database = optarg;
 			break;
 		case O_QUIET:
-			w->app.verbosity--;
+			app->verbosity--;
 			break;
 		case 'v':
-			w->app.verbosity++;
+			app->verbosity++;
 			break;
 		case 'h':
 			help();
@@ -781,118 +199,49 @@ static int parse_args(struct worker *w, int argc, char **argv, struct pd_err *e)
 
 int main(int argc, char **argv)
 {
-	static struct worker w;
+	static struct handlers hs;
+	struct pd_worker_cfg w;
+	struct pd_app app;
 	struct pd_err e = PD_ERR_INIT;
-	const struct pd_config *cfg = &w.app.cfg;
-	int rc, signals[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP};
+	int rc;
 
 	pd_cli_init(argv[0]);
-	pd_app_init(&w.app);
-	w.concurrency = w.batch = w.lease_ms = w.heartbeat_ms = w.poll_ms = w.drain_ms = -1;
-	w.reap = -1;
-	w.sigfd = -1;
-	rc = parse_args(&w, argc, argv, &e);
+	pd_app_init(&app);
+	pd_worker_cfg_init(&w);
+	rc = parse_args(&w, &hs, &app, argc, argv, &e);
 	if (rc == 1)
 		return pd_cli_finish_stdout();
 	if (rc == 2)
 		return PD_EX_USAGE;
 	if (rc < 0)
 		return pd_cli_usage(SYNOPSIS, "%s", e.msg);
-	if (pd_app_load(&w.app, &e) < 0)
+	if (pd_app_load(&app, &e) < 0)
 		goto fail;
-	/* Flags override the file, which overrides the defaults. */
-	if (w.concurrency < 0)
-		w.concurrency = cfg->worker.concurrency;
-	if (w.batch < 0)
-		w.batch = cfg->worker.batch > 0 ? cfg->worker.batch : w.concurrency;
-	if (w.lease_ms < 0)
-		w.lease_ms = cfg->worker.lease_ms;
-	if (w.heartbeat_ms < 0)
-		w.heartbeat_ms = cfg->worker.heartbeat_ms;
-	if (w.poll_ms < 0)
-		w.poll_ms = cfg->worker.poll_ms;
-	if (w.drain_ms < 0)
-		w.drain_ms = cfg->worker.drain_timeout_ms;
-	if (w.reap < 0)
-		w.reap = cfg->worker.reap;
-	w.grace_ms = cfg->worker.kill_grace_ms;
-	w.result_limit = cfg->worker.result_limit;
-	if (w.nqueues == 0)
-		for (int i = 0; i < cfg->worker.nqueues && w.nqueues < MAX_QUEUES; i++)
-			w.queues[w.nqueues++] = cfg->worker.queues[i];
-	if (w.nqueues == 0)
-		w.queues[w.nqueues++] = "default";
-	for (int i = 0; i < cfg->nhandlers && w.nhandlers < MAX_HANDLERS; i++) {
-		const struct pd_handler_cfg *hc = &cfg->handlers[i];
-		struct handler *h = &w.handlers[w.nhandlers];
+	/* A flag's handler for a type wins over the file's for the same type. */
+	for (int i = 0; i < app.cfg.nhandlers && hs.n < MAX_HANDLERS; i++) {
+		const struct pd_handler *f = pd_handler_find(hs.v, hs.n, app.cfg.handlers[i].name);
 
-		if (find_handler(&w, hc->type) &&
-		    strcmp(find_handler(&w, hc->type)->type, hc->type) == 0)
-			continue; /* a flag for this type wins */
-		h->type = hc->type;
-		h->run = hc->run;
-		h->argv = (const char *const *)hc->exec_argv;
-		h->timeout_ms = hc->timeout_ms;
-		h->terminal = hc->terminal_codes;
-		h->nterminal = hc->nterminal;
-		w.nhandlers++;
+		if (f == NULL || strcmp(f->name, app.cfg.handlers[i].name) != 0)
+			hs.v[hs.n++] = app.cfg.handlers[i];
 	}
-	if (w.nhandlers == 0) {
+	if (hs.n == 0) {
 		rc = pd_cli_usage(SYNOPSIS, "no handlers: give --handler TYPE=COMMAND, --exec "
 					    "TYPE=PATH, or a handlers: map in the config file");
-		pd_app_release(&w.app);
-		return rc;
+		goto out;
 	}
-	if (w.heartbeat_ms <= 0 || w.heartbeat_ms >= w.lease_ms) {
-		pd_errf(&e, PD_EX_USAGE,
-			"the heartbeat (%lldms) must be shorter than the lease (%lldms)",
-			w.heartbeat_ms, w.lease_ms);
+	w.handlers = hs.v;
+	w.nhandlers = hs.n;
+	if (pd_worker_settle(&w, &app.cfg, &e) < 0 || pd_app_connect(&app, 1, &e) < 0 ||
+	    pd_worker_run(&w, &app.db, &e) < 0)
 		goto fail;
-	}
-	w.types = pd_xcalloc((size_t)w.nhandlers, sizeof(*w.types));
-	for (int i = 0; i < w.nhandlers; i++) {
-		if (strcmp(w.handlers[i].type, "*") == 0) {
-			free(w.types);
-			w.types = NULL;
-			w.ntypes = 0;
-			break;
-		}
-		w.types[w.ntypes++] = w.handlers[i].type;
-	}
-	w.slots = pd_xcalloc((size_t)w.concurrency, sizeof(*w.slots));
-	gethostname(w.host, sizeof(w.host) - 1);
-	pd_rng_seed(&w.rng, 0);
-	snprintf(w.id, sizeof(w.id), "%s:%d:%04x", w.host, (int)getpid(),
-		 (unsigned)(pd_rng_next(&w.rng) & 0xffff));
-	if ((w.sigfd = pd_sig_open(signals, 4, &e)) < 0)
-		goto fail;
-	/* A failure to connect at start-up is an error (69), not a retry loop. */
-	pd_link_init(&w.link, &w.app.db);
-	if (connect_db(&w, 1, &e) < 0)
-		goto fail;
-	pd_log(PD_LOG_INFO, "worker started", "worker=%s concurrency=%lld queues=%d handlers=%d",
-	       w.id, w.concurrency, w.nqueues, w.nhandlers);
-	rc = loop(&w);
-	if (w.link.up) {
-		struct pd_err ue = PD_ERR_INIT;
-
-		pd_worker_unregister(&w.app.db, w.id, &ue);
-	}
-	pd_log(PD_LOG_INFO, "worker stopped", "worker=%s", w.id);
+	rc = 0;
 	goto out;
 fail:
 	pd_die_msg(e.msg);
 	rc = e.code;
 out:
-	for (int i = 0; w.slots && i < w.concurrency; i++)
-		if (w.slots[i].used)
-			slot_free(&w.slots[i]);
-	free(w.slots);
-	free(w.types);
-	for (int i = 0; i < w.nhandlers; i++)
-		free(w.handlers[i].owned);
-	if (w.sigfd >= 0)
-		close(w.sigfd);
-	pd_app_release(&w.app);
+	for (int i = 0; i < MAX_HANDLERS; i++)
+		free(hs.owned[i]);
+	pd_app_release(&app);
 	return rc;
 }

@@ -36,7 +36,7 @@ void pd_config_init(struct pd_config *c)
 	c->log_level = -1;
 	c->worker.concurrency = 4;
 	c->worker.lease_ms = 30000;
-	c->worker.heartbeat_ms = 10000;
+	c->worker.heartbeat_ms = -1; /* a third of the lease */
 	c->worker.poll_ms = 1000;
 	c->worker.drain_timeout_ms = 30000;
 	c->worker.kill_grace_ms = 5000;
@@ -58,13 +58,13 @@ void pd_config_init(struct pd_config *c)
 void pd_config_release(struct pd_config *c)
 {
 	for (int i = 0; i < c->nhandlers; i++) {
-		free(c->handlers[i].type);
+		free(c->handlers[i].name);
 		free(c->handlers[i].run);
 		free_strv(c->handlers[i].exec_argv);
 	}
 	free(c->handlers);
 	for (int i = 0; i < c->relay.ntopics; i++) {
-		free(c->relay.topics[i].topic);
+		free(c->relay.topics[i].name);
 		free(c->relay.topics[i].run);
 		free_strv(c->relay.topics[i].exec_argv);
 	}
@@ -76,30 +76,14 @@ void pd_config_release(struct pd_config *c)
 	pd_config_init(c);
 }
 
-const struct pd_handler_cfg *pd_config_handler(const struct pd_config *c, const char *type)
+const struct pd_handler *pd_config_handler(const struct pd_config *c, const char *type)
 {
-	const struct pd_handler_cfg *any = NULL;
-
-	for (int i = 0; i < c->nhandlers; i++) {
-		if (strcmp(c->handlers[i].type, type) == 0)
-			return &c->handlers[i];
-		if (strcmp(c->handlers[i].type, "*") == 0)
-			any = &c->handlers[i];
-	}
-	return any;
+	return pd_handler_find(c->handlers, c->nhandlers, type);
 }
 
-const struct pd_topic_cfg *pd_config_topic(const struct pd_config *c, const char *topic)
+const struct pd_handler *pd_config_topic(const struct pd_config *c, const char *topic)
 {
-	const struct pd_topic_cfg *any = NULL;
-
-	for (int i = 0; i < c->relay.ntopics; i++) {
-		if (strcmp(c->relay.topics[i].topic, topic) == 0)
-			return &c->relay.topics[i];
-		if (strcmp(c->relay.topics[i].topic, "*") == 0)
-			any = &c->relay.topics[i];
-	}
-	return any;
+	return pd_handler_find(c->relay.topics, c->relay.ntopics, topic);
 }
 
 /* A non-empty string. */
@@ -303,7 +287,7 @@ static int dec_log_level(struct pd_config *c, const struct pd_ynode *n, struct p
 }
 
 static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
-		       struct pd_handler_cfg *h, struct pd_err *e)
+		       struct pd_handler *h, struct pd_err *e)
 {
 	static const char *const known[] = {"run", "exec", "timeout", "terminal_exit_codes", NULL};
 	const struct pd_ydoc *d = &c->doc;
@@ -367,9 +351,9 @@ static int dec_handlers(struct pd_config *c, const struct pd_ynode *n, struct pd
 		return 0;
 	c->handlers = pd_xcalloc((size_t)n->n, sizeof(*c->handlers));
 	for (int i = 0; i < n->n; i++) {
-		struct pd_handler_cfg *h = &c->handlers[c->nhandlers++];
+		struct pd_handler *h = &c->handlers[c->nhandlers++];
 
-		h->type = pd_xstrdup(n->keys[i]->value);
+		h->name = pd_xstrdup(n->keys[i]->value);
 		h->timeout_ms = -1;
 		if (dec_handler(c, n->keys[i], n->items[i], h, e) < 0)
 			return -1;
@@ -378,7 +362,7 @@ static int dec_handlers(struct pd_config *c, const struct pd_ynode *n, struct pd
 }
 
 static int dec_topic(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
-		     struct pd_topic_cfg *t, struct pd_err *e)
+		     struct pd_handler *t, struct pd_err *e)
 {
 	static const char *const known[] = {"run", "exec", "timeout", NULL};
 	const struct pd_ydoc *d = &c->doc;
@@ -419,9 +403,9 @@ static int dec_relay_topics(struct pd_config *c, const struct pd_ynode *n, struc
 		return 0;
 	c->relay.topics = pd_xcalloc((size_t)n->n, sizeof(*c->relay.topics));
 	for (int i = 0; i < n->n; i++) {
-		struct pd_topic_cfg *t = &c->relay.topics[c->relay.ntopics++];
+		struct pd_handler *t = &c->relay.topics[c->relay.ntopics++];
 
-		t->topic = pd_xstrdup(n->keys[i]->value);
+		t->name = pd_xstrdup(n->keys[i]->value);
 		t->timeout_ms = -1;
 		if (dec_topic(c, n->keys[i], n->items[i], t, e) < 0)
 			return -1;

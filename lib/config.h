@@ -13,27 +13,10 @@
 #define PD_CONFIG_H
 
 #include "err.h"
+#include "handler.h"
 #include "ydoc.h"
 
 #define PD_CONFIG_DEFAULT_PATH "/etc/pendulum/pendulum.yaml"
-#define PD_HANDLER_MAX_CODES   32
-
-struct pd_handler_cfg {
-	char *type;	      /* job type, or "*" for every type */
-	char *run;	      /* shell command for /bin/sh -c, or NULL */
-	char **exec_argv;     /* argv to exec without a shell, NULL-terminated, or NULL */
-	long long timeout_ms; /* -1 unset */
-	int terminal_codes[PD_HANDLER_MAX_CODES]; /* exit codes that dead-letter at once */
-	int nterminal;
-};
-
-/* relay.topics: the publish command for a topic (pd-relay(1)). */
-struct pd_topic_cfg {
-	char *topic;	      /* topic, or "*" for every topic */
-	char *run;	      /* shell command for /bin/sh -c, or NULL */
-	char **exec_argv;     /* argv to exec without a shell, NULL-terminated, or NULL */
-	long long timeout_ms; /* -1 unset: relay.timeout */
-};
 
 struct pd_config {
 	char *path;	    /* file read, or NULL */
@@ -58,10 +41,10 @@ struct pd_config {
 		int concurrency;
 		int batch; /* 0: the same as concurrency */
 		long long visibility_ms, poll_ms, timeout_ms, drain_timeout_ms, kill_grace_ms;
-		struct pd_topic_cfg *topics; /* in file order */
+		struct pd_handler *topics; /* relay.topics, in file order (no terminal codes) */
 		int ntopics;
 	} relay;
-	struct pd_handler_cfg *handlers; /* in file order */
+	struct pd_handler *handlers; /* in file order */
 	int nhandlers;
 	struct pd_ydoc doc; /* kept so later modules can read their own sections */
 };
@@ -80,9 +63,9 @@ int pd_config_load(struct pd_config *c, const char *explicit_path, struct pd_err
 void pd_config_release(struct pd_config *c);
 
 /* The handler for a job type: an exact match, else "*", else NULL. */
-const struct pd_handler_cfg *pd_config_handler(const struct pd_config *c, const char *type);
+const struct pd_handler *pd_config_handler(const struct pd_config *c, const char *type);
 
 /* The relay's publish command for a topic: an exact match, else "*", else NULL. */
-const struct pd_topic_cfg *pd_config_topic(const struct pd_config *c, const char *topic);
+const struct pd_handler *pd_config_topic(const struct pd_config *c, const char *topic);
 
 #endif

@@ -54,6 +54,7 @@ int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, s
 	pd_db_describe(conninfo, db->where, sizeof(db->where));
 	if (db->conn)
 		PQfinish(db->conn);
+	db->nprepared = 0;
 	db->conn = PQconnectdbParams(keys, vals, 1);
 	if (db->conn == NULL)
 		pd_oom();
@@ -101,6 +102,7 @@ void pd_db_close(struct pd_db *db)
 	if (db->conn)
 		PQfinish(db->conn);
 	db->conn = NULL;
+	db->nprepared = 0;
 	free(db->conninfo);
 	free(db->appname);
 	db->conninfo = db->appname = NULL;
@@ -175,5 +177,108 @@ int pd_db_value(struct pd_db *db, const char *sql, int n, const char *const *par
 	if (PQntuples(r) > 0 && PQnfields(r) > 0 && !PQgetisnull(r, 0, 0))
 		*out = pd_xstrdup(PQgetvalue(r, 0, 0));
 	PQclear(r);
+	return 0;
+}
+
+static int is_prepared(const struct pd_db *db, const char *name)
+{
+	for (int i = 0; i < db->nprepared; i++)
+		if (strcmp(db->prepared[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+/* What was sent, in order, so the results can be matched to it. */
+struct sent {
+	int stmt;    /* index in v */
+	int prepare; /* 1: the PQsendPrepare of v[stmt] */
+};
+
+static void pipeline_abandon(struct pd_db_stmt *v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (v[i].res)
+			PQclear(v[i].res);
+		v[i].res = NULL;
+	}
+}
+
+int pd_db_pipeline(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e)
+{
+	struct sent *sent = pd_xcalloc((size_t)(2 * n + 1), sizeof(*sent));
+	PGresult *bad = NULL;
+	int nsent = 0, ok = 1;
+
+	for (int i = 0; i < n; i++)
+		v[i].res = NULL;
+	if (db->conn == NULL || PQenterPipelineMode(db->conn) != 1) {
+		free(sent);
+		return fail(db, NULL, e);
+	}
+	for (int i = 0; i < n && ok; i++) {
+		if (v[i].name && !is_prepared(db, v[i].name)) {
+			ok = PQsendPrepare(db->conn, v[i].name, v[i].sql, v[i].n, NULL) == 1;
+			sent[nsent++] = (struct sent){i, 1};
+		}
+		if (ok && v[i].name)
+			ok = PQsendQueryPrepared(db->conn, v[i].name, v[i].n, v[i].params, NULL,
+						 NULL, 0) == 1;
+		else if (ok)
+			ok = PQsendQueryParams(db->conn, v[i].sql, v[i].n, NULL, v[i].params, NULL,
+					       NULL, 0) == 1;
+		if (ok)
+			sent[nsent++] = (struct sent){i, 0};
+	}
+	if (!ok || PQpipelineSync(db->conn) != 1) {
+		free(sent);
+		PQexitPipelineMode(db->conn);
+		return fail(db, NULL, e);
+	}
+	/* Each query's results end with a NULL; the Sync's result ends the pipeline. */
+	for (int k = 0; k < nsent && db->conn; k++) {
+		struct pd_db_stmt *s = &v[sent[k].stmt];
+		ExecStatusType want = sent[k].prepare ? PGRES_COMMAND_OK : s->want;
+		PGresult *r = PQgetResult(db->conn), *extra;
+
+		if (r == NULL) {
+			ok = 0;
+			break;
+		}
+		while ((extra = PQgetResult(db->conn)) != NULL)
+			PQclear(extra);
+		if (PQresultStatus(r) != want) {
+			if (bad == NULL && PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
+				bad = r;
+			else
+				PQclear(r);
+			ok = 0;
+			continue;
+		}
+		if (sent[k].prepare) {
+			if (db->nprepared < PD_DB_MAX_PREPARED)
+				db->prepared[db->nprepared++] = s->name;
+			PQclear(r);
+		} else {
+			s->res = r;
+		}
+	}
+	free(sent);
+	if (db->conn) {
+		PGresult *r;
+
+		/* Up to and including the Sync's result. */
+		while ((r = PQgetResult(db->conn)) != NULL) {
+			int sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+
+			PQclear(r);
+			if (sync)
+				break;
+		}
+		PQexitPipelineMode(db->conn);
+	}
+	if (!ok) {
+		pipeline_abandon(v, n);
+		return fail(db, bad, e);
+	}
 	return 0;
 }

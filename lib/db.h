@@ -13,17 +13,21 @@
 
 #include "err.h"
 
+#define PD_DB_MAX_PREPARED 32
+
 struct pd_db {
 	PGconn *conn;
 	char *conninfo; /* as given; may hold a password: never log it */
 	char *appname;	/* application_name */
 	char
 	    where[256]; /* "host=... port=... dbname=... user=..." without password, for messages */
+	const char *prepared[PD_DB_MAX_PREPARED]; /* statement names prepared on conn */
+	int nprepared;
 };
 
 #define PD_DB_INIT                                                                                 \
 	{                                                                                          \
-		NULL, NULL, NULL, ""                                                               \
+		NULL, NULL, NULL, "", {NULL}, 0                                                    \
 	}
 
 /*
@@ -62,6 +66,29 @@ int pd_db_exec_script(struct pd_db *db, const char *sql, struct pd_err *e);
  * or no rows (*found says which). */
 int pd_db_value(struct pd_db *db, const char *sql, int n, const char *const *params, char **out,
 		struct pd_err *e);
+
+/*
+ * One statement of a pipeline. With a name, it is prepared once per
+ * connection (the name must be a string constant: it is kept) and executed
+ * as prepared afterwards; without one it is sent as PQexecParams would.
+ */
+struct pd_db_stmt {
+	const char *name;
+	const char *sql;
+	int n;
+	const char *const *params; /* n text parameters, NULL entries are SQL NULL */
+	ExecStatusType want;	   /* PGRES_TUPLES_OK or PGRES_COMMAND_OK */
+	PGresult *res;		   /* out, on success: the caller PQclear()s it */
+};
+
+/*
+ * Send the n statements in one round trip (libpq pipeline mode, one Sync):
+ * they run in order in one implicit transaction, committed together. On
+ * success every v[i].res is set. On failure nothing was committed, every
+ * v[i].res is NULL and e is filled as pd_db_exec fills it (69 when the
+ * connection is gone; then whether the transaction committed is unknown).
+ */
+int pd_db_pipeline(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e);
 
 /* Describe conninfo for messages: "host=... port=... dbname=..." without secrets. */
 void pd_db_describe(const char *conninfo, char *out, size_t n);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "jobs.h"
+#include "json.h"
 #include "log.h"
 
 void pd_pg_array(struct pd_buf *b, const char *const *v, int n)
@@ -34,10 +35,10 @@ static const char claim_sql[] =
     "   AND ($2::text[] IS NULL OR job_type = ANY ($2::text[]))"
     " ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
     "), j AS ("
-    " UPDATE pendulum.jobs j SET state = 'LEASED',"
+    " UPDATE pendulum.jobs j SET state = CASE WHEN $6::boolean THEN 'RUNNING' ELSE 'LEASED' END,"
     "   lease_token = nextval('pendulum.lease_token_seq'), lease_owner = $4,"
     "   lease_expires_at = now() + $5::bigint * interval '1 millisecond',"
-    "   attempt = j.attempt + 1, started_at = NULL"
+    "   attempt = j.attempt + 1, started_at = CASE WHEN $6::boolean THEN now() END"
     " FROM c WHERE j.id = c.id"
     " RETURNING j.*"
     "), a AS ("
@@ -51,36 +52,42 @@ static const char claim_sql[] =
     " idempotency_key, traceparent "
     "FROM j ORDER BY priority DESC, run_at, id";
 
-int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queues, int nqueues,
-		  const char *const *types, int ntypes, int limit, long long lease_ms,
-		  struct pd_claimed **out, int *n, struct pd_err *e)
-{
-	struct pd_buf q = PD_BUF_INIT, t = PD_BUF_INIT;
-	char lim[16], lease[24];
-	const char *params[5];
-	PGresult *r;
-	int rc;
+/* The claim's parameters, as text, kept alive until the statement ran. */
+struct claim_args {
+	struct pd_buf queues, types;
+	char limit[16], lease[24];
+	const char *params[6];
+};
 
-	*out = NULL;
-	*n = 0;
-	pd_pg_array(&q, queues, nqueues);
+static void claim_args_build(struct claim_args *a, const char *worker, const char *const *queues,
+			     int nqueues, const char *const *types, int ntypes, int limit,
+			     long long lease_ms, int start)
+{
+	memset(a, 0, sizeof(*a));
+	pd_pg_array(&a->queues, queues, nqueues);
 	if (types)
-		pd_pg_array(&t, types, ntypes);
-	snprintf(lim, sizeof(lim), "%d", limit);
-	snprintf(lease, sizeof(lease), "%lld", lease_ms);
-	params[0] = q.data;
-	params[1] = types ? t.data : NULL;
-	params[2] = lim;
-	params[3] = worker;
-	params[4] = lease;
-	rc = pd_db_exec(db, claim_sql, 5, params, PGRES_TUPLES_OK, &r, e);
-	pd_buf_release(&q);
-	pd_buf_release(&t);
-	if (rc < 0)
-		return -1;
+		pd_pg_array(&a->types, types, ntypes);
+	snprintf(a->limit, sizeof(a->limit), "%d", limit);
+	snprintf(a->lease, sizeof(a->lease), "%lld", lease_ms);
+	a->params[0] = a->queues.data;
+	a->params[1] = types ? a->types.data : NULL;
+	a->params[2] = a->limit;
+	a->params[3] = worker;
+	a->params[4] = a->lease;
+	a->params[5] = start ? "true" : "false";
+}
+
+static void claim_args_release(struct claim_args *a)
+{
+	pd_buf_release(&a->queues);
+	pd_buf_release(&a->types);
+}
+
+/* The claim's rows into a malloc'd array (NULL when none). */
+static void claim_parse(const PGresult *r, struct pd_claimed **out, int *n)
+{
 	*n = PQntuples(r);
-	if (*n > 0)
-		*out = pd_xcalloc((size_t)*n, sizeof(**out));
+	*out = *n > 0 ? pd_xcalloc((size_t)*n, sizeof(**out)) : NULL;
 	for (int i = 0; i < *n; i++) {
 		struct pd_claimed *c = &(*out)[i];
 
@@ -98,6 +105,24 @@ int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queue
 		c->idempotency_key = dup_or_null(r, i, 11);
 		c->traceparent = dup_or_null(r, i, 12);
 	}
+}
+
+int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queues, int nqueues,
+		  const char *const *types, int ntypes, int limit, long long lease_ms, int start,
+		  struct pd_claimed **out, int *n, struct pd_err *e)
+{
+	struct claim_args a;
+	PGresult *r;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	claim_args_build(&a, worker, queues, nqueues, types, ntypes, limit, lease_ms, start);
+	rc = pd_db_exec(db, claim_sql, 6, a.params, PGRES_TUPLES_OK, &r, e);
+	claim_args_release(&a);
+	if (rc < 0)
+		return -1;
+	claim_parse(r, out, n);
 	PQclear(r);
 	return 0;
 }
@@ -123,165 +148,6 @@ static void id_array(struct pd_buf *b, const long long *v, int n)
 	for (int i = 0; i < n; i++)
 		pd_buf_printf(b, "%s%lld", i ? "," : "", v[i]);
 	pd_buf_putc(b, '}');
-}
-
-int pd_jobs_start(struct pd_db *db, const long long *ids, const long long *tokens, int n,
-		  struct pd_err *e)
-{
-	static const char sql[] =
-	    "WITH j AS (UPDATE pendulum.jobs j SET state = 'RUNNING', started_at = now()"
-	    " FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)"
-	    " WHERE j.id = l.id AND j.lease_token = l.token AND j.state = 'LEASED' RETURNING "
-	    "j.id), "
-	    "f AS (UPDATE pendulum.counters SET value = value + $3::integer - (SELECT count(*) "
-	    "FROM j)"
-	    " WHERE name = 'writes_fenced' AND (SELECT count(*) FROM j) < $3::integer) "
-	    "SELECT count(*) FROM j";
-	struct pd_buf ia = PD_BUF_INIT, ta = PD_BUF_INIT;
-	char count[16];
-	const char *params[3];
-	char *v = NULL;
-	int applied, rc;
-
-	if (n == 0)
-		return 0;
-	id_array(&ia, ids, n);
-	id_array(&ta, tokens, n);
-	snprintf(count, sizeof(count), "%d", n);
-	params[0] = ia.data;
-	params[1] = ta.data;
-	params[2] = count;
-	rc = pd_db_value(db, sql, 3, params, &v, e);
-	pd_buf_release(&ia);
-	pd_buf_release(&ta);
-	if (rc < 0)
-		return -1;
-	applied = v ? atoi(v) : 0;
-	free(v);
-	return applied;
-}
-
-static const char finish_sql[] =
-    "WITH j AS ("
-    " UPDATE pendulum.jobs SET"
-    "  state = CASE $3 WHEN 'succeeded' THEN 'SUCCEEDED' WHEN 'dead' THEN 'DEAD_LETTERED'"
-    "   WHEN 'release' THEN CASE WHEN delivery = 'at-most-once' THEN 'DEAD_LETTERED'"
-    "    ELSE 'PENDING' END"
-    "   ELSE CASE WHEN attempt >= max_attempts THEN 'DEAD_LETTERED' ELSE 'PENDING' END END,"
-    "  attempt = CASE WHEN $3 = 'release' AND delivery <> 'at-most-once'"
-    "   THEN greatest(attempt - 1, 0) ELSE attempt END,"
-    "  run_at = CASE WHEN $3 = 'retry' AND attempt < max_attempts"
-    "   THEN now() + $4::bigint * interval '1 millisecond'"
-    "   WHEN $3 = 'release' THEN now() ELSE run_at END,"
-    "  result = CASE $3 WHEN 'succeeded' THEN $5::jsonb ELSE result END,"
-    "  result_is_text = CASE $3 WHEN 'succeeded' THEN $6::boolean ELSE result_is_text END,"
-    "  result_truncated = CASE $3 WHEN 'succeeded' THEN $7::boolean ELSE result_truncated END,"
-    "  last_error = CASE $3 WHEN 'succeeded' THEN NULL WHEN 'release' THEN last_error"
-    "   ELSE $8 END,"
-    "  dead_reason = CASE WHEN $3 = 'dead' THEN $9"
-    "   WHEN $3 = 'release' AND delivery = 'at-most-once'"
-    "    THEN 'interrupted by worker shutdown (at-most-once delivery: not run again)'"
-    "   WHEN $3 = 'retry' AND attempt >= max_attempts THEN 'attempts exhausted' END,"
-    "  finished_at = CASE WHEN $3 IN ('succeeded', 'dead')"
-    "   OR ($3 = 'release' AND delivery = 'at-most-once')"
-    "   OR ($3 = 'retry' AND attempt >= max_attempts) THEN now() END,"
-    "  lease_owner = NULL, lease_expires_at = NULL"
-    " WHERE id = $1 AND lease_token = $2 AND state IN ('LEASED', 'RUNNING')"
-    " RETURNING id, state"
-    "), a AS ("
-    " UPDATE pendulum.job_attempts SET finished_at = now(), outcome = $10,"
-    "  exit_code = $11::integer, signal = $12::integer, stderr_tail = $13"
-    " WHERE job_id = $1 AND lease_token = $2 AND EXISTS (SELECT 1 FROM j)"
-    "), u AS ("
-    " UPDATE pendulum.jobs b SET state = 'PENDING', run_at = greatest(b.run_at, now())"
-    " WHERE $3 = 'succeeded' AND b.state = 'BLOCKED' AND b.depends_on @> ARRAY[$1::bigint]"
-    "  AND EXISTS (SELECT 1 FROM j)"
-    "  AND NOT EXISTS (SELECT 1 FROM pendulum.jobs d WHERE d.id = ANY (b.depends_on)"
-    "   AND d.id <> $1 AND d.state <> 'SUCCEEDED')"
-    "), f AS ("
-    " UPDATE pendulum.counters SET value = value + 1"
-    " WHERE name = 'writes_fenced' AND NOT EXISTS (SELECT 1 FROM j)"
-    ") "
-    "SELECT state FROM j";
-
-int pd_jobs_finish(struct pd_db *db, long long id, long long token, const struct pd_outcome *o,
-		   char *state, struct pd_err *e)
-{
-	static const char *kinds[] = {"succeeded", "retry", "dead", "release"};
-	char a[24], b[24], backoff[24], code[16], sig[16];
-	const char *params[13];
-	char *v = NULL;
-
-	snprintf(a, sizeof(a), "%lld", id);
-	snprintf(b, sizeof(b), "%lld", token);
-	snprintf(backoff, sizeof(backoff), "%lld", o->backoff_ms);
-	snprintf(code, sizeof(code), "%d", o->exit_code);
-	snprintf(sig, sizeof(sig), "%d", o->signal);
-	params[0] = a;
-	params[1] = b;
-	params[2] = kinds[o->kind];
-	params[3] = backoff;
-	params[4] = o->result;
-	params[5] = o->result_is_text ? "true" : "false";
-	params[6] = o->result_truncated ? "true" : "false";
-	params[7] = o->error;
-	params[8] = o->dead_reason;
-	params[9] = o->outcome;
-	params[10] = o->exit_code >= 0 ? code : NULL;
-	params[11] = o->signal > 0 ? sig : NULL;
-	params[12] = o->stderr_tail;
-	if (pd_db_value(db, finish_sql, 13, params, &v, e) < 0)
-		return -1;
-	snprintf(state, 16, "%s", v ? v : "");
-	free(v);
-	return *state != '\0';
-}
-
-int pd_jobs_heartbeat(struct pd_db *db, const char *worker, const long long *ids,
-		      const long long *tokens, int n, long long lease_ms, int *held,
-		      struct pd_err *e)
-{
-	static const char sql[] =
-	    "WITH h AS ("
-	    " UPDATE pendulum.jobs j SET lease_expires_at = now() + $3::bigint * interval '1 "
-	    "millisecond'"
-	    " FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)"
-	    " WHERE j.id = l.id AND j.lease_token = l.token AND j.state IN ('LEASED', 'RUNNING')"
-	    " RETURNING j.lease_token"
-	    "), w AS ("
-	    " UPDATE pendulum.workers SET last_seen_at = now(), in_flight = $5 WHERE id = $4"
-	    ") SELECT lease_token FROM h";
-	struct pd_buf ia = PD_BUF_INIT, ta = PD_BUF_INIT;
-	char lease[24], inflight[16];
-	const char *params[5];
-	PGresult *r;
-	int rc;
-
-	id_array(&ia, ids, n);
-	id_array(&ta, tokens, n);
-	for (int i = 0; i < n; i++)
-		held[i] = 0;
-	snprintf(lease, sizeof(lease), "%lld", lease_ms);
-	snprintf(inflight, sizeof(inflight), "%d", n);
-	params[0] = ia.data;
-	params[1] = ta.data;
-	params[2] = lease;
-	params[3] = worker;
-	params[4] = inflight;
-	rc = pd_db_exec(db, sql, 5, params, PGRES_TUPLES_OK, &r, e);
-	pd_buf_release(&ia);
-	pd_buf_release(&ta);
-	if (rc < 0)
-		return -1;
-	for (int row = 0; row < PQntuples(r); row++) {
-		long long t = strtoll(PQgetvalue(r, row, 0), NULL, 10);
-
-		for (int i = 0; i < n; i++)
-			if (tokens[i] == t)
-				held[i] = 1;
-	}
-	PQclear(r);
-	return 0;
 }
 
 int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
@@ -385,4 +251,236 @@ int pd_jobs_lease_held(struct pd_db *db, long long id, long long token, struct p
 	held = v && strcmp(v, "1") == 0;
 	free(v);
 	return held;
+}
+
+/*
+ * The outcomes of one batch, fenced row by row: o is the batch, j the jobs it
+ * changed (only those whose token still holds the lease), a their attempt
+ * rows, u the BLOCKED jobs whose last dependency succeeded in this batch
+ * (a dependency succeeding here is SUCCEEDED for them, although the
+ * statement's snapshot still shows it RUNNING), f the fenced-off rows
+ * counted, n one wake-up per queue that got runnable work now. Each row of
+ * the batch comes back with its new state (NULL: fenced) and, when PENDING,
+ * the ms until its run_at.
+ */
+static const char finish_sql[] =
+    "WITH o AS ("
+    " SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(id bigint, token bigint, kind text,"
+    "  backoff_ms bigint, result jsonb, result_is_text boolean, result_truncated boolean,"
+    "  error text, dead_reason text, outcome text, exit_code integer, signal integer,"
+    "  stderr_tail text)"
+    "), j AS ("
+    " UPDATE pendulum.jobs j SET"
+    "  state = CASE o.kind WHEN 'succeeded' THEN 'SUCCEEDED' WHEN 'dead' THEN 'DEAD_LETTERED'"
+    "   WHEN 'release' THEN CASE WHEN j.delivery = 'at-most-once' THEN 'DEAD_LETTERED'"
+    "    ELSE 'PENDING' END"
+    "   ELSE CASE WHEN j.attempt >= j.max_attempts THEN 'DEAD_LETTERED' ELSE 'PENDING' END END,"
+    "  attempt = CASE WHEN o.kind = 'release' AND j.delivery <> 'at-most-once'"
+    "   THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,"
+    "  run_at = CASE WHEN o.kind = 'retry' AND j.attempt < j.max_attempts"
+    "   THEN now() + o.backoff_ms * interval '1 millisecond'"
+    "   WHEN o.kind = 'release' THEN now() ELSE j.run_at END,"
+    "  result = CASE o.kind WHEN 'succeeded' THEN o.result ELSE j.result END,"
+    "  result_is_text = CASE o.kind WHEN 'succeeded' THEN o.result_is_text"
+    "   ELSE j.result_is_text END,"
+    "  result_truncated = CASE o.kind WHEN 'succeeded' THEN o.result_truncated"
+    "   ELSE j.result_truncated END,"
+    "  last_error = CASE o.kind WHEN 'succeeded' THEN NULL WHEN 'release' THEN j.last_error"
+    "   ELSE o.error END,"
+    "  dead_reason = CASE WHEN o.kind = 'dead' THEN o.dead_reason"
+    "   WHEN o.kind = 'release' AND j.delivery = 'at-most-once'"
+    "    THEN 'interrupted by worker shutdown (at-most-once delivery: not run again)'"
+    "   WHEN o.kind = 'retry' AND j.attempt >= j.max_attempts THEN 'attempts exhausted' END,"
+    "  finished_at = CASE WHEN o.kind IN ('succeeded', 'dead')"
+    "   OR (o.kind = 'release' AND j.delivery = 'at-most-once')"
+    "   OR (o.kind = 'retry' AND j.attempt >= j.max_attempts) THEN now() END,"
+    "  lease_owner = NULL, lease_expires_at = NULL"
+    " FROM o WHERE j.id = o.id AND j.lease_token = o.token AND j.state IN ('LEASED', 'RUNNING')"
+    " RETURNING j.id, j.lease_token, j.state, j.run_at, j.queue, o.kind"
+    "), a AS ("
+    " UPDATE pendulum.job_attempts a SET finished_at = now(), outcome = o.outcome,"
+    "  exit_code = o.exit_code, signal = o.signal, stderr_tail = o.stderr_tail"
+    " FROM o JOIN j ON j.id = o.id AND j.lease_token = o.token"
+    " WHERE a.job_id = o.id AND a.lease_token = o.token"
+    "), s AS ("
+    " SELECT array_agg(id) AS ids FROM j WHERE state = 'SUCCEEDED'"
+    "), u AS ("
+    " UPDATE pendulum.jobs b SET state = 'PENDING', run_at = greatest(b.run_at, now())"
+    " FROM s WHERE s.ids IS NOT NULL AND b.state = 'BLOCKED' AND b.depends_on && s.ids"
+    "  AND NOT EXISTS (SELECT 1 FROM pendulum.jobs d WHERE d.id = ANY (b.depends_on)"
+    "   AND d.state <> 'SUCCEEDED' AND NOT d.id = ANY (s.ids))"
+    " RETURNING b.queue"
+    "), f AS ("
+    " UPDATE pendulum.counters SET value = value + ((SELECT count(*) FROM o)"
+    "  - (SELECT count(*) FROM j))"
+    " WHERE name = 'writes_fenced' AND (SELECT count(*) FROM o) > (SELECT count(*) FROM j)"
+    "), n AS ("
+    " SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT queue FROM u UNION"
+    "  SELECT queue FROM j WHERE kind = 'release' AND state = 'PENDING') q"
+    ") "
+    "SELECT o.id, j.state, CASE WHEN j.state = 'PENDING'"
+    "  THEN greatest(ceil(extract(epoch FROM j.run_at - now()) * 1000), 0)::bigint END,"
+    " (SELECT count(*) FROM n) "
+    "FROM o LEFT JOIN j ON j.id = o.id AND j.lease_token = o.token";
+
+/*
+ * Attempts whose worker lost the lease and stopped the handler: lease_lost,
+ * ended now (also over the reaper's lease_expired: the worker was alive).
+ */
+static const char lost_sql[] =
+    "UPDATE pendulum.job_attempts a SET finished_at = now(), outcome = 'lease_lost'"
+    " FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)"
+    " WHERE a.job_id = l.id AND a.lease_token = l.token"
+    "  AND (a.outcome IS NULL OR a.outcome = 'lease_expired')";
+
+static const char heartbeat_sql[] =
+    "WITH h AS ("
+    " UPDATE pendulum.jobs j SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'"
+    " FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)"
+    " WHERE j.id = l.id AND j.lease_token = l.token AND j.state IN ('LEASED', 'RUNNING')"
+    " RETURNING j.lease_token"
+    "), w AS ("
+    " UPDATE pendulum.workers SET last_seen_at = now(), in_flight = $5 WHERE id = $4"
+    ") SELECT lease_token FROM h";
+
+static const char *const finish_kinds[] = {"succeeded", "retry", "dead", "release"};
+
+/* One outcome as a JSON object of the batch (the columns of finish_sql's o). */
+static void outcome_json(struct pd_buf *b, const struct pd_job_outcome *x)
+{
+	const struct pd_outcome *o = &x->o;
+
+	pd_buf_printf(b, "{\"id\":%lld,\"token\":%lld,\"kind\":\"%s\",\"backoff_ms\":%lld", x->id,
+		      x->token, finish_kinds[o->kind], o->backoff_ms);
+	pd_buf_puts(b, ",\"result\":");
+	pd_buf_puts(b, o->result ? o->result : "null");
+	pd_buf_printf(b, ",\"result_is_text\":%s,\"result_truncated\":%s",
+		      o->result_is_text ? "true" : "false", o->result_truncated ? "true" : "false");
+	pd_buf_puts(b, ",\"error\":");
+	if (o->error)
+		pd_json_quote(b, o->error, strlen(o->error));
+	else
+		pd_buf_puts(b, "null");
+	pd_buf_puts(b, ",\"dead_reason\":");
+	if (o->dead_reason)
+		pd_json_quote(b, o->dead_reason, strlen(o->dead_reason));
+	else
+		pd_buf_puts(b, "null");
+	pd_buf_puts(b, ",\"outcome\":");
+	pd_json_quote(b, o->outcome, strlen(o->outcome));
+	if (o->exit_code >= 0)
+		pd_buf_printf(b, ",\"exit_code\":%d", o->exit_code);
+	if (o->signal > 0)
+		pd_buf_printf(b, ",\"signal\":%d", o->signal);
+	pd_buf_puts(b, ",\"stderr_tail\":");
+	if (o->stderr_tail)
+		pd_json_quote(b, o->stderr_tail, strlen(o->stderr_tail));
+	else
+		pd_buf_puts(b, "null");
+	pd_buf_putc(b, '}');
+}
+
+int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
+{
+	struct pd_db_stmt st[4];
+	struct pd_buf batch = PD_BUF_INIT, lost_ids = PD_BUF_INIT, lost_tokens = PD_BUF_INIT;
+	struct pd_buf beat_ids = PD_BUF_INIT, beat_tokens = PD_BUF_INIT;
+	struct claim_args ca;
+	char lease[24], inflight[16];
+	const char *fp[1], *lp[2], *bp[5];
+	int n = 0, fi = -1, bi = -1, ci = -1, rc;
+
+	s->fenced = 0;
+	s->claimed = NULL;
+	s->nclaimed = 0;
+	memset(&ca, 0, sizeof(ca));
+	if (s->noutcomes > 0) {
+		pd_buf_putc(&batch, '[');
+		for (int i = 0; i < s->noutcomes; i++) {
+			if (i)
+				pd_buf_putc(&batch, ',');
+			outcome_json(&batch, &s->outcomes[i]);
+		}
+		pd_buf_putc(&batch, ']');
+		fp[0] = batch.data;
+		fi = n;
+		st[n++] = (struct pd_db_stmt){"pd_finish", finish_sql, 1, fp, PGRES_TUPLES_OK, NULL};
+	}
+	if (s->nlost > 0) {
+		id_array(&lost_ids, s->lost_ids, s->nlost);
+		id_array(&lost_tokens, s->lost_tokens, s->nlost);
+		lp[0] = lost_ids.data;
+		lp[1] = lost_tokens.data;
+		st[n++] = (struct pd_db_stmt){"pd_lease_lost", lost_sql, 2, lp, PGRES_COMMAND_OK,
+					      NULL};
+	}
+	if (s->beat) {
+		id_array(&beat_ids, s->beat_ids, s->nbeat);
+		id_array(&beat_tokens, s->beat_tokens, s->nbeat);
+		snprintf(lease, sizeof(lease), "%lld", s->lease_ms);
+		snprintf(inflight, sizeof(inflight), "%d", s->nbeat);
+		bp[0] = beat_ids.data;
+		bp[1] = beat_tokens.data;
+		bp[2] = lease;
+		bp[3] = s->worker;
+		bp[4] = inflight;
+		bi = n;
+		st[n++] = (struct pd_db_stmt){"pd_heartbeat", heartbeat_sql, 5, bp, PGRES_TUPLES_OK,
+					      NULL};
+	}
+	if (s->claim > 0) {
+		claim_args_build(&ca, s->worker, s->queues, s->nqueues, s->types, s->ntypes,
+				 s->claim, s->lease_ms, 1);
+		ci = n;
+		st[n++] =
+		    (struct pd_db_stmt){"pd_claim", claim_sql, 6, ca.params, PGRES_TUPLES_OK, NULL};
+	}
+	rc = n > 0 ? pd_db_pipeline(db, st, n, e) : 0;
+	pd_buf_release(&batch);
+	pd_buf_release(&lost_ids);
+	pd_buf_release(&lost_tokens);
+	pd_buf_release(&beat_ids);
+	pd_buf_release(&beat_tokens);
+	claim_args_release(&ca);
+	if (rc < 0)
+		return -1;
+	if (fi >= 0) {
+		PGresult *r = st[fi].res;
+
+		for (int row = 0; row < PQntuples(r); row++) {
+			long long id = strtoll(PQgetvalue(r, row, 0), NULL, 10);
+
+			for (int i = 0; i < s->noutcomes; i++) {
+				struct pd_job_outcome *x = &s->outcomes[i];
+
+				if (x->id != id)
+					continue;
+				x->applied = !PQgetisnull(r, row, 1);
+				snprintf(x->state, sizeof(x->state), "%s",
+					 x->applied ? PQgetvalue(r, row, 1) : "");
+				x->due_in_ms = PQgetisnull(r, row, 2)
+						   ? -1
+						   : strtoll(PQgetvalue(r, row, 2), NULL, 10);
+				s->fenced += !x->applied;
+			}
+		}
+	}
+	if (bi >= 0) {
+		PGresult *r = st[bi].res;
+
+		for (int i = 0; i < s->nbeat; i++)
+			s->held[i] = 0;
+		for (int row = 0; row < PQntuples(r); row++) {
+			long long t = strtoll(PQgetvalue(r, row, 0), NULL, 10);
+
+			for (int i = 0; i < s->nbeat; i++)
+				if (s->beat_tokens[i] == t)
+					s->held[i] = 1;
+		}
+	}
+	if (ci >= 0)
+		claim_parse(st[ci].res, &s->claimed, &s->nclaimed);
+	for (int i = 0; i < n; i++)
+		PQclear(st[i].res);
+	return 0;
 }

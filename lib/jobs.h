@@ -23,20 +23,13 @@ struct pd_claimed {
  * Claim up to limit runnable jobs of these queues and types (types NULL:
  * any type) for worker, with a lease of lease_ms. One statement: SKIP
  * LOCKED, new tokens from the sequence, attempt + 1, an attempt row each.
- * *out is malloc'd (free with pd_claimed_free).
+ * With start, the jobs go straight to RUNNING (their handlers start now);
+ * else they are LEASED. *out is malloc'd (free with pd_claimed_free).
  */
 int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queues, int nqueues,
-		  const char *const *types, int ntypes, int limit, long long lease_ms,
+		  const char *const *types, int ntypes, int limit, long long lease_ms, int start,
 		  struct pd_claimed **out, int *n, struct pd_err *e);
 void pd_claimed_free(struct pd_claimed *c, int n);
-
-/*
- * LEASED -> RUNNING for n jobs (ids[i] with tokens[i]), fenced, in one
- * statement. Returns how many were applied (the rest were fenced off and
- * counted), or -1.
- */
-int pd_jobs_start(struct pd_db *db, const long long *ids, const long long *tokens, int n,
-		  struct pd_err *e);
 
 enum pd_finish_kind {
 	PD_FINISH_SUCCEEDED, /* exit 0 */
@@ -48,7 +41,7 @@ enum pd_finish_kind {
 struct pd_outcome {
 	enum pd_finish_kind kind;
 	long long backoff_ms; /* RETRY */
-	const char *result;   /* SUCCEEDED: JSON text, or NULL */
+	const char *result;   /* SUCCEEDED: JSON text (jsonb can store it), or NULL */
 	int result_is_text;   /* the handler's stdout was not JSON */
 	int result_truncated;
 	const char *error;	 /* last_error */
@@ -59,21 +52,49 @@ struct pd_outcome {
 	const char *stderr_tail;
 };
 
-/*
- * Record an outcome, fenced. *state (at least 16 bytes) gets the job's new
- * state. Returns 1 applied, 0 fenced off (counted), -1 error.
- */
-int pd_jobs_finish(struct pd_db *db, long long id, long long token, const struct pd_outcome *o,
-		   char *state, struct pd_err *e);
+/* One job's outcome in a batch. */
+struct pd_job_outcome {
+	long long id, token;
+	struct pd_outcome o;
+	/* set by pd_jobs_sync */
+	int applied;	    /* 0: fenced off (the token no longer holds the lease) */
+	char state[16];	    /* the job's new state when applied */
+	long long due_in_ms; /* PENDING: ms until its run_at; else -1 */
+};
 
 /*
- * Extend the leases of the jobs this worker holds (ids[i] with tokens[i])
- * and mark the worker seen. held[i] is set to 1 for each lease still held,
- * 0 for each lost.
+ * One loop iteration's writes in one round trip (pipeline mode, one
+ * transaction), in this order: the outcomes (each fenced by its own token;
+ * the fenced-off ones counted in writes_fenced by the same statement, and
+ * BLOCKED jobs unblocked by the successes), lease_lost attempt records, the
+ * heartbeat (extend the leases, mark the worker seen), and a claim of up to
+ * claim jobs straight into RUNNING. Each part is skipped when empty (the
+ * heartbeat unless beat). Statements are prepared once per connection.
  */
-int pd_jobs_heartbeat(struct pd_db *db, const char *worker, const long long *ids,
-		      const long long *tokens, int n, long long lease_ms, int *held,
-		      struct pd_err *e);
+struct pd_jobs_sync {
+	struct pd_job_outcome *outcomes;
+	int noutcomes;
+	const long long *lost_ids, *lost_tokens;
+	int nlost;
+	int beat; /* send the heartbeat */
+	const long long *beat_ids, *beat_tokens;
+	int nbeat;
+	int *held; /* out: held[i] 1 while beat_ids[i]'s lease is still ours, 0 lost */
+	const char *worker;
+	long long lease_ms;
+	int claim; /* how many to claim; 0: none */
+	const char *const *queues;
+	int nqueues;
+	const char *const *types; /* NULL: any */
+	int ntypes;
+	/* out */
+	struct pd_claimed *claimed; /* malloc'd, pd_claimed_free */
+	int nclaimed;
+	int fenced; /* outcomes fenced off */
+};
+
+/* Returns 0, or -1 with e filled: then nothing was written (or, on 69, maybe all was). */
+int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e);
 
 /*
  * Give expired leases back: PENDING, or DEAD_LETTERED when attempts are

@@ -102,7 +102,7 @@ static void test_full(void)
 {
 	struct pd_config c;
 	struct pd_err e = PD_ERR_INIT;
-	const struct pd_handler_cfg *h;
+	const struct pd_handler *h;
 
 	if (!ok(load(&c, &e, full) == 0, "a file with every key loads"))
 		diag(e.msg);
@@ -128,7 +128,7 @@ static void test_full(void)
 	is_int(c.nhandlers, 4, "four handlers");
 
 	h = &c.handlers[0];
-	is_str(h->type, "email.send", "handler 1 type");
+	is_str(h->name, "email.send", "handler 1 type");
 	is_str(h->run, "./send-mail --to \"$PD_JOB_ID\"", "handler 1 run");
 	ok(h->exec_argv == NULL, "handler 1 has no exec");
 	is_int(h->timeout_ms, 30000, "handler 1 timeout");
@@ -137,7 +137,7 @@ static void test_full(void)
 	   "handler 1 terminal codes 3 4 255");
 
 	h = &c.handlers[1];
-	is_str(h->type, "resize", "handler 2 type");
+	is_str(h->name, "resize", "handler 2 type");
 	ok(h->run == NULL, "handler 2 has no run");
 	is_str(h->exec_argv[0], "/usr/bin/convert", "handler 2 argv[0]");
 	is_str(h->exec_argv[1], "-resize", "handler 2 argv[1]");
@@ -151,7 +151,7 @@ static void test_full(void)
 	ok(h->exec_argv[1] == NULL, "  alone, not split on spaces");
 	ok(h->nterminal == 1 && h->terminal_codes[0] == 9, "a single terminal code");
 
-	is_str(c.handlers[3].type, "*", "handler '*'");
+	is_str(c.handlers[3].name, "*", "handler '*'");
 	is_str(c.handlers[3].run, "exit 0", "handler '*' run");
 
 	ok(pd_config_handler(&c, "resize") == &c.handlers[1], "handler lookup: exact type");
@@ -172,7 +172,7 @@ static void check_defaults(const struct pd_config *c, const char *what)
 	snprintf(name, sizeof(name), "%s: all defaults", what);
 	ok(c->database_url == NULL && c->log_level == -1 && c->worker.queues == NULL &&
 	       c->worker.nqueues == 0 && c->worker.concurrency == 4 &&
-	       c->worker.lease_ms == 30000 && c->worker.heartbeat_ms == 10000 &&
+	       c->worker.lease_ms == 30000 && c->worker.heartbeat_ms == -1 &&
 	       c->worker.poll_ms == 1000 && c->worker.drain_timeout_ms == 30000 &&
 	       c->worker.kill_grace_ms == 5000 && c->worker.batch == 0 && c->worker.reap == 1 &&
 	       c->worker.result_limit == 1048576 && c->retry.base_ms == 1000 &&
@@ -412,7 +412,7 @@ static void test_relay(void)
 {
 	struct pd_config c;
 	struct pd_err e = PD_ERR_INIT;
-	const struct pd_topic_cfg *t;
+	const struct pd_handler *t;
 
 	pd_config_init(&c);
 	ok(c.relay.concurrency == 4 && c.relay.batch == 0 && c.relay.visibility_ms == 60000 &&
@@ -451,12 +451,12 @@ static void test_relay(void)
 	is_int(c.relay.kill_grace_ms, 2000, "relay.kill_grace (plain seconds)");
 	is_int(c.relay.ntopics, 3, "relay.topics has three");
 	t = &c.relay.topics[0];
-	is_str(t->topic, "orders", "topic 1 name");
+	is_str(t->name, "orders", "topic 1 name");
 	is_str(t->run, "kcat -P -t orders -k \"$PD_MESSAGE_KEY\"", "topic 1 run");
 	ok(t->exec_argv == NULL, "topic 1 has no exec");
 	is_int(t->timeout_ms, 10000, "topic 1 timeout");
 	t = &c.relay.topics[1];
-	is_str(t->topic, "hooks", "topic 2 name");
+	is_str(t->name, "hooks", "topic 2 name");
 	ok(t->run == NULL, "topic 2 has no run");
 	ok(t->exec_argv && strcmp(t->exec_argv[0], "/usr/local/bin/post-hook") == 0 &&
 	       strcmp(t->exec_argv[1], "--retry") == 0 && strcmp(t->exec_argv[2], "0") == 0 &&
@@ -464,7 +464,7 @@ static void test_relay(void)
 	   "topic 2 exec argv");
 	is_int(t->timeout_ms, -1, "topic 2 timeout unset");
 	t = &c.relay.topics[2];
-	ok(strcmp(t->topic, "*") == 0 && t->exec_argv && t->exec_argv[1] == NULL,
+	ok(strcmp(t->name, "*") == 0 && t->exec_argv && t->exec_argv[1] == NULL,
 	   "topic '*' with a single exec string");
 	ok(pd_config_topic(&c, "hooks") == &c.relay.topics[1], "topic lookup: exact");
 	ok(pd_config_topic(&c, "other") == &c.relay.topics[2], "topic lookup: '*' otherwise");

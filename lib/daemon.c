@@ -1,0 +1,201 @@
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "daemon.h"
+#include "log.h"
+#include "sig.h"
+
+#define OWN_FDS 2 /* the signalfd and the database socket */
+
+int pd_daemon_timeout(long long deadline, long long now)
+{
+	if (deadline < 0)
+		return -1;
+	if (deadline <= now)
+		return 0;
+	return deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now);
+}
+
+int pd_daemon_up(const struct pd_daemon *d)
+{
+	return d->db != NULL && d->link.up;
+}
+
+int pd_daemon_db_failed(struct pd_daemon *d, const struct pd_err *e)
+{
+	return pd_link_failed(&d->link, e);
+}
+
+/* LISTEN on every channel, then the engine's on_connect. */
+static int after_connect(struct pd_daemon *d, int first, struct pd_err *e)
+{
+	for (const char *const *ch = d->listen; ch && *ch; ch++) {
+		struct pd_buf q = PD_BUF_INIT;
+		char *id = PQescapeIdentifier(d->db->conn, *ch, strlen(*ch));
+		int rc;
+
+		if (id == NULL)
+			return pd_errf(e, PD_EX_UNAVAILABLE, "LISTEN %s: %s", *ch,
+				       PQerrorMessage(d->db->conn));
+		pd_buf_printf(&q, "LISTEN %s", id);
+		PQfreemem(id);
+		rc = pd_db_exec(d->db, q.data, 0, NULL, PGRES_COMMAND_OK, NULL, e);
+		pd_buf_release(&q);
+		if (rc < 0)
+			return -1;
+	}
+	if (d->ops->on_connect && d->ops->on_connect(d, first, e) < 0)
+		return -1;
+	pd_link_up(&d->link);
+	return 0;
+}
+
+static int reconnect(struct pd_daemon *d, struct pd_err *e)
+{
+	if (pd_db_connect(d->db, d->db->conninfo, d->db->appname, e) < 0 ||
+	    after_connect(d, 0, e) < 0) {
+		if (e->code != PD_EX_UNAVAILABLE)
+			return -1;
+		pd_link_retry(&d->link, e);
+		pd_err_clear(e);
+		return 0;
+	}
+	pd_log(PD_LOG_INFO, "reconnected", "%s", d->name ? d->name : "daemon");
+	return 0;
+}
+
+int pd_daemon_open(struct pd_daemon *d, struct pd_err *e)
+{
+	static const int signals[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP};
+
+	d->sigfd = -1;
+	d->stops = 0;
+	d->notified = 0;
+	d->passes = 0;
+	d->open_ms = pd_now_ms();
+	pd_sig_ignore_pipe();
+	if ((d->sigfd = pd_sig_open(signals, 4, e)) < 0)
+		return -1;
+	pd_link_init(&d->link, d->db);
+	if (d->db == NULL)
+		return 0;
+	if (after_connect(d, 1, e) < 0) {
+		pd_daemon_close(d);
+		return -1;
+	}
+	return 0;
+}
+
+void pd_daemon_close(struct pd_daemon *d)
+{
+	if (d->sigfd >= 0)
+		close(d->sigfd);
+	d->sigfd = -1;
+}
+
+/* Hand every notification received so far to on_notify; returns how many. */
+static int deliver_notifies(struct pd_daemon *d)
+{
+	PGnotify *nt;
+	int n = 0;
+
+	while (pd_daemon_up(d) && (nt = PQnotifies(d->db->conn)) != NULL) {
+		if (d->ops->on_notify)
+			d->ops->on_notify(d, nt->relname, nt->extra);
+		PQfreemem(nt);
+		n++;
+	}
+	d->notified += n;
+	return n;
+}
+
+static void on_signals(struct pd_daemon *d)
+{
+	int sig;
+
+	while ((sig = pd_sig_read(d->sigfd)) > 0) {
+		switch (sig) {
+		case SIGCHLD:
+			if (d->ops->on_child)
+				d->ops->on_child(d);
+			break;
+		case SIGHUP:
+			if (d->ops->on_reload)
+				d->ops->on_reload(d);
+			else
+				pd_log(PD_LOG_INFO, "SIGHUP: nothing to reload", NULL);
+			break;
+		default:
+			d->stops++;
+			if (d->ops->on_stop)
+				d->ops->on_stop(d, sig, d->stops);
+			break;
+		}
+	}
+}
+
+int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
+{
+	int cap = OWN_FDS + (d->maxfds > 0 ? d->maxfds : 0);
+	struct pollfd *fds = pd_xcalloc((size_t)cap, sizeof(*fds));
+	int rc = 0;
+
+	for (;;) {
+		long long now = pd_now_ms(), deadline;
+		int nfds = 0, own, n, sockfd = -1, again;
+
+		if (d->db && !d->link.up && now >= d->link.next_connect &&
+		    reconnect(d, e) < 0) {
+			rc = -1;
+			break;
+		}
+		d->passes++;
+		if (d->ops->on_tick && d->ops->on_tick(d, pd_now_ms(), e) < 0) {
+			rc = -1;
+			break;
+		}
+		d->notified = 0;
+		again = deliver_notifies(d) > 0; /* arrived during the engine's queries */
+		if (d->ops->finished ? d->ops->finished(d) : d->stops > 0)
+			break;
+
+		fds[nfds++] = (struct pollfd){.fd = d->sigfd, .events = POLLIN};
+		if (pd_daemon_up(d)) {
+			sockfd = nfds;
+			fds[nfds++] = (struct pollfd){.fd = PQsocket(d->db->conn), .events = POLLIN};
+		}
+		own = nfds;
+		if (d->ops->pollfds)
+			nfds += d->ops->pollfds(d, fds + nfds, cap - nfds);
+		deadline = d->ops->deadline ? d->ops->deadline(d) : -1;
+		if (d->db && !d->link.up)
+			deadline = pd_deadline_min(deadline, d->link.next_connect);
+		now = pd_now_ms();
+		n = poll(fds, (nfds_t)nfds, again ? 0 : pd_daemon_timeout(deadline, now));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = pd_errf(e, PD_EX_SOFTWARE, "poll: %s", strerror(errno));
+			break;
+		}
+		if (n == 0)
+			continue;
+		if (fds[0].revents & POLLIN)
+			on_signals(d);
+		if (sockfd >= 0 && fds[sockfd].revents && pd_daemon_up(d)) {
+			pd_link_read(&d->link);
+			deliver_notifies(d);
+		}
+		if (d->ops->on_io && nfds > own)
+			d->ops->on_io(d, fds + own, nfds - own);
+	}
+	free(fds);
+	return rc;
+}

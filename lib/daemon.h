@@ -1,0 +1,105 @@
+/*
+ * daemon: the one event loop of every Pendulum daemon (pd-worker, pd-relay,
+ * pd-reaper, pd-cron).
+ *
+ * One thread: a signalfd (SIGCHLD, SIGTERM, SIGINT, SIGHUP), the database
+ * socket (LISTEN wake-ups) and whatever descriptors the engine adds (its
+ * children's pipes), under poll(2) with a timeout computed from absolute
+ * monotonic deadlines. No work happens in signal handlers.
+ *
+ * The database link comes and goes: the first connection is made by
+ * pd_daemon_open (a failure there is final, exit 69); later a query that
+ * finds the server gone marks the link down (pd_link_failed) and the loop
+ * reconnects with backoff, re-issuing LISTEN and calling on_connect again.
+ * A daemon without a database (db NULL) runs the same loop; the unit tests
+ * use that.
+ *
+ * Each pass: reconnect if due, on_tick (the engine does what is due: write,
+ * claim, tick its children), finished?, then poll until the earliest of the
+ * engine's deadline, a reconnect, a signal, a notification or engine I/O.
+ * Notifications that arrive while the engine runs its own queries are
+ * delivered after on_tick, and the next poll does not wait.
+ */
+#ifndef PD_DAEMON_H
+#define PD_DAEMON_H
+
+#include <poll.h>
+
+#include "db.h"
+#include "link.h"
+
+struct pd_daemon;
+
+/* What an engine does on the loop's events. Every hook may be NULL. */
+struct pd_daemon_ops {
+	/*
+	 * Connected (first: at open; else after a reconnect), LISTEN done.
+	 * Returns 0, or -1 with e filled: fatal when first or when e's code is
+	 * not 69 (unavailable: retried with backoff).
+	 */
+	int (*on_connect)(struct pd_daemon *d, int first, struct pd_err *e);
+	/* Do what is due at now (monotonic ms). -1 with e filled: the loop ends with e. */
+	int (*on_tick)(struct pd_daemon *d, long long now, struct pd_err *e);
+	/* The monotonic ms at which on_tick must run again; -1: only on an event. */
+	long long (*deadline)(struct pd_daemon *d);
+	/* Descriptors to poll besides the daemon's own (at most max); how many. */
+	int (*pollfds)(struct pd_daemon *d, struct pollfd *fds, int max);
+	/* poll(2) results for those descriptors. */
+	void (*on_io)(struct pd_daemon *d, const struct pollfd *fds, int n);
+	/* SIGCHLD arrived: collect children. */
+	void (*on_child)(struct pd_daemon *d);
+	/* A notification on one of the LISTEN channels. */
+	void (*on_notify)(struct pd_daemon *d, const char *channel, const char *payload);
+	/* SIGTERM or SIGINT; count is 1 for the first, 2 for the second, ... */
+	void (*on_stop)(struct pd_daemon *d, int sig, int count);
+	/* SIGHUP: reload (a later issue fills it in). */
+	void (*on_reload)(struct pd_daemon *d);
+	/* 1: the loop ends (after on_tick). NULL: it ends at the first stop signal. */
+	int (*finished)(struct pd_daemon *d);
+};
+
+struct pd_daemon {
+	const char *name;	 /* for log lines: "worker", "relay", ... */
+	struct pd_db *db;	 /* NULL: no database */
+	const char *const *listen; /* channels to LISTEN on, NULL-terminated, or NULL */
+	const struct pd_daemon_ops *ops;
+	void *ctx; /* the engine's */
+	int maxfds; /* most descriptors the engine's pollfds returns */
+	/* state, for reading */
+	struct pd_link link;
+	int sigfd;
+	int stops;	    /* stop signals received */
+	int notified;	    /* notifications delivered since the last on_tick */
+	long long passes;   /* loop passes, for tests */
+	long long open_ms;  /* pd_now_ms() at open */
+};
+
+/*
+ * Block the daemon's signals behind a signalfd, ignore SIGPIPE, and connect
+ * (LISTEN, on_connect first). Returns 0, or -1 with e filled (69 when the
+ * database is unreachable at start).
+ */
+int pd_daemon_open(struct pd_daemon *d, struct pd_err *e);
+
+/* Run the loop until finished. Returns 0, or -1 with e filled. */
+int pd_daemon_run(struct pd_daemon *d, struct pd_err *e);
+
+/* Close the signalfd (the connection is the caller's). */
+void pd_daemon_close(struct pd_daemon *d);
+
+/*
+ * A query failed with e: code 69 marks the link down and returns 0 (the loop
+ * reconnects), anything else returns -1 (fatal). For on_tick hooks.
+ */
+int pd_daemon_db_failed(struct pd_daemon *d, const struct pd_err *e);
+
+/* 1 while the database link is up (always 0 without a database). */
+int pd_daemon_up(const struct pd_daemon *d);
+
+/*
+ * The poll(2) timeout for a deadline: -1 (none) stays -1, a past deadline
+ * is 0, otherwise the ms left, capped at INT_MAX.
+ */
+int pd_daemon_timeout(long long deadline, long long now);
+
+#endif

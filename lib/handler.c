@@ -1,0 +1,26 @@
+#include <string.h>
+
+#include "handler.h"
+
+const struct pd_handler *pd_handler_find(const struct pd_handler *v, int n, const char *name)
+{
+	const struct pd_handler *any = NULL;
+
+	for (int i = 0; i < n; i++) {
+		if (strcmp(v[i].name, name) == 0)
+			return &v[i];
+		if (any == NULL && strcmp(v[i].name, "*") == 0)
+			any = &v[i];
+	}
+	return any;
+}
+
+int pd_handler_terminal(const struct pd_handler *h, int code)
+{
+	if (code == 64 || code == 65)
+		return 1;
+	for (int i = 0; h && i < h->nterminal; i++)
+		if (h->terminal_codes[i] == code)
+			return 1;
+	return 0;
+}

@@ -1,0 +1,26 @@
+/*
+ * handler: the command that serves a name — a job type for pd-worker, an
+ * outbox topic for pd-relay — and the one lookup both use: an exact match,
+ * else the first "*", else none.
+ */
+#ifndef PD_HANDLER_H
+#define PD_HANDLER_H
+
+#define PD_HANDLER_MAX_CODES 32
+
+struct pd_handler {
+	char *name;	      /* job type or topic, or "*" for every name */
+	char *run;	      /* shell command for /bin/sh -c, or NULL */
+	char **exec_argv;     /* argv to exec without a shell, NULL-terminated, or NULL */
+	long long timeout_ms; /* -1 unset: the program's default */
+	int terminal_codes[PD_HANDLER_MAX_CODES]; /* exit codes that dead-letter at once */
+	int nterminal;
+};
+
+/* The handler for name among v[0..n): an exact match, else the first "*", else NULL. */
+const struct pd_handler *pd_handler_find(const struct pd_handler *v, int n, const char *name);
+
+/* 1 if code is terminal for h: 64 (EX_USAGE), 65 (EX_DATAERR) or one of h's codes. */
+int pd_handler_terminal(const struct pd_handler *h, int code);
+
+#endif

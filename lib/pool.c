@@ -1,0 +1,323 @@
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "dur.h"
+#include "err.h"
+#include "log.h"
+#include "pool.h"
+#include "text.h"
+
+#define LAST_LINE_MAX 400
+
+enum pd_exit_class pd_exit_classify(const struct pd_proc_result *r, enum pd_stop_reason why,
+				    const struct pd_handler *h)
+{
+	switch (why) {
+	case PD_STOP_LEASE_LOST:
+		return PD_EXIT_LEASE_LOST;
+	case PD_STOP_DRAIN:
+		return PD_EXIT_DRAINED;
+	case PD_STOP_TIMEOUT:
+		return PD_EXIT_TIMEOUT;
+	case PD_STOP_NONE:
+		break;
+	}
+	if (r->timed_out)
+		return PD_EXIT_TIMEOUT;
+	if (r->exit_code == 0)
+		return PD_EXIT_OK;
+	if (r->exit_code > 0 && pd_handler_terminal(h, r->exit_code))
+		return PD_EXIT_TERMINAL;
+	return PD_EXIT_FAILED;
+}
+
+const char *pd_exit_class_name(enum pd_exit_class c)
+{
+	switch (c) {
+	case PD_EXIT_OK:
+		return "succeeded";
+	case PD_EXIT_FAILED:
+		return "failed";
+	case PD_EXIT_TERMINAL:
+		return "terminal";
+	case PD_EXIT_TIMEOUT:
+		return "timeout";
+	case PD_EXIT_NOT_STARTED:
+		return "could_not_start";
+	case PD_EXIT_DRAINED:
+		return "released";
+	case PD_EXIT_LEASE_LOST:
+		return "lease_lost";
+	}
+	return "failed";
+}
+
+void pd_pool_init(struct pd_pool *p, int size, size_t stdout_limit, long long grace_ms,
+		  const char *stderr_msg)
+{
+	memset(p, 0, sizeof(*p));
+	p->slots = pd_xcalloc((size_t)size, sizeof(*p->slots));
+	p->size = size;
+	p->stdout_limit = stdout_limit;
+	p->grace_ms = grace_ms;
+	p->stderr_msg = stderr_msg ? stderr_msg : "handler stderr";
+	for (int i = 0; i < size; i++)
+		p->slots[i].proc.pid = -1;
+}
+
+static void exit_release(struct pd_pool_exit *x)
+{
+	pd_buf_release(&x->out);
+	pd_buf_release(&x->error);
+	pd_buf_release(&x->tail);
+	pd_buf_release(&x->last_line);
+	memset(x, 0, sizeof(*x));
+}
+
+/* Any state -> FREE: kill and reap a child still there, free what the slot owns. */
+static void slot_reset(struct pd_pool_slot *s)
+{
+	if (s->state != PD_SLOT_FREE)
+		pd_proc_release(&s->proc); /* kills and reaps a child still running */
+	for (char **e = s->envp; e && *e; e++)
+		free(*e);
+	free(s->envp);
+	exit_release(&s->exit);
+	memset(s, 0, sizeof(*s));
+	s->proc.pid = -1;
+	s->state = PD_SLOT_FREE;
+}
+
+void pd_pool_release(struct pd_pool *p)
+{
+	for (int i = 0; i < p->size; i++)
+		slot_reset(&p->slots[i]);
+	free(p->slots);
+	memset(p, 0, sizeof(*p));
+}
+
+int pd_pool_free_slot(const struct pd_pool *p)
+{
+	for (int i = 0; i < p->size; i++)
+		if (p->slots[i].state == PD_SLOT_FREE)
+			return i;
+	return -1;
+}
+
+int pd_pool_count(const struct pd_pool *p, enum pd_slot_state s)
+{
+	int n = 0;
+
+	for (int i = 0; i < p->size; i++)
+		n += p->slots[i].state == s;
+	return n;
+}
+
+int pd_pool_busy(const struct pd_pool *p)
+{
+	return p->size - pd_pool_count(p, PD_SLOT_FREE);
+}
+
+static void on_stderr(void *ctx, const char *line, size_t n)
+{
+	struct pd_pool_slot *s = ctx;
+	char q[4200];
+
+	pd_log(PD_LOG_INFO, s->stderr_msg, "%s line=%s", s->prefix,
+	       pd_log_quote(q, sizeof(q), line));
+	if (n > 0) {
+		pd_buf_reset(&s->exit.last_line);
+		pd_utf8_sanitize(&s->exit.last_line, line, n < LAST_LINE_MAX ? n : LAST_LINE_MAX);
+	}
+}
+
+int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
+{
+	struct pd_pool_slot *s = &p->slots[i];
+	const char *sh[4] = {"/bin/sh", "-c", NULL, NULL};
+	struct pd_proc_spec spec;
+	struct pd_err e = PD_ERR_INIT;
+
+	slot_reset(s);
+	s->h = j->h;
+	s->stderr_msg = p->stderr_msg;
+	s->envp = j->envp;
+	s->timeout_ms = j->timeout_ms > 0 ? j->timeout_ms : 0;
+	snprintf(s->prefix, sizeof(s->prefix), "%s", j->prefix ? j->prefix : "");
+	s->exit.exit_code = -1;
+	memset(&spec, 0, sizeof(spec));
+	if (j->h->run) {
+		sh[2] = j->h->run;
+		spec.argv = sh;
+	} else {
+		spec.argv = (const char *const *)j->h->exec_argv;
+	}
+	spec.envp = (const char *const *)s->envp;
+	spec.input = j->input;
+	spec.input_len = j->input_len;
+	spec.stdout_limit = p->stdout_limit;
+	spec.timeout_ms = s->timeout_ms;
+	spec.kill_grace_ms = p->grace_ms;
+	spec.on_stderr_line = on_stderr;
+	spec.ctx = s;
+	s->state = PD_SLOT_RUNNING;
+	if (pd_proc_start(&s->proc, &spec, &e) < 0) {
+		pd_log(PD_LOG_WARN, "handler could not start", "%s error=%s", s->prefix,
+		       pd_log_quote((char[600]){0}, 600, e.msg));
+		pd_proc_release(&s->proc);
+		s->state = PD_SLOT_DONE;
+		s->exit.cls = PD_EXIT_NOT_STARTED;
+		pd_buf_puts(&s->exit.error, e.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int live(const struct pd_pool_slot *s)
+{
+	return s->state == PD_SLOT_RUNNING || s->state == PD_SLOT_STOPPING;
+}
+
+int pd_pool_pollfds(const struct pd_pool *p, struct pollfd *fds, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < p->size && n < max; i++)
+		if (live(&p->slots[i]))
+			n += pd_proc_pollfds(&p->slots[i].proc, fds + n, max - n);
+	return n;
+}
+
+void pd_pool_io(struct pd_pool *p, const struct pollfd *fds, int n)
+{
+	for (int i = 0; i < p->size; i++)
+		if (live(&p->slots[i]))
+			pd_proc_io(&p->slots[i].proc, fds, n);
+}
+
+void pd_pool_reap(struct pd_pool *p)
+{
+	pid_t pid;
+	int st;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		int mine = 0;
+
+		for (int i = 0; i < p->size && !mine; i++)
+			if (live(&p->slots[i]))
+				mine = pd_proc_reap(&p->slots[i].proc, pid, st);
+		if (!mine)
+			pd_log(PD_LOG_DEBUG, "reaped an unknown child", "pid=%d", (int)pid);
+	}
+}
+
+long long pd_pool_deadline(const struct pd_pool *p)
+{
+	long long d = -1;
+
+	for (int i = 0; i < p->size; i++) {
+		long long t;
+
+		if (!live(&p->slots[i]))
+			continue;
+		t = pd_proc_deadline(&p->slots[i].proc);
+		if (t >= 0 && (d < 0 || t < d))
+			d = t;
+	}
+	return d;
+}
+
+/* RUNNING/STOPPING -> DONE: classify the finished child into s->exit. */
+static void collect(struct pd_pool_slot *s)
+{
+	struct pd_pool_exit *x = &s->exit;
+	struct pd_proc_result r;
+	struct pd_buf raw = PD_BUF_INIT;
+	char dur[PD_DUR_MAX];
+
+	pd_proc_result(&s->proc, &r);
+	x->cls = pd_exit_classify(&r, s->stop, s->h);
+	x->exit_code = r.exit_code;
+	x->signal = r.signal;
+	x->ran_ms = pd_now_ms() - s->proc.started_ms;
+	x->out_truncated = s->proc.truncated;
+	if (s->proc.out.len)
+		pd_buf_append(&x->out, s->proc.out.data, s->proc.out.len);
+	pd_tail_copy(&s->proc.err_tail, &raw);
+	pd_utf8_sanitize(&x->tail, pd_buf_str(&raw), raw.len);
+	pd_buf_release(&raw);
+	switch (x->cls) {
+	case PD_EXIT_TIMEOUT:
+		pd_dur_format(s->timeout_ms, dur, sizeof(dur));
+		pd_buf_printf(&x->error, "timeout after %s", dur);
+		break;
+	case PD_EXIT_FAILED:
+	case PD_EXIT_TERMINAL:
+		if (r.exit_code >= 0)
+			pd_buf_printf(&x->error, "exit %d", r.exit_code);
+		else if (r.signal > 0)
+			pd_buf_printf(&x->error, "killed by signal %d (%s)", r.signal,
+				      strsignal(r.signal));
+		else
+			pd_buf_puts(&x->error, "exit status lost");
+		break;
+	case PD_EXIT_OK:
+	case PD_EXIT_NOT_STARTED:
+	case PD_EXIT_DRAINED:
+	case PD_EXIT_LEASE_LOST:
+		break;
+	}
+	pd_proc_release(&s->proc);
+	s->state = PD_SLOT_DONE;
+}
+
+int pd_pool_tick(struct pd_pool *p, long long now_ms)
+{
+	int done = 0;
+
+	for (int i = 0; i < p->size; i++) {
+		struct pd_pool_slot *s = &p->slots[i];
+
+		if (!live(s))
+			continue;
+		pd_proc_tick(&s->proc, now_ms);
+		if (s->state == PD_SLOT_RUNNING && s->proc.timed_out) {
+			s->state = PD_SLOT_STOPPING;
+			s->stop = PD_STOP_TIMEOUT;
+		}
+		if (pd_proc_done(&s->proc)) {
+			collect(s);
+			done++;
+		}
+	}
+	return done;
+}
+
+void pd_pool_stop(struct pd_pool *p, int i, enum pd_stop_reason why)
+{
+	struct pd_pool_slot *s = &p->slots[i];
+	static const char *const names[] = {"none", "timeout", "drain", "lease_lost"};
+
+	if (s->state != PD_SLOT_RUNNING)
+		return;
+	s->state = PD_SLOT_STOPPING;
+	s->stop = why;
+	pd_proc_kill(&s->proc, names[why]);
+}
+
+void pd_pool_stop_all(struct pd_pool *p, enum pd_stop_reason why)
+{
+	for (int i = 0; i < p->size; i++)
+		pd_pool_stop(p, i, why);
+}
+
+void pd_pool_clear(struct pd_pool *p, int i)
+{
+	slot_reset(&p->slots[i]);
+}

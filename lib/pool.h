@@ -1,0 +1,154 @@
+/*
+ * pool: the child slots pd-worker and pd-relay run their handlers in.
+ *
+ * A pool has a fixed number of slots. The owner takes a free slot, starts a
+ * handler in it with its input (the payload, written to stdin, then EOF),
+ * and drives the pool from its event loop: pd_pool_pollfds/pd_pool_io for
+ * the pipes, pd_pool_reap on SIGCHLD, pd_pool_tick at pd_pool_deadline.
+ * When the child has exited and its pipes are drained, the slot is DONE and
+ * holds the classified exit (struct pd_pool_exit); the owner records it and
+ * frees the slot with pd_pool_clear.
+ *
+ * A slot's life:
+ *
+ *   FREE --start--> RUNNING --exit, pipes closed--> DONE --clear--> FREE
+ *   FREE --start fails--------------------------->  DONE (PD_EXIT_NOT_STARTED)
+ *   RUNNING --timeout, pd_pool_stop--> STOPPING --exit--> DONE
+ *
+ * STOPPING means SIGTERM went to the child's process group, with SIGKILL
+ * after the grace period. The reason (timeout, drain, lease lost) decides the
+ * class: a stop for a lost lease gives PD_EXIT_LEASE_LOST, whatever the
+ * child's status, so its outcome is never written.
+ *
+ * Stderr lines are logged as they come (message stderr_msg, prefixed with the
+ * slot's prefix); the last 4 KiB and the last line are kept for the outcome.
+ */
+#ifndef PD_POOL_H
+#define PD_POOL_H
+
+#include <poll.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "handler.h"
+#include "proc.h"
+
+enum pd_slot_state {
+	PD_SLOT_FREE,
+	PD_SLOT_RUNNING,
+	PD_SLOT_STOPPING,
+	PD_SLOT_DONE,
+};
+
+/* Why a pool stopped a child before it ended by itself. */
+enum pd_stop_reason {
+	PD_STOP_NONE,
+	PD_STOP_TIMEOUT,    /* ran past its timeout */
+	PD_STOP_DRAIN,	    /* the daemon is shutting down: give the work back */
+	PD_STOP_LEASE_LOST, /* another holder owns the work now: write nothing */
+};
+
+/* How a handler ended (DESIGN.md, the handler contract). */
+enum pd_exit_class {
+	PD_EXIT_OK,	     /* exit 0 */
+	PD_EXIT_FAILED,	     /* another exit code, or a signal we did not send: retryable */
+	PD_EXIT_TERMINAL,    /* 64, 65, or one of the handler's terminal codes */
+	PD_EXIT_TIMEOUT,     /* stopped at its timeout: retryable */
+	PD_EXIT_NOT_STARTED, /* could not be started: retryable */
+	PD_EXIT_DRAINED,     /* stopped by a drain: released, the attempt refunded */
+	PD_EXIT_LEASE_LOST,  /* stopped because its lease was lost: nothing is written */
+};
+
+/* The class of a child that ran: r is its result, why the pool stopped it. */
+enum pd_exit_class pd_exit_classify(const struct pd_proc_result *r, enum pd_stop_reason why,
+				    const struct pd_handler *h);
+
+/* "succeeded", "failed", "terminal", "timeout", ... (job_attempts.outcome). */
+const char *pd_exit_class_name(enum pd_exit_class c);
+
+struct pd_pool_exit {
+	enum pd_exit_class cls;
+	int exit_code;	     /* -1: none (signalled, not started) */
+	int signal;	     /* 0: none */
+	long long ran_ms;    /* from start to exit */
+	struct pd_buf out;   /* stdout, at most the pool's stdout_limit bytes */
+	int out_truncated;   /* stdout went past the limit */
+	struct pd_buf error; /* one line: "exit 3", "timeout after 2s", "could not start ..." */
+	struct pd_buf tail;  /* the last 4 KiB of stderr, valid UTF-8 */
+	struct pd_buf last_line; /* the last non-empty stderr line, valid UTF-8, at most 400 bytes */
+};
+
+struct pd_pool_slot {
+	enum pd_slot_state state;
+	enum pd_stop_reason stop;
+	const struct pd_handler *h;
+	struct pd_proc proc;
+	char **envp; /* owned: freed by pd_pool_clear */
+	char prefix[400];
+	const char *stderr_msg; /* the pool's */
+	long long timeout_ms;
+	struct pd_pool_exit exit; /* valid in DONE */
+};
+
+struct pd_pool {
+	struct pd_pool_slot *slots;
+	int size;
+	size_t stdout_limit;	/* 0: PD_PROC_STDOUT_LIMIT_DEFAULT */
+	long long grace_ms;	/* SIGTERM to SIGKILL; 0: PD_PROC_GRACE_DEFAULT_MS */
+	const char *stderr_msg; /* the log message for a stderr line */
+};
+
+/* What to start in a slot. */
+struct pd_pool_job {
+	const struct pd_handler *h; /* run or exec_argv */
+	char **envp;		    /* the child's environment; the slot takes ownership */
+	const char *input;	    /* copied */
+	size_t input_len;
+	long long timeout_ms; /* 0: none */
+	const char *prefix;   /* for log lines: "job=12 attempt=1" */
+};
+
+void pd_pool_init(struct pd_pool *p, int size, size_t stdout_limit, long long grace_ms,
+		  const char *stderr_msg);
+/* Kill and reap whatever still runs, free everything. */
+void pd_pool_release(struct pd_pool *p);
+
+/* The index of a FREE slot, or -1 when none is. */
+int pd_pool_free_slot(const struct pd_pool *p);
+/* How many slots are in state s. */
+int pd_pool_count(const struct pd_pool *p, enum pd_slot_state s);
+/* Slots not FREE. */
+int pd_pool_busy(const struct pd_pool *p);
+
+/*
+ * Start j in slot i (FREE). Returns 0 (RUNNING), or -1 when it could not
+ * start: the slot is then DONE with PD_EXIT_NOT_STARTED and the reason in
+ * exit.error. Either way the slot owns j->envp.
+ */
+int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j);
+
+/* The pipes to poll now; at most max entries. */
+int pd_pool_pollfds(const struct pd_pool *p, struct pollfd *fds, int max);
+void pd_pool_io(struct pd_pool *p, const struct pollfd *fds, int n);
+
+/* Collect every exited child (waitpid, WNOHANG); for SIGCHLD. Unknown pids are logged. */
+void pd_pool_reap(struct pd_pool *p);
+
+/* The monotonic ms at which pd_pool_tick must run next, -1 for none. */
+long long pd_pool_deadline(const struct pd_pool *p);
+
+/*
+ * Act on deadlines (timeouts, kill escalation, pipes left open after exit)
+ * and move each child that is finished to DONE. Returns how many became DONE.
+ */
+int pd_pool_tick(struct pd_pool *p, long long now_ms);
+
+/* Stop slot i's child (RUNNING -> STOPPING) for why; no-op in other states. */
+void pd_pool_stop(struct pd_pool *p, int i, enum pd_stop_reason why);
+/* Stop every RUNNING slot. */
+void pd_pool_stop_all(struct pd_pool *p, enum pd_stop_reason why);
+
+/* DONE -> FREE: the owner has taken the exit. */
+void pd_pool_clear(struct pd_pool *p, int i);
+
+#endif

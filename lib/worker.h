@@ -1,0 +1,54 @@
+/*
+ * worker: the engine of pd-worker. Claims jobs, runs each one's handler in
+ * a pool slot, keeps the leases alive, records outcomes fenced by the lease
+ * token, and drains on SIGTERM; all on the daemon loop (lib/daemon).
+ *
+ * Each loop pass sends what is ready — finished jobs' outcomes, lease_lost
+ * records, the heartbeat when due, and a claim for the free slots — in one
+ * round trip (pd_jobs_sync). A claim goes straight to RUNNING: the handlers
+ * start at once. The loop sleeps until a notification, a child event, the
+ * heartbeat or reap deadline, the poll interval, or the earliest run_at it
+ * knows of (a retry's backoff), whichever comes first.
+ */
+#ifndef PD_WORKER_H
+#define PD_WORKER_H
+
+#include "config.h"
+#include "db.h"
+#include "handler.h"
+
+#define PD_WORKER_MAX_QUEUES 64
+
+/* What a worker does. -1 (or NULL) in a field given to pd_worker_settle: unset. */
+struct pd_worker_cfg {
+	const char *queues[PD_WORKER_MAX_QUEUES];
+	int nqueues;
+	const struct pd_handler *handlers; /* the first match for a type wins */
+	int nhandlers;
+	long long concurrency, batch;
+	long long lease_ms, heartbeat_ms, poll_ms, drain_ms, grace_ms;
+	long long result_limit; /* bytes of stdout kept as the result */
+	long long retry_base_ms, retry_cap_ms;
+	int reap;	/* give back expired leases too */
+	int until_idle; /* exit once nothing is runnable and nothing runs */
+};
+
+/* Every field unset. */
+void pd_worker_cfg_init(struct pd_worker_cfg *w);
+
+/*
+ * Fill the unset fields from the file's values (cfg) and the defaults, and
+ * check the whole: flags over the file over the defaults. The heartbeat
+ * defaults to a third of the lease; a lease of 0, or a heartbeat not shorter
+ * than the lease, is refused (64).
+ */
+int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struct pd_err *e);
+
+/*
+ * Run the worker on db (connected) until it is drained by a signal, or idle
+ * with until_idle. Registers the worker, unregisters it at the end. Returns
+ * 0, or -1 with e filled.
+ */
+int pd_worker_run(const struct pd_worker_cfg *w, struct pd_db *db, struct pd_err *e);
+
+#endif
