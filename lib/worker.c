@@ -277,9 +277,16 @@ static void log_outcome(const struct worker *w, int i, const struct pd_job_outco
 	       x->o.error ? pd_log_quote(q, sizeof(q), x->o.error) : "");
 }
 
-/* Leases this worker still holds: RUNNING slots, and STOPPING ones not stopped for a lost lease. */
+/*
+ * The leases to heartbeat: RUNNING slots, and STOPPING ones not stopped for
+ * a lost lease. A handler that has already exited is left out: its outcome
+ * is on its way, and that write goes through the fence (and is counted if
+ * fenced) rather than being dropped as a lost lease.
+ */
 static int holds_lease(const struct pd_pool_slot *s)
 {
+	if (s->proc.reaped)
+		return 0;
 	return s->state == PD_SLOT_RUNNING ||
 	       (s->state == PD_SLOT_STOPPING && s->stop != PD_STOP_LEASE_LOST);
 }

@@ -188,10 +188,10 @@ teardown() {
 	after=$(sql "SELECT row_to_json(j)::text FROM pendulum.jobs j WHERE id = $id")
 	wait_for 10 grep -q 'lease lost' "$BATS_FILE_TMPDIR/w.log"
 	wait_for 10 eval "! alive $(cat "$pidfile")"
-	# the row is the thief's, untouched; the worker's attempt is not closed by it
+	# the row is the thief's, untouched; the worker's attempt is recorded as lease_lost
 	wait_for 10 grep -q 'nothing written' "$BATS_FILE_TMPDIR/w.log"
 	[ "$(sql "SELECT row_to_json(j)::text FROM pendulum.jobs j WHERE id = $id")" = "$after" ]
-	[ "$(sql "SELECT outcome IS NULL FROM pendulum.job_attempts WHERE lease_token = $token")" = t ]
+	wait_for 10 sql_is "SELECT outcome FROM pendulum.job_attempts WHERE lease_token = $token" lease_lost
 	# and the worker carries on
 	alive "$(bg_pid w)"
 	rm -f "$pidfile"

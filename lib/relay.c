@@ -1,0 +1,467 @@
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "daemon.h"
+#include "dur.h"
+#include "log.h"
+#include "outbox.h"
+#include "pool.h"
+#include "relay.h"
+#include "retry.h"
+
+#define OUT_LIMIT 4096 /* the publish command's stdout is read and thrown away */
+
+extern char **environ;
+
+enum relay_phase {
+	PHASE_SERVING,
+	PHASE_DRAINING, /* a stop signal came, or --once claimed its batch */
+	PHASE_KILLING,	/* the drain timeout passed: commands stopped, messages released */
+};
+
+struct relay {
+	const struct pd_relay_cfg *cfg;
+	struct pd_daemon d;
+	struct pd_pool pool;
+	struct pd_outbox_msg *msgs; /* msgs[i]: the message in pool slot i */
+	char id[128], host[64];
+	struct pd_rng rng;
+	enum relay_phase phase;
+	int wake, idle, fatal;
+	long long next_claim, drain_deadline;
+};
+
+void pd_relay_cfg_init(struct pd_relay_cfg *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->concurrency = r->batch = r->visibility_ms = r->timeout_ms = r->poll_ms = -1;
+	r->drain_ms = r->grace_ms = r->retry_base_ms = r->retry_cap_ms = -1;
+}
+
+int pd_relay_settle(struct pd_relay_cfg *r, const struct pd_config *cfg, struct pd_err *e)
+{
+	char t[PD_DUR_MAX], g[PD_DUR_MAX], v[PD_DUR_MAX];
+
+	if (r->concurrency < 0)
+		r->concurrency = cfg->relay.concurrency;
+	if (r->batch < 0)
+		r->batch = cfg->relay.batch > 0 ? cfg->relay.batch : r->concurrency;
+	if (r->visibility_ms < 0)
+		r->visibility_ms = cfg->relay.visibility_ms;
+	if (r->timeout_ms < 0)
+		r->timeout_ms = cfg->relay.timeout_ms;
+	if (r->poll_ms < 0)
+		r->poll_ms = cfg->relay.poll_ms;
+	if (r->drain_ms < 0)
+		r->drain_ms = cfg->relay.drain_timeout_ms;
+	if (r->grace_ms < 0)
+		r->grace_ms = cfg->relay.kill_grace_ms > 0 ? cfg->relay.kill_grace_ms : 1;
+	if (r->retry_base_ms < 0)
+		r->retry_base_ms = cfg->retry.base_ms;
+	if (r->retry_cap_ms < 0)
+		r->retry_cap_ms = cfg->retry.cap_ms;
+	/* A flag's command is "*": the file's commands for named topics still apply. */
+	for (int i = 0; i < cfg->relay.ntopics && r->ncmds < PD_RELAY_MAX_CMDS; i++) {
+		const struct pd_handler *tc = &cfg->relay.topics[i];
+
+		if (strcmp(tc->name, "*") == 0 && pd_handler_find(r->cmds, r->ncmds, "*"))
+			continue;
+		r->cmds[r->ncmds++] = *tc;
+	}
+	if (r->ncmds == 0)
+		return pd_errf(e, PD_EX_USAGE,
+			       "no publish command: give --publish COMMAND, --exec PATH, or "
+			       "relay.topics in the config file");
+	if (r->ntopics > 0) {
+		for (int i = 0; i < r->ntopics; i++)
+			if (pd_handler_find(r->cmds, r->ncmds, r->topics[i]) == NULL)
+				return pd_errf(e, PD_EX_USAGE,
+					       "no publish command for topic '%s': give --publish, "
+					       "--exec, or relay.topics.%s in the config file",
+					       r->topics[i], r->topics[i]);
+	} else if (pd_handler_find(r->cmds, r->ncmds, "*")) {
+		r->any_topic = 1;
+	} else {
+		for (int i = 0; i < r->ncmds && r->ntopics < PD_RELAY_MAX_TOPICS; i++)
+			r->topics[r->ntopics++] = r->cmds[i].name;
+	}
+	/* A publish command must be dead before its claim lapses. */
+	for (int i = 0; i < r->ncmds; i++) {
+		long long to = r->cmds[i].timeout_ms > 0 ? r->cmds[i].timeout_ms : r->timeout_ms;
+
+		if (to + r->grace_ms >= r->visibility_ms) {
+			pd_dur_format(to, t, sizeof(t));
+			pd_dur_format(r->grace_ms, g, sizeof(g));
+			pd_dur_format(r->visibility_ms, v, sizeof(v));
+			return pd_errf(
+			    e, PD_EX_USAGE,
+			    "the publish timeout for topic '%s' (%s) plus the kill grace "
+			    "(%s) must be shorter than the visibility timeout (%s)",
+			    r->cmds[i].name, t, g, v);
+		}
+	}
+	return 0;
+}
+
+static void msg_prefix(const struct pd_outbox_msg *m, char *out, size_t n)
+{
+	char q[160], k[160];
+
+	snprintf(out, n, "message=%lld topic=%s%s%s attempt=%d", m->id,
+		 pd_log_quote(q, sizeof(q), m->topic), m->key ? " key=" : "",
+		 m->key ? pd_log_quote(k, sizeof(k), m->key) : "", m->attempt);
+}
+
+static void log_outcome(const char *prefix, const struct pd_outbox_outcome *o, const char *state)
+{
+	struct pd_buf b = PD_BUF_INIT;
+	char q[600];
+
+	if (o->kind == PD_OUTBOX_PUBLISHED) {
+		pd_log(PD_LOG_INFO, "message published", "%s", prefix);
+		return;
+	}
+	pd_buf_printf(&b, "%s state=%s", prefix, state);
+	if (o->kind == PD_OUTBOX_RETRY && strcmp(state, "PENDING") == 0)
+		pd_buf_printf(&b, " retry_ms=%lld", o->backoff_ms);
+	if (o->error)
+		pd_buf_printf(&b, " error=%s", pd_log_quote(q, sizeof(q), o->error));
+	if (o->kind == PD_OUTBOX_RELEASE)
+		pd_log(PD_LOG_INFO, "message released", "%s", b.data);
+	else
+		pd_log(PD_LOG_WARN, "publish failed", "%s", b.data);
+	pd_buf_release(&b);
+}
+
+/*
+ * Write o for m, fenced on its claim token. Returns 0 (written or fenced),
+ * or what pd_daemon_db_failed says: the caller keeps the outcome to retry.
+ */
+static int write_outcome(struct relay *r, const struct pd_outbox_msg *m,
+			 const struct pd_outbox_outcome *o, struct pd_err *e)
+{
+	char state[16], prefix[400];
+	int rc = pd_outbox_finish(r->d.db, m->id, m->token, o, state, e);
+
+	if (rc < 0)
+		return pd_daemon_db_failed(&r->d, e) < 0 ? -1 : 1;
+	msg_prefix(m, prefix, sizeof(prefix));
+	if (rc == 0)
+		pd_log(PD_LOG_WARN, "fenced: the claim was taken over, outcome not written",
+		       "%s token=%lld", prefix, m->token);
+	else
+		log_outcome(prefix, o, state);
+	r->wake = 1; /* the next message for this key may be claimable now */
+	return 0;
+}
+
+/* The outcome of slot i's exit; error text goes to err. */
+static void outcome_of(struct relay *r, int i, struct pd_outbox_outcome *o, struct pd_buf *err)
+{
+	struct pd_pool_exit *ex = &r->pool.slots[i].exit;
+
+	memset(o, 0, sizeof(*o));
+	pd_buf_append(err, pd_buf_str(&ex->error), ex->error.len);
+	switch (ex->cls) {
+	case PD_EXIT_OK:
+		o->kind = PD_OUTBOX_PUBLISHED;
+		break;
+	case PD_EXIT_DRAINED:
+	case PD_EXIT_LEASE_LOST:
+		o->kind = PD_OUTBOX_RELEASE;
+		break;
+	case PD_EXIT_TERMINAL:
+		o->kind = PD_OUTBOX_DEAD;
+		o->dead_reason = "terminal exit code";
+		break;
+	case PD_EXIT_FAILED:
+	case PD_EXIT_TIMEOUT:
+	case PD_EXIT_NOT_STARTED:
+		o->kind = PD_OUTBOX_RETRY;
+		o->backoff_ms = pd_backoff_ms(&r->rng, r->cfg->retry_base_ms, r->cfg->retry_cap_ms,
+					      r->msgs[i].attempt);
+		break;
+	}
+	if (o->kind != PD_OUTBOX_PUBLISHED && o->kind != PD_OUTBOX_RELEASE && ex->last_line.len)
+		pd_buf_printf(err, ": %s", ex->last_line.data);
+	o->error = err->len ? err->data : NULL;
+}
+
+static int flush_outcomes(struct relay *r, struct pd_err *e)
+{
+	for (int i = 0; i < r->pool.size && pd_daemon_up(&r->d); i++) {
+		struct pd_outbox_outcome o;
+		struct pd_buf err = PD_BUF_INIT;
+		int rc;
+
+		if (r->pool.slots[i].state != PD_SLOT_DONE)
+			continue;
+		outcome_of(r, i, &o, &err);
+		rc = write_outcome(r, &r->msgs[i], &o, e);
+		pd_buf_release(&err);
+		if (rc < 0)
+			return -1;
+		if (rc > 0)
+			return 0; /* the link is down: keep it for later */
+		pd_pool_clear(&r->pool, i);
+		pd_outbox_msg_clear(&r->msgs[i]);
+	}
+	return 0;
+}
+
+/* Start m in a free slot, or settle it at once when it cannot run. */
+static int start_msg(struct relay *r, struct pd_outbox_msg *m, struct pd_err *e)
+{
+	const struct pd_handler *h = pd_handler_find(r->cfg->cmds, r->cfg->ncmds, m->topic);
+	int i = pd_pool_free_slot(&r->pool), rc = 0;
+	struct pd_outbox_outcome o;
+	struct pd_pool_job pj;
+	struct pd_err he = PD_ERR_INIT;
+	char prefix[400];
+	char **envp = NULL;
+
+	msg_prefix(m, prefix, sizeof(prefix));
+	memset(&o, 0, sizeof(o));
+	if (h == NULL) {
+		/* The claim asks only for topics with a command; give it back if not. */
+		pd_log(PD_LOG_ERROR, "no publish command for the topic: released", "%s", prefix);
+		o.kind = PD_OUTBOX_RELEASE;
+	} else if ((envp = pd_outbox_env((const char *const *)environ, m, &he)) == NULL) {
+		/* Not through pendulum.outbox_record, which checks headers: data error. */
+		o.kind = PD_OUTBOX_DEAD;
+		o.dead_reason = "invalid headers";
+		o.error = he.msg;
+	} else if (i < 0) {
+		pd_log(PD_LOG_ERROR, "no free slot for a claimed message: released", "%s", prefix);
+		pd_outbox_env_free(envp);
+		o.kind = PD_OUTBOX_RELEASE;
+		h = NULL;
+	}
+	if (h == NULL || envp == NULL) {
+		rc = write_outcome(r, m, &o, e);
+		pd_outbox_msg_clear(m);
+		return rc < 0 ? -1 : 0;
+	}
+	r->msgs[i] = *m;
+	memset(&pj, 0, sizeof(pj));
+	pj.h = h;
+	pj.envp = envp;
+	pj.input = r->msgs[i].payload;
+	pj.input_len = strlen(r->msgs[i].payload);
+	pj.timeout_ms = h->timeout_ms > 0 ? h->timeout_ms : r->cfg->timeout_ms;
+	pj.prefix = prefix;
+	pd_log(PD_LOG_DEBUG, "publishing", "%s token=%lld", prefix, m->token);
+	pd_pool_start(&r->pool, i, &pj);
+	return 0;
+}
+
+static int claim(struct relay *r, long long now, struct pd_err *e)
+{
+	struct pd_outbox_msg *m = NULL;
+	int free_slots = pd_pool_count(&r->pool, PD_SLOT_FREE), n = 0, dead = 0, want;
+
+	want = free_slots < r->cfg->batch ? free_slots : (int)r->cfg->batch;
+	r->wake = 0;
+	r->next_claim = now + r->cfg->poll_ms;
+	if (want <= 0)
+		return 0;
+	if (pd_outbox_claim(r->d.db, r->id, r->cfg->any_topic ? NULL : r->cfg->topics,
+			    r->cfg->ntopics, want, r->cfg->visibility_ms, &m, &n, &dead, e) < 0)
+		return pd_daemon_db_failed(&r->d, e);
+	if (r->cfg->once)
+		r->phase = PHASE_DRAINING;
+	r->idle = n == 0 && dead == 0;
+	if (dead)
+		pd_log(PD_LOG_WARN, "dead-lettered: attempts used up and the last claim lapsed",
+		       "messages=%d", dead);
+	if (n + dead == want)
+		r->wake = 1; /* there may be more */
+	for (int k = 0; k < n; k++)
+		if (start_msg(r, &m[k], e) < 0) {
+			for (int j = k + 1; j < n; j++)
+				pd_outbox_msg_clear(&m[j]);
+			free(m);
+			return -1;
+		}
+	free(m); /* the strings now belong to the slots */
+	return 0;
+}
+
+static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
+{
+	struct relay *r = d->ctx;
+
+	(void)e;
+	r->wake = 1;
+	pd_log(first ? PD_LOG_DEBUG : PD_LOG_INFO, first ? "connected" : "reconnected", "relay=%s",
+	       r->id);
+	return 0;
+}
+
+static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
+{
+	struct relay *r = d->ctx;
+
+	pd_pool_reap(&r->pool);
+	pd_pool_tick(&r->pool, now);
+	if (r->phase == PHASE_DRAINING && d->stops > 0 && now >= r->drain_deadline) {
+		r->phase = PHASE_KILLING;
+		pd_pool_stop_all(&r->pool, PD_STOP_DRAIN);
+	}
+	if (!pd_daemon_up(d))
+		return 0;
+	if (flush_outcomes(r, e) < 0) {
+		r->fatal = 1;
+		return -1;
+	}
+	if (pd_daemon_up(d) && r->phase == PHASE_SERVING &&
+	    (r->wake || now >= r->next_claim) && pd_pool_free_slot(&r->pool) >= 0 &&
+	    claim(r, now, e) < 0) {
+		r->fatal = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static long long deadline(struct pd_daemon *d)
+{
+	struct relay *r = d->ctx;
+	long long t = pd_pool_deadline(&r->pool);
+
+	if (pd_daemon_up(d)) {
+		if (pd_pool_count(&r->pool, PD_SLOT_DONE) > 0 ||
+		    (r->wake && r->phase == PHASE_SERVING && pd_pool_free_slot(&r->pool) >= 0))
+			return pd_now_ms();
+		if (r->phase == PHASE_SERVING)
+			t = pd_deadline_min(t, r->next_claim);
+	}
+	if (r->phase == PHASE_DRAINING && d->stops > 0)
+		t = pd_deadline_min(t, r->drain_deadline);
+	return t;
+}
+
+static int pollfds(struct pd_daemon *d, struct pollfd *fds, int max)
+{
+	struct relay *r = d->ctx;
+
+	return pd_pool_pollfds(&r->pool, fds, max);
+}
+
+static void on_io(struct pd_daemon *d, const struct pollfd *fds, int n)
+{
+	struct relay *r = d->ctx;
+
+	pd_pool_io(&r->pool, fds, n);
+}
+
+static void on_child(struct pd_daemon *d)
+{
+	struct relay *r = d->ctx;
+
+	pd_pool_reap(&r->pool);
+}
+
+static void on_notify(struct pd_daemon *d, const char *channel, const char *payload)
+{
+	struct relay *r = d->ctx;
+
+	(void)channel;
+	(void)payload;
+	r->wake = 1;
+}
+
+static void on_stop(struct pd_daemon *d, int sig, int count)
+{
+	struct relay *r = d->ctx;
+
+	if (count > 1) {
+		pd_log(PD_LOG_WARN, "second signal: stopping publish commands now", "signal=%d",
+		       sig);
+		r->drain_deadline = pd_now_ms();
+		return;
+	}
+	if (r->phase == PHASE_SERVING || r->phase == PHASE_DRAINING)
+		r->phase = PHASE_DRAINING;
+	r->drain_deadline = pd_now_ms() + r->cfg->drain_ms;
+	pd_log(PD_LOG_INFO, "draining: no new messages",
+	       "signal=%d running=%d drain_timeout_ms=%lld", sig, pd_pool_busy(&r->pool),
+	       r->cfg->drain_ms);
+}
+
+static int finished(struct pd_daemon *d)
+{
+	struct relay *r = d->ctx;
+	int busy = pd_pool_busy(&r->pool);
+
+	if (r->fatal)
+		return 1;
+	if (r->phase != PHASE_SERVING)
+		return busy == 0;
+	return r->cfg->until_idle && r->idle && busy == 0 && pd_daemon_up(d);
+}
+
+static const struct pd_daemon_ops relay_ops = {
+    .on_connect = on_connect,
+    .on_tick = on_tick,
+    .deadline = deadline,
+    .pollfds = pollfds,
+    .on_io = on_io,
+    .on_child = on_child,
+    .on_notify = on_notify,
+    .on_stop = on_stop,
+    .finished = finished,
+};
+
+int pd_relay_run(const struct pd_relay_cfg *cfg, struct pd_db *db, struct pd_err *e)
+{
+	static const char *const channels[] = {"pendulum_outbox", NULL};
+	struct relay r;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.cfg = cfg;
+	gethostname(r.host, sizeof(r.host) - 1);
+	pd_rng_seed(&r.rng, 0);
+	snprintf(r.id, sizeof(r.id), "%s:%d:%04x", r.host, (int)getpid(),
+		 (unsigned)(pd_rng_next(&r.rng) & 0xffff));
+	pd_pool_init(&r.pool, (int)cfg->concurrency, OUT_LIMIT, cfg->grace_ms, "publish stderr");
+	r.msgs = pd_xcalloc((size_t)cfg->concurrency, sizeof(*r.msgs));
+	r.d.name = "relay";
+	r.d.db = db;
+	r.d.listen = channels;
+	r.d.ops = &relay_ops;
+	r.d.ctx = &r;
+	r.d.maxfds = PD_PROC_MAX_FDS * (int)cfg->concurrency;
+	rc = pd_daemon_open(&r.d, e);
+	if (rc == 0) {
+		struct pd_buf t = PD_BUF_INIT;
+
+		for (int i = 0; i < cfg->ntopics; i++)
+			pd_buf_printf(&t, "%s%s", i ? "," : "", cfg->topics[i]);
+		pd_log(PD_LOG_INFO, "relay started",
+		       "relay=%s concurrency=%lld visibility_ms=%lld topics=%s", r.id,
+		       cfg->concurrency, cfg->visibility_ms,
+		       cfg->any_topic ? "*" : pd_log_quote((char[600]){0}, 600, t.data));
+		pd_buf_release(&t);
+		rc = pd_daemon_run(&r.d, e);
+		/* Write what the drain stopped (or what is left after an error). */
+		if (pd_daemon_up(&r.d)) {
+			struct pd_err ue = PD_ERR_INIT;
+
+			pd_pool_tick(&r.pool, pd_now_ms());
+			flush_outcomes(&r, &ue);
+		}
+		pd_log(PD_LOG_INFO, "relay stopped", "relay=%s", r.id);
+	}
+	pd_daemon_close(&r.d);
+	for (int i = 0; i < r.pool.size; i++)
+		pd_outbox_msg_clear(&r.msgs[i]);
+	pd_pool_release(&r.pool);
+	free(r.msgs);
+	return rc;
+}
