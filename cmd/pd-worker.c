@@ -143,9 +143,10 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 			if (pd_cli_dur("--lease", optarg, &w->lease_ms, e) < 0)
 				return -1;
 			if (w->lease_ms <= 0)
-				return pd_errf(e, PD_EX_USAGE,
-					       "option --lease: must be longer than 0 (how long a "
-					       "claimed job stays this worker's without a heartbeat)");
+				return pd_errf(
+				    e, PD_EX_USAGE,
+				    "option --lease: must be longer than 0 (how long a "
+				    "claimed job stays this worker's without a heartbeat)");
 			break;
 		case O_BEAT:
 			if (pd_cli_dur("--heartbeat", optarg, &w->heartbeat_ms, e) < 0)

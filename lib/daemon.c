@@ -151,8 +151,7 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 		long long now = pd_now_ms(), deadline;
 		int nfds = 0, own, n, sockfd = -1, again;
 
-		if (d->db && !d->link.up && now >= d->link.next_connect &&
-		    reconnect(d, e) < 0) {
+		if (d->db && !d->link.up && now >= d->link.next_connect && reconnect(d, e) < 0) {
 			rc = -1;
 			break;
 		}
@@ -169,7 +168,8 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 		fds[nfds++] = (struct pollfd){.fd = d->sigfd, .events = POLLIN};
 		if (pd_daemon_up(d)) {
 			sockfd = nfds;
-			fds[nfds++] = (struct pollfd){.fd = PQsocket(d->db->conn), .events = POLLIN};
+			fds[nfds++] =
+			    (struct pollfd){.fd = PQsocket(d->db->conn), .events = POLLIN};
 		}
 		own = nfds;
 		if (d->ops->pollfds)

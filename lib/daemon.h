@@ -59,19 +59,19 @@ struct pd_daemon_ops {
 };
 
 struct pd_daemon {
-	const char *name;	 /* for log lines: "worker", "relay", ... */
-	struct pd_db *db;	 /* NULL: no database */
+	const char *name;	   /* for log lines: "worker", "relay", ... */
+	struct pd_db *db;	   /* NULL: no database */
 	const char *const *listen; /* channels to LISTEN on, NULL-terminated, or NULL */
 	const struct pd_daemon_ops *ops;
-	void *ctx; /* the engine's */
+	void *ctx;  /* the engine's */
 	int maxfds; /* most descriptors the engine's pollfds returns */
 	/* state, for reading */
 	struct pd_link link;
 	int sigfd;
-	int stops;	    /* stop signals received */
-	int notified;	    /* notifications delivered since the last on_tick */
-	long long passes;   /* loop passes, for tests */
-	long long open_ms;  /* pd_now_ms() at open */
+	int stops;	   /* stop signals received */
+	int notified;	   /* notifications delivered since the last on_tick */
+	long long passes;  /* loop passes, for tests */
+	long long open_ms; /* pd_now_ms() at open */
 };
 
 /*

@@ -404,15 +404,16 @@ int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
 		pd_buf_putc(&batch, ']');
 		fp[0] = batch.data;
 		fi = n;
-		st[n++] = (struct pd_db_stmt){"pd_finish", finish_sql, 1, fp, PGRES_TUPLES_OK, NULL};
+		st[n++] =
+		    (struct pd_db_stmt){"pd_finish", finish_sql, 1, fp, PGRES_TUPLES_OK, NULL};
 	}
 	if (s->nlost > 0) {
 		id_array(&lost_ids, s->lost_ids, s->nlost);
 		id_array(&lost_tokens, s->lost_tokens, s->nlost);
 		lp[0] = lost_ids.data;
 		lp[1] = lost_tokens.data;
-		st[n++] = (struct pd_db_stmt){"pd_lease_lost", lost_sql, 2, lp, PGRES_COMMAND_OK,
-					      NULL};
+		st[n++] =
+		    (struct pd_db_stmt){"pd_lease_lost", lost_sql, 2, lp, PGRES_COMMAND_OK, NULL};
 	}
 	if (s->beat) {
 		id_array(&beat_ids, s->beat_ids, s->nbeat);
@@ -425,8 +426,8 @@ int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
 		bp[3] = s->worker;
 		bp[4] = inflight;
 		bi = n;
-		st[n++] = (struct pd_db_stmt){"pd_heartbeat", heartbeat_sql, 5, bp, PGRES_TUPLES_OK,
-					      NULL};
+		st[n++] = (struct pd_db_stmt){"pd_heartbeat",  heartbeat_sql, 5, bp,
+					      PGRES_TUPLES_OK, NULL};
 	}
 	if (s->claim > 0) {
 		claim_args_build(&ca, s->worker, s->queues, s->nqueues, s->types, s->ntypes,

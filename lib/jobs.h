@@ -57,8 +57,8 @@ struct pd_job_outcome {
 	long long id, token;
 	struct pd_outcome o;
 	/* set by pd_jobs_sync */
-	int applied;	    /* 0: fenced off (the token no longer holds the lease) */
-	char state[16];	    /* the job's new state when applied */
+	int applied;	     /* 0: fenced off (the token no longer holds the lease) */
+	char state[16];	     /* the job's new state when applied */
 	long long due_in_ms; /* PENDING: ms until its run_at; else -1 */
 };
 

@@ -75,7 +75,8 @@ struct pd_pool_exit {
 	int out_truncated;   /* stdout went past the limit */
 	struct pd_buf error; /* one line: "exit 3", "timeout after 2s", "could not start ..." */
 	struct pd_buf tail;  /* the last 4 KiB of stderr, valid UTF-8 */
-	struct pd_buf last_line; /* the last non-empty stderr line, valid UTF-8, at most 400 bytes */
+	struct pd_buf
+	    last_line; /* the last non-empty stderr line, valid UTF-8, at most 400 bytes */
 };
 
 struct pd_pool_slot {

@@ -319,9 +319,8 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 		r->fatal = 1;
 		return -1;
 	}
-	if (pd_daemon_up(d) && r->phase == PHASE_SERVING &&
-	    (r->wake || now >= r->next_claim) && pd_pool_free_slot(&r->pool) >= 0 &&
-	    claim(r, now, e) < 0) {
+	if (pd_daemon_up(d) && r->phase == PHASE_SERVING && (r->wake || now >= r->next_claim) &&
+	    pd_pool_free_slot(&r->pool) >= 0 && claim(r, now, e) < 0) {
 		r->fatal = 1;
 		return -1;
 	}

@@ -35,9 +35,9 @@ struct worker {
 	char id[128], host[64];
 	struct pd_rng rng;
 	enum worker_phase phase;
-	int wake;     /* claim at the next pass */
-	int idle;     /* the last claim found nothing */
-	int fatal;    /* the loop must end */
+	int wake;  /* claim at the next pass */
+	int idle;  /* the last claim found nothing */
+	int fatal; /* the loop must end */
 	long long next_claim, next_beat, next_reap, next_due, drain_deadline;
 };
 
@@ -195,7 +195,8 @@ static void start_job(struct worker *w, struct pd_claimed *j)
 	pj.prefix = prefix;
 	if (h == NULL) {
 		/* The claim filters on the handled types; a '*' handler takes all. */
-		static const struct pd_handler none = {(char *)"?", (char *)"exit 70", NULL, -1, {0}, 0};
+		static const struct pd_handler none = {
+		    (char *)"?", (char *)"exit 70", NULL, -1, {0}, 0};
 
 		pj.h = &none;
 	}
@@ -442,8 +443,8 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 	struct worker *w = d->ctx;
 
 	if (pd_worker_register(d->db, w->id, w->host, (int)getpid(), w->cfg->queues,
-			       w->cfg->nqueues, w->types ? w->types : any,
-			       w->types ? w->ntypes : 1, (int)w->cfg->concurrency, e) < 0)
+			       w->cfg->nqueues, w->types ? w->types : any, w->types ? w->ntypes : 1,
+			       (int)w->cfg->concurrency, e) < 0)
 		return -1;
 	w->wake = 1;
 	pd_log(first ? PD_LOG_DEBUG : PD_LOG_INFO, first ? "connected" : "reconnected", "worker=%s",

@@ -1,0 +1,184 @@
+/*
+ * Unit tests for lib/pool: the classification of exits, and the slot state
+ * machine with real children (sh, cat, sleep): FREE -> RUNNING -> DONE,
+ * STOPPING on a timeout or a stop, DONE at once when a program cannot start,
+ * and nothing left behind (no zombie, no running child).
+ */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "err.h"
+#include "pool.h"
+#include "sig.h"
+#include "tap.h"
+
+static struct pd_handler sh(const char *cmd)
+{
+	struct pd_handler h;
+
+	memset(&h, 0, sizeof(h));
+	h.name = (char *)"t";
+	h.run = (char *)cmd;
+	h.timeout_ms = -1;
+	return h;
+}
+
+static char **env(void)
+{
+	char **e = pd_xcalloc(2, sizeof(*e));
+
+	e[0] = pd_xstrdup("PATH=/usr/bin:/bin");
+	return e;
+}
+
+static void start(struct pd_pool *p, int i, const struct pd_handler *h, const char *input,
+		  long long timeout_ms)
+{
+	struct pd_pool_job j = {h, env(), input, input ? strlen(input) : 0, timeout_ms, "test"};
+
+	pd_pool_start(p, i, &j);
+}
+
+/* Drive the pool like a daemon would, until no slot is RUNNING or STOPPING, or limit ms. */
+static void drive(struct pd_pool *p, int sfd, long long limit_ms)
+{
+	long long end = pd_now_ms() + limit_ms;
+
+	while (pd_now_ms() < end &&
+	       (pd_pool_count(p, PD_SLOT_RUNNING) > 0 || pd_pool_count(p, PD_SLOT_STOPPING) > 0)) {
+		struct pollfd fds[64];
+		int n = pd_pool_pollfds(p, fds + 1, 63), timeout;
+		long long dl = pd_pool_deadline(p), now = pd_now_ms();
+
+		fds[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
+		timeout = dl < 0 ? 100 : dl <= now ? 0 : (int)(dl - now);
+		if (timeout > 100)
+			timeout = 100;
+		if (poll(fds, (nfds_t)n + 1, timeout) > 0) {
+			if (fds[0].revents)
+				while (pd_sig_read(sfd) > 0)
+					pd_pool_reap(p);
+			pd_pool_io(p, fds + 1, n);
+		}
+		pd_pool_tick(p, pd_now_ms());
+	}
+}
+
+static void test_classify(void)
+{
+	struct pd_handler h = sh("x");
+	struct pd_proc_result r = {0, 0, 0, NULL};
+
+	h.terminal_codes[0] = 3;
+	h.nterminal = 1;
+	is_int(pd_exit_classify(&r, PD_STOP_NONE, &h), PD_EXIT_OK, "exit 0: ok");
+	r.exit_code = 64;
+	is_int(pd_exit_classify(&r, PD_STOP_NONE, &h), PD_EXIT_TERMINAL, "exit 64: terminal");
+	r.exit_code = 65;
+	is_int(pd_exit_classify(&r, PD_STOP_NONE, NULL), PD_EXIT_TERMINAL, "exit 65: terminal");
+	r.exit_code = 3;
+	is_int(pd_exit_classify(&r, PD_STOP_NONE, &h), PD_EXIT_TERMINAL,
+	       "a configured terminal code");
+	r.exit_code = 4;
+	is_int(pd_exit_classify(&r, PD_STOP_NONE, &h), PD_EXIT_FAILED, "another code: failed");
+	r.exit_code = -1;
+	r.signal = SIGKILL;
+	is_int(pd_exit_classify(&r, PD_STOP_NONE, &h), PD_EXIT_FAILED, "a signal: failed");
+	r.timed_out = 1;
+	is_int(pd_exit_classify(&r, PD_STOP_NONE, &h), PD_EXIT_TIMEOUT, "timed out");
+	r = (struct pd_proc_result){0, 0, 0, NULL};
+	is_int(pd_exit_classify(&r, PD_STOP_DRAIN, &h), PD_EXIT_DRAINED,
+	       "stopped by a drain, even if it exited 0");
+	is_int(pd_exit_classify(&r, PD_STOP_LEASE_LOST, &h), PD_EXIT_LEASE_LOST,
+	       "stopped for a lost lease, even if it exited 0");
+	is_str(pd_exit_class_name(PD_EXIT_NOT_STARTED), "could_not_start", "outcome names");
+	is_str(pd_exit_class_name(PD_EXIT_LEASE_LOST), "lease_lost", "lease_lost name");
+}
+
+static void test_lifecycle(int sfd)
+{
+	struct pd_pool p;
+	struct pd_handler cat = sh("cat; echo 'last words' >&2"),
+			  fail = sh("echo oops >&2; exit 3");
+	struct pd_handler slow = sh("exec sleep 5"), missing;
+	const char *input = "{\"hello\": \"world\"}";
+	pid_t pid;
+
+	memset(&missing, 0, sizeof(missing));
+	missing.name = (char *)"m";
+	missing.exec_argv = (char *[]){(char *)"/nonexistent/prog", NULL};
+	pd_pool_init(&p, 4, 0, 200, "handler stderr");
+	is_int(pd_pool_count(&p, PD_SLOT_FREE), 4, "a new pool: every slot FREE");
+	is_int(pd_pool_free_slot(&p), 0, "the first free slot");
+
+	start(&p, 0, &cat, input, 0);
+	start(&p, 1, &fail, NULL, 0);
+	start(&p, 2, &slow, NULL, 150);
+	is_int(pd_pool_count(&p, PD_SLOT_RUNNING), 3, "three RUNNING");
+	is_int(pd_pool_busy(&p), 3, "three busy");
+	is_int(pd_pool_free_slot(&p), 3, "slot 3 is free");
+	ok(pd_pool_start(&p, 3, &(struct pd_pool_job){&missing, env(), NULL, 0, 0, "m"}) < 0,
+	   "a missing program does not start");
+	is_int(p.slots[3].state, PD_SLOT_DONE, "... its slot is DONE at once");
+	is_int(p.slots[3].exit.cls, PD_EXIT_NOT_STARTED, "... could not start");
+	like(pd_buf_str(&p.slots[3].exit.error), "could not start", "... and says why");
+	is_int(pd_pool_free_slot(&p), -1, "no free slot left");
+
+	drive(&p, sfd, 5000);
+	is_int(p.slots[0].state, PD_SLOT_DONE, "cat: DONE");
+	is_int(p.slots[0].exit.cls, PD_EXIT_OK, "cat: ok");
+	is_str(pd_buf_str(&p.slots[0].exit.out), input, "cat: stdout is the input");
+	is_str(pd_buf_str(&p.slots[0].exit.last_line), "last words", "cat: the last stderr line");
+	is_int(p.slots[1].exit.cls, PD_EXIT_FAILED, "exit 3: failed");
+	is_str(pd_buf_str(&p.slots[1].exit.error), "exit 3", "exit 3: the error line");
+	like(pd_buf_str(&p.slots[1].exit.tail), "oops", "exit 3: the stderr tail");
+	is_int(p.slots[2].exit.cls, PD_EXIT_TIMEOUT, "sleep past its timeout: timeout");
+	is_str(pd_buf_str(&p.slots[2].exit.error), "timeout after 150ms", "the timeout's error");
+	ok(p.slots[2].exit.ran_ms >= 150, "it ran at least its timeout");
+
+	pd_pool_clear(&p, 1);
+	is_int(p.slots[1].state, PD_SLOT_FREE, "clear: DONE -> FREE");
+	ok(pd_buf_str(&p.slots[1].exit.error)[0] == '\0', "clear: the exit is gone");
+
+	/* Stops: a lost lease and a drain, whatever the child then does. */
+	start(&p, 1, &slow, NULL, 0);
+	pd_pool_clear(&p, 2);
+	start(&p, 2, &slow, NULL, 0);
+	pd_pool_stop(&p, 1, PD_STOP_LEASE_LOST);
+	pd_pool_stop(&p, 2, PD_STOP_DRAIN);
+	is_int(p.slots[1].state, PD_SLOT_STOPPING, "stop: RUNNING -> STOPPING");
+	pd_pool_stop(&p, 0, PD_STOP_DRAIN);
+	is_int(p.slots[0].state, PD_SLOT_DONE, "stop on a DONE slot changes nothing");
+	drive(&p, sfd, 5000);
+	is_int(p.slots[1].exit.cls, PD_EXIT_LEASE_LOST, "stopped for a lost lease");
+	is_int(p.slots[2].exit.cls, PD_EXIT_DRAINED, "stopped by a drain");
+	is_int(p.slots[2].exit.signal, SIGTERM, "... by SIGTERM");
+
+	/* Release kills what still runs. */
+	pd_pool_clear(&p, 1);
+	start(&p, 1, &slow, NULL, 0);
+	pid = p.slots[1].proc.pid;
+	pd_pool_release(&p);
+	ok(kill(pid, 0) < 0 && errno == ESRCH, "release: a running child is killed and reaped");
+	ok(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "no child left, no zombie");
+}
+
+int main(void)
+{
+	struct pd_err e = PD_ERR_INIT;
+	int sfd;
+
+	pd_sig_ignore_pipe();
+	sfd = pd_sig_open((int[]){SIGCHLD}, 1, &e);
+	ok(sfd >= 0, "signalfd for SIGCHLD");
+	test_classify();
+	test_lifecycle(sfd);
+	close(sfd);
+	return done_testing();
+}
