@@ -1152,6 +1152,10 @@ int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
 	/*
 	 * The claim is cleared too: a relay still holding the message's last
 	 * token (its claim was abandoned and dead-lettered) is fenced off.
+	 * is_head is left alone: a dead letter blocking its key is that key's
+	 * head (sql/006_outbox_claim.sql), so once PENDING it is claimable at
+	 * once, before the messages queued behind it. (Deleting a dead letter,
+	 * with SQL, hands its key to the next message: a trigger does it.)
 	 */
 	/* clang-format off */
 	static const char sql[] =

@@ -1,12 +1,17 @@
 /*
- * outbox: the relay's statements on pendulum.outbox (sql/004_outbox.sql),
- * and the environment of a publish command.
+ * outbox: the relay's statements on pendulum.outbox (sql/004_outbox.sql,
+ * sql/006_outbox_claim.sql), and the environment of a publish command.
  *
  * A claim takes PENDING messages whose next_attempt_at has come, with SKIP
- * LOCKED, in id order, skipping every message that has an earlier message
- * for the same (tenant, topic, key) not yet PUBLISHED (so at most one
- * message per key is ever claimed, and a DEAD_LETTERED one blocks its key).
- * Each claimed message gets a fresh claim token, attempts + 1, and
+ * LOCKED, in id order, among the heads only: a keyless message, or the
+ * earliest message of its (tenant, topic, key) not yet PUBLISHED (so at
+ * most one message per key is ever claimed, and a DEAD_LETTERED one blocks
+ * its key until it is replayed or deleted). The head flag (is_head) and
+ * pendulum.outbox_heads are kept by triggers on pendulum.outbox: publishing
+ * or deleting a head makes the next message of its key the head. So a
+ * claim's cost follows the heads it meets, never the messages queued
+ * behind a head, whether that head is dead-lettered or in flight. Each
+ * claimed message gets a fresh claim token, attempts + 1, and
  * next_attempt_at = now() + visibility: it is invisible to other relays
  * until then. Each statement is one transaction; nothing is held while a
  * publish command runs.

@@ -381,7 +381,8 @@ teardown() {
 	claim=$(printf '%s\n' "$stderr" | awk '/Query Text: WITH c AS/ { on = 1 } on && /Query Text: / && !/WITH c AS/ { on = 0 } on')
 	[ -n "$claim" ]
 	[[ "$claim" == *"Index Scan using outbox_claim_idx on outbox o"* ]] || { echo "$claim"; return 1; }
-	[[ "$claim" == *"using outbox_key_idx on outbox p"* ]] || { echo "$claim"; return 1; }
+	# only heads are in that index: no per-candidate look for an earlier message of the key
+	[[ "$claim" != *"SubPlan"* ]] || { echo "$claim"; return 1; }
 	[[ "$claim" != *"Seq Scan"* ]] || { echo "$claim"; return 1; }
 	[ "$(sql "SELECT count(*) FROM pendulum.outbox WHERE state = 'PENDING'")" -eq 0 ]
 }
