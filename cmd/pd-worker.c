@@ -25,6 +25,7 @@
 #include "link.h"
 #include "log.h"
 #include "proc.h"
+#include "reap.h"
 #include "retry.h"
 #include "sig.h"
 #include "text.h"
@@ -535,7 +536,7 @@ static int loop(struct worker *w)
 			int requeued, dead;
 			struct pd_err e = PD_ERR_INIT;
 
-			if (pd_jobs_reap(&w->app.db, &requeued, &dead, &e) < 0) {
+			if (pd_reap_pass(&w->app.db, &requeued, &dead, &e) < 0) {
 				if (pd_link_failed(&w->link, &e) < 0) {
 					rc = PD_EX_SOFTWARE;
 					break;
