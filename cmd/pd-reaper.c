@@ -1,7 +1,8 @@
 /*
  * pd-reaper: give expired leases back. A job whose worker died returns to
  * PENDING; one whose attempts are exhausted, or that was at-most-once, is
- * dead-lettered with the reason. The lost attempt is recorded.
+ * dead-lettered with the reason. The lost attempt is recorded. What a dead
+ * worker's handlers left running on this host is killed first (reap.h).
  */
 #include <getopt.h>
 #include <signal.h>
@@ -11,8 +12,8 @@
 
 #include "app.h"
 #include "cli.h"
-#include "jobs.h"
 #include "log.h"
+#include "reap.h"
 
 #define SYNOPSIS "usage: pd-reaper [-hqVv] [-c file] [-d conninfo] [--interval DURATION] [--once]\n"
 
@@ -103,7 +104,7 @@ int main(int argc, char **argv)
 	if (interval < 0)
 		interval = a.cfg.reaper.interval_ms;
 	if (once) {
-		if (pd_jobs_reap(&a.db, &requeued, &dead, &e) < 0)
+		if (pd_reap_pass(&a.db, &requeued, &dead, &e) < 0)
 			goto fail;
 		printf("requeued %d, dead-lettered %d\n", requeued, dead);
 		pd_app_release(&a);
@@ -118,7 +119,7 @@ int main(int argc, char **argv)
 		struct timespec ts = {interval / 1000, (interval % 1000) * 1000000L};
 
 		pd_err_clear(&e);
-		if (pd_jobs_reap(&a.db, &requeued, &dead, &e) < 0) {
+		if (pd_reap_pass(&a.db, &requeued, &dead, &e) < 0) {
 			if (e.code != PD_EX_UNAVAILABLE)
 				goto fail;
 			pd_log(PD_LOG_WARN, "database unavailable", "error=%s",

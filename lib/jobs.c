@@ -150,11 +150,61 @@ static void id_array(struct pd_buf *b, const long long *v, int n)
 	pd_buf_putc(b, '}');
 }
 
-int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
+void pd_leases_free(struct pd_lease *l, int n)
+{
+	for (int i = 0; l && i < n; i++) {
+		free(l[i].owner);
+		free(l[i].host);
+	}
+	free(l);
+}
+
+/*
+ * Rows of (id, lease_token, owner, host, pid[, state]) into a malloc'd
+ * array; a NULL column is a NULL string, or pid 0.
+ */
+static struct pd_lease *leases_from(const PGresult *r, int *n)
+{
+	struct pd_lease *l;
+
+	*n = PQntuples(r);
+	l = pd_xcalloc((size_t)(*n > 0 ? *n : 1), sizeof(*l));
+	for (int i = 0; i < *n; i++) {
+		l[i].id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+		l[i].token = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+		l[i].owner = dup_or_null(r, i, 2);
+		l[i].host = dup_or_null(r, i, 3);
+		l[i].pid = PQgetisnull(r, i, 4) ? 0 : atoi(PQgetvalue(r, i, 4));
+		if (PQnfields(r) > 5)
+			l[i].dead = strcmp(PQgetvalue(r, i, 5), "DEAD_LETTERED") == 0;
+	}
+	return l;
+}
+
+int pd_jobs_expired(struct pd_db *db, struct pd_lease **out, int *n, struct pd_err *e)
+{
+	static const char sql[] =
+	    "SELECT j.id, j.lease_token, j.lease_owner, w.host, w.pid"
+	    " FROM pendulum.jobs j LEFT JOIN pendulum.workers w ON w.id = j.lease_owner"
+	    " WHERE j.state IN ('LEASED', 'RUNNING') AND j.lease_expires_at < now()"
+	    " ORDER BY j.lease_expires_at LIMIT 1000";
+	PGresult *r;
+
+	*out = NULL;
+	*n = 0;
+	if (pd_db_exec(db, sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	*out = leases_from(r, n);
+	PQclear(r);
+	return 0;
+}
+
+int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_lease **out, int *n,
+			struct pd_err *e)
 {
 	static const char sql[] =
 	    "WITH x AS ("
-	    " SELECT id, lease_token FROM pendulum.jobs"
+	    " SELECT id, lease_token, lease_owner FROM pendulum.jobs"
 	    " WHERE state IN ('LEASED', 'RUNNING') AND lease_expires_at < now()"
 	    " ORDER BY lease_expires_at LIMIT 1000 FOR UPDATE SKIP LOCKED"
 	    "), j AS ("
@@ -170,7 +220,7 @@ int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
 	    "  last_error = 'lease expired (worker ' || coalesce(j.lease_owner, '?') || ')',"
 	    "  run_at = now(), lease_owner = NULL, lease_expires_at = NULL"
 	    " FROM x WHERE j.id = x.id"
-	    " RETURNING j.id, j.state, x.lease_token"
+	    " RETURNING j.id, j.state, x.lease_token, x.lease_owner"
 	    "), a AS ("
 	    " UPDATE pendulum.job_attempts a SET finished_at = now(), outcome = 'lease_expired'"
 	    " FROM j WHERE a.job_id = j.id AND a.lease_token = j.lease_token"
@@ -178,23 +228,42 @@ int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
 	    " SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT DISTINCT jj.queue"
 	    "  FROM pendulum.jobs jj JOIN j ON jj.id = j.id WHERE j.state = 'PENDING') q"
 	    ") "
-	    "SELECT count(*) FILTER (WHERE state = 'PENDING'),"
-	    " count(*) FILTER (WHERE state = 'DEAD_LETTERED'), (SELECT count(*) FROM n) FROM j";
+	    "SELECT j.id, j.lease_token, j.lease_owner, w.host, w.pid, j.state"
+	    " FROM j LEFT JOIN pendulum.workers w ON w.id = j.lease_owner"
+	    " CROSS JOIN (SELECT count(*) FROM n) notified ORDER BY j.id";
 	static const char unblock_sql[] =
 	    "UPDATE pendulum.jobs b SET state = 'PENDING', run_at = greatest(b.run_at, now())"
 	    " WHERE b.state = 'BLOCKED' AND NOT EXISTS (SELECT 1 FROM pendulum.jobs d"
 	    "  WHERE d.id = ANY (b.depends_on) AND d.state <> 'SUCCEEDED')";
+	struct pd_lease *l;
 	PGresult *r;
+	int nl;
 
 	*requeued = *dead = 0;
+	if (out) {
+		*out = NULL;
+		*n = 0;
+	}
 	if (pd_db_exec(db, sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
-	if (PQntuples(r) == 1) {
-		*requeued = atoi(PQgetvalue(r, 0, 0));
-		*dead = atoi(PQgetvalue(r, 0, 1));
-	}
+	l = leases_from(r, &nl);
 	PQclear(r);
+	for (int i = 0; i < nl; i++) {
+		*dead += l[i].dead;
+		*requeued += !l[i].dead;
+	}
+	if (out) {
+		*out = l;
+		*n = nl;
+	} else {
+		pd_leases_free(l, nl);
+	}
 	return pd_db_exec(db, unblock_sql, 0, NULL, PGRES_COMMAND_OK, NULL, e);
+}
+
+int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
+{
+	return pd_jobs_reap_leases(db, requeued, dead, NULL, NULL, e);
 }
 
 int pd_worker_register(struct pd_db *db, const char *id, const char *host, int pid,

@@ -96,13 +96,38 @@ struct pd_jobs_sync {
 /* Returns 0, or -1 with e filled: then nothing was written (or, on 69, maybe all was). */
 int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e);
 
+/* A lease that expired: its job, its token and the worker that held it. */
+struct pd_lease {
+	long long id, token;
+	char *owner; /* the worker id, "HOST:PID:TAG" (NULL if none was set) */
+	char *host;  /* the worker's row in pendulum.workers: NULL without one */
+	int pid;     /* the same row's pid; 0 without one */
+	int dead;    /* given back as DEAD_LETTERED rather than PENDING */
+};
+
+void pd_leases_free(struct pd_lease *l, int n);
+
 /*
  * Give expired leases back: PENDING, or DEAD_LETTERED when attempts are
  * exhausted or delivery is at-most-once; the lost attempt is recorded as
  * lease_expired. Also unblocks BLOCKED jobs whose dependencies all
- * succeeded. Counts what it did.
+ * succeeded. Counts what it did. This is the statement alone: pd_reap_pass()
+ * (reap.h) also deals with what the dead workers' handlers left running.
  */
 int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e);
+
+/*
+ * The same, and *out gets the leases it gave back (n of them, malloc'd:
+ * pd_leases_free). out may be NULL.
+ */
+int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_lease **out, int *n,
+			struct pd_err *e);
+
+/*
+ * The leases that have expired and are not given back yet, at most the 1000
+ * that pd_jobs_reap would take first; nothing is locked or changed.
+ */
+int pd_jobs_expired(struct pd_db *db, struct pd_lease **out, int *n, struct pd_err *e);
 
 /*
  * Whether the lease (id, token) is still held: the job is LEASED or RUNNING

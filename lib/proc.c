@@ -1,3 +1,4 @@
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/signalfd.h>
@@ -30,6 +31,7 @@ struct child_args {
 	char *const *envp;
 	int in_r, out_w, err_w, status_w;
 	long max_fd;
+	pid_t parent; /* getpid() before the fork */
 };
 
 static void close_fd(int *fd)
@@ -155,6 +157,14 @@ __attribute__((noreturn)) static void child(const struct child_args *c)
 		sigaction(sig, &dfl, NULL); /* SIGKILL, SIGSTOP and libc's own fail: fine */
 	sigemptyset(&empty);
 	sigprocmask(SIG_SETMASK, &empty, NULL);
+	/*
+	 * Die with the parent. If it died before this line, nobody would ever
+	 * collect us (or kill us): do not start at all.
+	 */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		goto fail;
+	if (getppid() != c->parent)
+		_exit(127);
 	close_others(c->status_w, c->max_fd);
 	execve(c->path, c->argv, c->envp);
 fail:
@@ -219,6 +229,7 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 	c.out_w = out[1];
 	c.err_w = err[1];
 	c.status_w = st[1];
+	c.parent = getpid();
 	c.max_fd = sysconf(_SC_OPEN_MAX);
 	if (c.max_fd < 0 || c.max_fd > INT_MAX)
 		c.max_fd = INT_MAX;

@@ -8,6 +8,15 @@
  * or pd_proc_kill() sends SIGTERM to the whole group, then SIGKILL after a
  * grace period.
  *
+ * The child dies with its parent: it gets SIGKILL when the thread that
+ * started it exits, however that happens (PR_SET_PDEATHSIG; a parent that
+ * died before the child could ask for that gets a child that exits 127
+ * before exec). That covers the child alone, not the processes it starts in
+ * turn (a shell's background jobs): those are left running, and finding
+ * them is lib/reap's job (by the PD_JOB_ID and PD_LEASE_TOKEN in their
+ * environment). The setting is also lost when the child execs a set-user-ID
+ * or set-group-ID program or one with file capabilities.
+ *
  * The owner runs any number of these in one poll loop that also watches
  * its own fds (a signalfd with SIGCHLD blocked, a libpq socket):
  *

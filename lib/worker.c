@@ -10,6 +10,7 @@
 #include "json.h"
 #include "log.h"
 #include "pool.h"
+#include "reap.h"
 #include "retry.h"
 #include "text.h"
 #include "worker.h"
@@ -429,7 +430,7 @@ static int reap_pass(struct worker *w, long long now, struct pd_err *e)
 	int requeued, dead;
 
 	w->next_reap = now + w->cfg->lease_ms / 2;
-	if (pd_jobs_reap(w->d.db, &requeued, &dead, e) < 0)
+	if (pd_reap_pass(w->d.db, &requeued, &dead, e) < 0)
 		return pd_daemon_db_failed(&w->d, e);
 	if (requeued || dead)
 		pd_log(PD_LOG_INFO, "expired leases given back", "requeued=%d dead=%d", requeued,

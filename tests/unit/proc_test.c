@@ -346,6 +346,66 @@ static void test_many_runs_leak_nothing(void)
 	ok(no_children(), "no zombie left");
 }
 
+/* pid runs: it exists and is not a zombie. */
+static int runs(pid_t pid)
+{
+	char path[64], buf[512], *rp;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && rp[2] != 'Z';
+}
+
+/*
+ * PR_SET_PDEATHSIG: a middle process (the worker) starts a child and dies
+ * without a word, as under kill -9; the child, left to init, dies too.
+ */
+static void test_dies_with_parent(void)
+{
+	int fds[2], i;
+	pid_t mid, child = -1;
+
+	if (pipe(fds) < 0) {
+		ok(0, "pipe");
+		return;
+	}
+	mid = fork();
+	if (mid == 0) {
+		const char *argv[] = {"sleep", "30", NULL};
+		struct pd_proc_spec s = {.argv = argv};
+		struct pd_err e = PD_ERR_INIT;
+		struct pd_proc p;
+
+		close(fds[0]);
+		if (pd_proc_start(&p, &s, &e) == 0 &&
+		    write(fds[1], &p.pid, sizeof(p.pid)) == (ssize_t)sizeof(p.pid))
+			_exit(0); /* no pd_proc_release(): nothing kills the child */
+		_exit(1);
+	}
+	close(fds[1]);
+	if (mid < 0 || read(fds[0], &child, sizeof(child)) != (ssize_t)sizeof(child))
+		child = -1;
+	close(fds[0]);
+	if (mid > 0)
+		waitpid(mid, NULL, 0);
+	ok(child > 0, "the middle process started a child");
+	if (child <= 0)
+		return;
+	for (i = 0; i < 500 && runs(child); i++)
+		usleep(10000);
+	ok(!runs(child), "the child died with its parent");
+	if (runs(child))
+		kill(child, SIGKILL);
+}
+
 int main(void)
 {
 	pd_sig_ignore_pipe();
@@ -359,5 +419,6 @@ int main(void)
 	test_no_timeout_deadline();
 	test_sigchld_ignored();
 	test_many_runs_leak_nothing();
+	test_dies_with_parent();
 	return done_testing();
 }

@@ -1,0 +1,434 @@
+#include <sys/syscall.h>
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "err.h"
+#include "jobs.h"
+#include "log.h"
+#include "reap.h"
+
+#define HOST_MAX   64	     /* as pd-worker keeps its hostname */
+#define ENV_MAX	   (4 << 20) /* bytes of a process's environment read at most */
+#define MAX_ROUNDS 5	     /* scans per pass while they still find something */
+#define MAX_DEPTH  64	     /* ancestors looked at */
+#define WORKER_EXE "pd-worker"
+
+/* An attempt whose leftovers are to be killed. */
+struct target {
+	const struct pd_lease *l;
+	char id[24], token[24];
+};
+
+/* One process of the scan. */
+struct ent {
+	pid_t pid, ppid, pgid;
+	int target; /* index into the targets, -1: none */
+};
+
+static void local_host(char host[HOST_MAX])
+{
+	memset(host, 0, HOST_MAX);
+	if (gethostname(host, HOST_MAX - 1) < 0)
+		host[0] = '\0';
+}
+
+/*
+ * Where the lease's worker runs: its pendulum.workers row, else its id,
+ * "HOST:PID:TAG". 0, or -1 when it cannot be told.
+ */
+static int lease_where(const struct pd_lease *l, char host[HOST_MAX], pid_t *pid)
+{
+	char *own, *tag, *p, *end;
+	long v;
+	int rc = -1;
+
+	if (l->host && l->pid > 0) {
+		snprintf(host, HOST_MAX, "%s", l->host);
+		*pid = l->pid;
+		return 0;
+	}
+	if (l->owner == NULL)
+		return -1;
+	own = pd_xstrdup(l->owner);
+	if ((tag = strrchr(own, ':')) != NULL) {
+		*tag = '\0';
+		if ((p = strrchr(own, ':')) != NULL && p > own && p[1] != '\0') {
+			*p++ = '\0';
+			errno = 0;
+			v = strtol(p, &end, 10);
+			if (errno == 0 && *end == '\0' && v > 0 && v <= 0x7fffffff &&
+			    strlen(own) < HOST_MAX) {
+				snprintf(host, HOST_MAX, "%s", own);
+				*pid = (pid_t)v;
+				rc = 0;
+			}
+		}
+	}
+	free(own);
+	return rc;
+}
+
+/* State, parent and process group from /proc/PID/stat; -1 if unreadable. */
+static int read_stat(pid_t pid, char *state, pid_t *ppid, pid_t *pgid)
+{
+	char path[64], buf[1024], *rp;
+	int fd, pp, pg;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "pid (comm) S ppid pgrp ...": comm may hold anything, even ") " */
+	if ((rp = strrchr(buf, ')')) == NULL || sscanf(rp + 1, " %c %d %d", state, &pp, &pg) != 3)
+		return -1;
+	if (ppid)
+		*ppid = (pid_t)pp;
+	if (pgid)
+		*pgid = (pid_t)pg;
+	return 0;
+}
+
+/* 1: pid runs a pd-worker, 0: something else, -1: we may not look. */
+static int is_worker(pid_t pid)
+{
+	char path[64], exe[4096], *base;
+	const char *deleted = " (deleted)"; /* the binary was replaced since */
+	size_t dl = strlen(deleted);
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n < 0)
+		return errno == ENOENT ? 0 : -1;
+	exe[n] = '\0';
+	if ((size_t)n > dl && strcmp(exe + n - dl, deleted) == 0)
+		exe[n - dl] = '\0';
+	base = strrchr(exe, '/');
+	return strcmp(base ? base + 1 : exe, WORKER_EXE) == 0;
+}
+
+/*
+ * The worker with this pid is gone: no such process, a zombie, or a
+ * process that is not a pd-worker (the pid was reused). When unsure: not
+ * gone.
+ */
+static int worker_gone(pid_t pid)
+{
+	char state;
+
+	if (pid <= 1 || pid == getpid())
+		return 0;
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	if (read_stat(pid, &state, NULL, NULL) < 0)
+		return 0;
+	if (state == 'Z' || state == 'X')
+		return 1;
+	return is_worker(pid) == 0;
+}
+
+/* The environment of pid, NUL-separated, into b; -1 if it cannot be read. */
+static int read_environ(pid_t pid, struct pd_buf *b)
+{
+	char path[64];
+	int fd;
+
+	pd_buf_reset(b);
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	while (b->len < ENV_MAX) {
+		char *dst = pd_buf_grow(b, 65536);
+		ssize_t n = read(fd, dst, 65536);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			close(fd);
+			return -1;
+		}
+		if (n == 0)
+			break;
+		b->len += (size_t)n;
+		b->data[b->len] = '\0';
+	}
+	close(fd);
+	return 0;
+}
+
+/* The value of name ("PD_JOB_ID=") in an environment read by read_environ. */
+static const char *env_value(const struct pd_buf *b, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (size_t off = 0; off < b->len;) {
+		const char *s = b->data + off;
+		size_t l = strnlen(s, b->len - off);
+
+		if (l >= nl && memcmp(s, name, nl) == 0)
+			return s + nl;
+		off += l + 1;
+	}
+	return NULL;
+}
+
+/* Which target pid's environment names: its index, -1 for none or unreadable. */
+static int match(pid_t pid, const struct target *t, int nt, struct pd_buf *b)
+{
+	const char *id, *token;
+
+	if (read_environ(pid, b) < 0)
+		return -1;
+	if ((id = env_value(b, "PD_JOB_ID=")) == NULL ||
+	    (token = env_value(b, "PD_LEASE_TOKEN=")) == NULL)
+		return -1;
+	for (int i = 0; i < nt; i++)
+		if (strcmp(id, t[i].id) == 0 && strcmp(token, t[i].token) == 0)
+			return i;
+	return -1;
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	pid_t x = ((const struct ent *)a)->pid, y = ((const struct ent *)b)->pid;
+
+	return (x > y) - (x < y);
+}
+
+/* Every process we can see, sorted by pid, with the target it belongs to. */
+static struct ent *scan(const struct target *t, int nt, int *n, struct pd_buf *b)
+{
+	DIR *d = opendir("/proc");
+	struct ent *v = NULL;
+	size_t cap = 0, k = 0;
+	struct dirent *de;
+	pid_t self = getpid();
+
+	*n = 0;
+	if (d == NULL) {
+		pd_log(PD_LOG_WARN, "cannot look for leftover handlers", "error=%s",
+		       pd_log_quote((char[200]){0}, 200, strerror(errno)));
+		return NULL;
+	}
+	while ((de = readdir(d)) != NULL) {
+		char *end, state;
+		long pid = strtol(de->d_name, &end, 10);
+		struct ent e;
+
+		if (*end != '\0' || pid <= 1 || pid == self)
+			continue;
+		e.pid = (pid_t)pid;
+		if (read_stat(e.pid, &state, &e.ppid, &e.pgid) < 0)
+			continue;
+		e.target = state == 'Z' ? -1 : match(e.pid, t, nt, b);
+		if (k == cap) {
+			cap = cap ? 2 * cap : 256;
+			v = pd_xrealloc(v, cap * sizeof(*v));
+		}
+		v[k++] = e;
+	}
+	closedir(d);
+	if (k > 0)
+		qsort(v, k, sizeof(*v), by_pid);
+	*n = (int)k;
+	return v;
+}
+
+static const struct ent *find(const struct ent *v, int n, pid_t pid)
+{
+	struct ent key = {.pid = pid};
+
+	return n > 0 ? bsearch(&key, v, (size_t)n, sizeof(*v), by_pid) : NULL;
+}
+
+/*
+ * v[i] matched a target. It is a leftover unless the top of its matching
+ * tree (the handler's own process, if still there) is the child of a live
+ * pd-worker, or of a process we may not look at (other than init): then it
+ * is some worker's running handler, maybe another installation's.
+ */
+static int leftover(const struct ent *v, int n, int i)
+{
+	const struct ent *top = &v[i];
+	int w;
+
+	for (int depth = 0; depth < MAX_DEPTH; depth++) {
+		const struct ent *up = find(v, n, top->ppid);
+
+		if (up == NULL || up->target != v[i].target)
+			break;
+		top = up;
+	}
+	if (top->ppid <= 0)
+		return 0;
+	w = is_worker(top->ppid);
+	return w == 0 || (w < 0 && top->ppid == 1);
+}
+
+static int pidfd_open_(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* Signal the process the pidfd holds, or without one, pid. */
+static int signal_(int pfd, pid_t pid, int sig)
+{
+#ifdef SYS_pidfd_send_signal
+	if (pfd >= 0)
+		return (int)syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0);
+#else
+	(void)pfd;
+#endif
+	return kill(pid, sig);
+}
+
+/*
+ * The group pgid is the handler's: its leader is gone (the group id stays
+ * pinned while a member lives), or is a match for the same target.
+ */
+static int handler_group(pid_t pgid, const struct target *t, int nt, int ti, struct pd_buf *b)
+{
+	char state;
+
+	if (read_stat(pgid, &state, NULL, NULL) < 0)
+		return kill(pgid, 0) < 0 && errno == ESRCH;
+	return state == 'Z' || match(pgid, t, nt, b) == ti;
+}
+
+/*
+ * Kill e (which matched target ti) and, if it is the handler's, its group.
+ * Returns 1 if e was killed.
+ */
+static int kill_leftover(const struct ent *e, const struct target *t, int nt, int ti,
+			 struct pd_buf *b)
+{
+	const struct target *tg = &t[ti];
+	int pfd, group = 0, killed = 0;
+	pid_t pgid = 0;
+	char state;
+
+	pfd = pidfd_open_(e->pid);
+	if (pfd < 0 && errno == ESRCH)
+		return 0;
+	/*
+	 * From here the pidfd is that process for good: what we read now is
+	 * its own, if it is still there when signalled below.
+	 */
+	if (match(e->pid, t, nt, b) != ti || read_stat(e->pid, &state, NULL, &pgid) < 0 ||
+	    state == 'Z')
+		goto out;
+	/* Stopped, it stays in its group: the group id cannot be reused. */
+	if (signal_(pfd, e->pid, SIGSTOP) < 0) {
+		if (errno != ESRCH)
+			pd_log(PD_LOG_WARN, "cannot kill a leftover handler process",
+			       "job=%lld token=%lld pid=%d error=%s", tg->l->id, tg->l->token,
+			       (int)e->pid, pd_log_quote((char[200]){0}, 200, strerror(errno)));
+		goto out;
+	}
+	if (pgid > 1 && pgid != getpgrp() && handler_group(pgid, t, nt, ti, b))
+		group = kill(-pgid, SIGKILL) == 0;
+	killed = signal_(pfd, e->pid, SIGKILL) == 0 || group;
+	if (killed)
+		pd_log(PD_LOG_INFO, "killed a leftover handler process",
+		       "job=%lld token=%lld worker=%s pid=%d pgid=%d group=%s", tg->l->id,
+		       tg->l->token, pd_log_quote((char[300]){0}, 300, tg->l->owner), (int)e->pid,
+		       (int)pgid, group ? "killed" : "kept");
+out:
+	if (pfd >= 0)
+		close(pfd);
+	return killed;
+}
+
+int pd_reap_leftovers(const struct pd_lease *l, int n)
+{
+	char here[HOST_MAX];
+	struct pd_buf b = PD_BUF_INIT;
+	struct target *t;
+	int nt = 0, total = 0;
+
+	if (n <= 0)
+		return 0;
+	local_host(here);
+	t = pd_xcalloc((size_t)n, sizeof(*t));
+	for (int i = 0; i < n; i++) {
+		char host[HOST_MAX];
+		pid_t pid;
+
+		if (lease_where(&l[i], host, &pid) < 0 || here[0] == '\0' ||
+		    strcmp(host, here) != 0 || !worker_gone(pid))
+			continue;
+		t[nt].l = &l[i];
+		snprintf(t[nt].id, sizeof(t[nt].id), "%lld", l[i].id);
+		snprintf(t[nt].token, sizeof(t[nt].token), "%lld", l[i].token);
+		nt++;
+	}
+	/* Again while a scan finds something: a leftover may have forked meanwhile. */
+	for (int round = 0; nt > 0 && round < MAX_ROUNDS; round++) {
+		int nv, killed = 0;
+		struct ent *v = scan(t, nt, &nv, &b);
+
+		for (int i = 0; i < nv; i++)
+			if (v[i].target >= 0 && leftover(v, nv, i))
+				killed += kill_leftover(&v[i], t, nt, v[i].target, &b);
+		free(v);
+		total += killed;
+		if (killed == 0)
+			break;
+	}
+	pd_buf_release(&b);
+	free(t);
+	return total;
+}
+
+static int same_lease(const struct pd_lease *a, const struct pd_lease *b)
+{
+	return a->id == b->id && a->token == b->token;
+}
+
+int pd_reap_pass(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
+{
+	struct pd_lease *before = NULL, *after = NULL, *late;
+	int nb = 0, na = 0, nl = 0, rc;
+
+	*requeued = *dead = 0;
+	/* Leftovers first, so that a job is never given back while they run. */
+	if (pd_jobs_expired(db, &before, &nb, e) < 0)
+		return -1;
+	pd_reap_leftovers(before, nb);
+	rc = pd_jobs_reap_leases(db, requeued, dead, &after, &na, e);
+	/* Leases that expired between the two statements. */
+	late = pd_xcalloc((size_t)(na > 0 ? na : 1), sizeof(*late));
+	for (int i = 0; i < na; i++) {
+		int seen = 0;
+
+		for (int k = 0; k < nb && !seen; k++)
+			seen = same_lease(&after[i], &before[k]);
+		if (!seen)
+			late[nl++] = after[i]; /* shallow: after owns the strings */
+	}
+	pd_reap_leftovers(late, nl);
+	free(late);
+	pd_leases_free(before, nb);
+	pd_leases_free(after, na);
+	return rc;
+}

@@ -1,0 +1,54 @@
+/*
+ * reap: one reap pass. Expired leases go back to their queues (the
+ * statement is pd_jobs_reap's), and on this host nothing of the handlers
+ * of a dead worker is left running when its jobs are given back.
+ *
+ * A handler's own process dies with its worker (PR_SET_PDEATHSIG, see
+ * proc.h); what it started in turn does not. So for each expired lease
+ * whose worker ran on this host (same hostname) and is gone (no process
+ * with its pid, a zombie, or one that is not a pd-worker), the pass kills,
+ * with SIGKILL, every process whose environment holds that attempt's
+ * PD_JOB_ID and PD_LEASE_TOKEN, and the process group of each, before the
+ * statement gives the job back (and once more for any lease that expired
+ * in between). Safety:
+ *
+ *   - the environment, read from /proc/PID/environ, is what marks a
+ *     process as the attempt's; a process whose environment cannot be
+ *     read (another user's, without the privilege) is skipped;
+ *   - a matching process tree whose top is the child of a live pd-worker
+ *     (or of a process we may not look at) is that worker's business, not
+ *     a leftover: another installation on this host may have a job with
+ *     the same id and token;
+ *   - each process is held by a pidfd from before its environment is read
+ *     until it is killed (stopped first, so its group id stays its own),
+ *     so a pid reused meanwhile is never signalled; a group is killed only
+ *     when its leader is gone or is itself a match.
+ *
+ * A worker whose pid was reused by another pd-worker counts as alive: its
+ * leftovers then live on until they end. Leftovers on other hosts are for
+ * a reaper on those hosts (any pd-worker there reaps, unless --no-reap).
+ */
+#ifndef PD_REAP_H
+#define PD_REAP_H
+
+#include "db.h"
+#include "jobs.h"
+
+struct pd_err;
+
+/*
+ * One pass: kill the leftovers of the expired leases of dead workers on
+ * this host (each killed process is logged), then give the expired leases
+ * back (pd_jobs_reap). *requeued and *dead count the jobs given back as
+ * PENDING and DEAD_LETTERED. -1 with e filled on a database error.
+ */
+int pd_reap_pass(struct pd_db *db, int *requeued, int *dead, struct pd_err *e);
+
+/*
+ * Kill what is left on this host of the attempts l[0..n) whose workers ran
+ * on this host and are gone; the others are left alone. Returns how many
+ * processes were killed.
+ */
+int pd_reap_leftovers(const struct pd_lease *l, int n);
+
+#endif
