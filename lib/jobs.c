@@ -27,29 +27,24 @@ static char *dup_or_null(const PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? NULL : pd_xstrdup(PQgetvalue(r, row, col));
 }
 
+/*
+ * The claim is pendulum.claim_jobs (sql/005_claim.sql, where its plan is
+ * described and the reasons for it): per served queue an index walk of
+ * jobs_claim_idx, one probe per priority level, due rows only (run_at <= now()
+ * as an index bound), LIMIT n FOR UPDATE SKIP LOCKED; then a Sort of those at
+ * most nqueues * n rows, LIMIT n. Never a bitmap scan or a sort of the
+ * backlog (tests/claim-plan.bats). The rows come back unordered: sort them
+ * here (at most n rows).
+ */
 static const char claim_sql[] =
-    "WITH c AS ("
-    " SELECT id FROM pendulum.jobs"
-    " WHERE state = 'PENDING' AND queue = ANY ($1::text[]) AND run_at <= now()"
-    "   AND ($2::text[] IS NULL OR job_type = ANY ($2::text[]))"
-    " ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
-    "), j AS ("
-    " UPDATE pendulum.jobs j SET state = 'LEASED',"
-    "   lease_token = nextval('pendulum.lease_token_seq'), lease_owner = $4,"
-    "   lease_expires_at = now() + $5::bigint * interval '1 millisecond',"
-    "   attempt = j.attempt + 1, started_at = NULL"
-    " FROM c WHERE j.id = c.id"
-    " RETURNING j.*"
-    "), a AS ("
-    " INSERT INTO pendulum.job_attempts (job_id, attempt, lease_token, worker)"
-    " SELECT id, attempt, lease_token, $4 FROM j"
-    ") "
     "SELECT id, lease_token, attempt, max_attempts, replay_count,"
     " COALESCE((extract(epoch FROM timeout) * 1000)::bigint, -1),"
     " job_type, queue, tenant_id, payload::text,"
     " to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),"
     " idempotency_key, traceparent "
-    "FROM j ORDER BY priority DESC, run_at, id";
+    "FROM pendulum.claim_jobs($1::text[], $2::text[], $3::integer, $4::text,"
+    " $5::bigint * interval '1 millisecond', $6::boolean) "
+    "ORDER BY priority DESC, run_at, id";
 
 int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queues, int nqueues,
 		  const char *const *types, int ntypes, int limit, long long lease_ms,
@@ -57,7 +52,7 @@ int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queue
 {
 	struct pd_buf q = PD_BUF_INIT, t = PD_BUF_INIT;
 	char lim[16], lease[24];
-	const char *params[5];
+	const char *params[6];
 	PGresult *r;
 	int rc;
 
@@ -73,7 +68,8 @@ int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queue
 	params[2] = lim;
 	params[3] = worker;
 	params[4] = lease;
-	rc = pd_db_exec(db, claim_sql, 5, params, PGRES_TUPLES_OK, &r, e);
+	params[5] = "false";
+	rc = pd_db_exec(db, claim_sql, 6, params, PGRES_TUPLES_OK, &r, e);
 	pd_buf_release(&q);
 	pd_buf_release(&t);
 	if (rc < 0)
