@@ -437,7 +437,7 @@ static int claim(struct worker *w)
 	if (want <= 0)
 		return 0;
 	if (pd_jobs_claim(&w->app.db, w->id, w->queues, w->nqueues, w->types, w->ntypes, want,
-			  w->lease_ms, &c, &n, &e) < 0)
+			  w->lease_ms, 0, &c, &n, &e) < 0)
 		return pd_link_failed(&w->link, &e);
 	w->idle = n == 0;
 	if (n == want)

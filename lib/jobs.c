@@ -47,7 +47,7 @@ static const char claim_sql[] =
     "ORDER BY priority DESC, run_at, id";
 
 int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queues, int nqueues,
-		  const char *const *types, int ntypes, int limit, long long lease_ms,
+		  const char *const *types, int ntypes, int limit, long long lease_ms, int start,
 		  struct pd_claimed **out, int *n, struct pd_err *e)
 {
 	struct pd_buf q = PD_BUF_INIT, t = PD_BUF_INIT;
@@ -68,7 +68,7 @@ int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queue
 	params[2] = lim;
 	params[3] = worker;
 	params[4] = lease;
-	params[5] = "false";
+	params[5] = start ? "true" : "false";
 	rc = pd_db_exec(db, claim_sql, 6, params, PGRES_TUPLES_OK, &r, e);
 	pd_buf_release(&q);
 	pd_buf_release(&t);

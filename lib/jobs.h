@@ -21,12 +21,16 @@ struct pd_claimed {
 
 /*
  * Claim up to limit runnable jobs of these queues and types (types NULL:
- * any type) for worker, with a lease of lease_ms. One statement: SKIP
- * LOCKED, new tokens from the sequence, attempt + 1, an attempt row each.
- * *out is malloc'd (free with pd_claimed_free).
+ * any type) for worker, with a lease of lease_ms, in the order priority
+ * DESC, run_at, id across the queues. One statement (pendulum.claim_jobs, an
+ * index walk whatever the backlog): SKIP LOCKED, new tokens from the
+ * sequence, attempt + 1, an attempt row each. start nonzero: the jobs go
+ * straight to RUNNING with started_at = now() (the caller starts their
+ * handlers at once, no pd_jobs_start); zero: LEASED, started_at NULL.
+ * *out (in that order) is malloc'd (free with pd_claimed_free).
  */
 int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queues, int nqueues,
-		  const char *const *types, int ntypes, int limit, long long lease_ms,
+		  const char *const *types, int ntypes, int limit, long long lease_ms, int start,
 		  struct pd_claimed **out, int *n, struct pd_err *e);
 void pd_claimed_free(struct pd_claimed *c, int n);
 
