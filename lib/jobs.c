@@ -28,29 +28,24 @@ static char *dup_or_null(const PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? NULL : pd_xstrdup(PQgetvalue(r, row, col));
 }
 
+/*
+ * The claim is pendulum.claim_jobs (sql/005_claim.sql, where its plan is
+ * described and the reasons for it): per served queue an index walk of
+ * jobs_claim_idx, one probe per priority level, due rows only (run_at <= now()
+ * as an index bound), LIMIT n FOR UPDATE SKIP LOCKED; then a Sort of those at
+ * most nqueues * n rows, LIMIT n. Never a bitmap scan or a sort of the
+ * backlog (tests/claim-plan.bats). The rows come back unordered: sort them
+ * here (at most n rows).
+ */
 static const char claim_sql[] =
-    "WITH c AS ("
-    " SELECT id FROM pendulum.jobs"
-    " WHERE state = 'PENDING' AND queue = ANY ($1::text[]) AND run_at <= now()"
-    "   AND ($2::text[] IS NULL OR job_type = ANY ($2::text[]))"
-    " ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
-    "), j AS ("
-    " UPDATE pendulum.jobs j SET state = CASE WHEN $6::boolean THEN 'RUNNING' ELSE 'LEASED' END,"
-    "   lease_token = nextval('pendulum.lease_token_seq'), lease_owner = $4,"
-    "   lease_expires_at = now() + $5::bigint * interval '1 millisecond',"
-    "   attempt = j.attempt + 1, started_at = CASE WHEN $6::boolean THEN now() END"
-    " FROM c WHERE j.id = c.id"
-    " RETURNING j.*"
-    "), a AS ("
-    " INSERT INTO pendulum.job_attempts (job_id, attempt, lease_token, worker)"
-    " SELECT id, attempt, lease_token, $4 FROM j"
-    ") "
     "SELECT id, lease_token, attempt, max_attempts, replay_count,"
     " COALESCE((extract(epoch FROM timeout) * 1000)::bigint, -1),"
     " job_type, queue, tenant_id, payload::text,"
     " to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),"
     " idempotency_key, traceparent "
-    "FROM j ORDER BY priority DESC, run_at, id";
+    "FROM pendulum.claim_jobs($1::text[], $2::text[], $3::integer, $4::text,"
+    " $5::bigint * interval '1 millisecond', $6::boolean) "
+    "ORDER BY priority DESC, run_at, id";
 
 /* The claim's parameters, as text, kept alive until the statement ran. */
 struct claim_args {
