@@ -1,0 +1,77 @@
+#!/usr/bin/env bats
+# The engine (lib/worker on lib/pool and lib/daemon): lease and heartbeat
+# defaults, a retry woken at its run_at rather than at the next poll, and a
+# batch of outcomes with one stale token.
+
+# Handler command lines are single-quoted on purpose.
+# shellcheck disable=SC2016
+
+load helpers
+
+setup_file() {
+	pd_setup_db
+	pd-admin migrate >/dev/null
+}
+
+teardown_file() {
+	kill_all_bg
+	pd_teardown_db
+}
+
+setup() {
+	reset_jobs
+	LOG=$BATS_TEST_TMPDIR/exec.log
+}
+
+teardown() {
+	kill_all_bg
+}
+
+@test "--lease alone starts: the heartbeat defaults to a third of it" {
+	run --separate-stderr pd-worker --lease 5s --handler t=true --until-idle
+	[ "$status" -eq 0 ]
+	run --separate-stderr pd-worker --lease 5s --heartbeat 5s --handler t=true --until-idle
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"heartbeat"*"shorter than the lease"* ]]
+	run --separate-stderr pd-worker --lease 0s --handler t=true --until-idle
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"--lease"*"longer than 0"* ]]
+}
+
+@test "a retry with a 200 ms backoff starts within 700 ms, whatever the poll interval" {
+	cfg=$BATS_TEST_TMPDIR/pd.yaml
+	marker=$BATS_TEST_TMPDIR/failed-once
+	printf 'retry: {base: 200ms, cap: 200ms}\n' >"$cfg"
+	id=$(pd-enqueue t '{}')
+	start_worker w -c "$cfg" -n 1 --poll 5s \
+		--handler "t=$(counting_handler "$LOG" "if [ -e '$marker' ]; then exit 0; fi; touch '$marker'; exit 1")"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE job_id = $id")" -eq 2 ]
+	gap=$(sql "SELECT (extract(epoch FROM b.started_at - a.finished_at) * 1000)::int
+	           FROM pendulum.job_attempts a JOIN pendulum.job_attempts b
+	           ON b.job_id = a.job_id AND b.attempt = 2 WHERE a.job_id = $id AND a.attempt = 1")
+	echo "gap between attempts: ${gap} ms" >&2
+	[ "$gap" -lt 700 ]
+}
+
+@test "a batch of outcomes with one stale token: the others land, the stale one is fenced and counted" {
+	gate=$BATS_TEST_TMPDIR/gate
+	a=$(pd-enqueue t '{}')
+	b=$(pd-enqueue t '{}')
+	c=$(pd-enqueue t '{}')
+	start_worker w -n 3 --lease 30s --heartbeat 10s \
+		--handler "t=$(counting_handler "$LOG" "while [ ! -e '$gate' ]; do sleep 0.05; done; echo '{\"ok\": 1}'")"
+	wait_for 30 lines_at_least "$LOG" 3
+	before=$(fenced)
+	stale=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $b")
+	# someone else holds b now, still RUNNING under a new token
+	sql "UPDATE pendulum.jobs SET lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'thief'
+	     WHERE id = $b" >/dev/null
+	after=$(sql "SELECT row_to_json(j)::text FROM pendulum.jobs j WHERE id = $b")
+	touch "$gate"
+	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE id IN ($a, $c) AND state = 'SUCCEEDED'" 2
+	wait_for 10 sql_is "SELECT value FROM pendulum.counters WHERE name = 'writes_fenced'" $((before + 1))
+	[ "$(sql "SELECT row_to_json(j)::text FROM pendulum.jobs j WHERE id = $b")" = "$after" ]
+	[ "$(sql "SELECT outcome IS NULL FROM pendulum.job_attempts WHERE job_id = $b AND lease_token = $stale")" = t ]
+	[ "$(sql "SELECT result::text FROM pendulum.jobs WHERE id = $a")" = '{"ok": 1}' ]
+}
