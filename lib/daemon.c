@@ -80,6 +80,12 @@ int pd_daemon_open(struct pd_daemon *d, struct pd_err *e)
 	d->notified = 0;
 	d->passes = 0;
 	d->open_ms = pd_now_ms();
+	d->phase = PD_DAEMON_SERVING;
+	d->drain_deadline = -1;
+	gethostname(d->host, sizeof(d->host) - 1);
+	pd_rng_seed(&d->rng, 0);
+	snprintf(d->id, sizeof(d->id), "%s:%d:%04x", d->host, (int)getpid(),
+		 (unsigned)(pd_rng_next(&d->rng) & 0xffff));
 	pd_sig_ignore_pipe();
 	if ((d->sigfd = pd_sig_open(signals, 4, e)) < 0)
 		return -1;
@@ -123,6 +129,8 @@ static void on_signals(struct pd_daemon *d)
 	while ((sig = pd_sig_read(d->sigfd)) > 0) {
 		switch (sig) {
 		case SIGCHLD:
+			if (d->pool)
+				pd_pool_reap(d->pool);
 			if (d->ops->on_child)
 				d->ops->on_child(d);
 			break;
@@ -134,6 +142,9 @@ static void on_signals(struct pd_daemon *d)
 			break;
 		default:
 			d->stops++;
+			if (d->phase == PD_DAEMON_SERVING)
+				d->phase = PD_DAEMON_DRAINING;
+			d->drain_deadline = d->stops == 1 ? pd_now_ms() + d->drain_ms : pd_now_ms();
 			if (d->ops->on_stop)
 				d->ops->on_stop(d, sig, d->stops);
 			break;
@@ -141,9 +152,35 @@ static void on_signals(struct pd_daemon *d)
 	}
 }
 
+void pd_daemon_drain(struct pd_daemon *d)
+{
+	if (d->phase == PD_DAEMON_SERVING)
+		d->phase = PD_DAEMON_DRAINING;
+}
+
+int pd_daemon_drained(const struct pd_daemon *d)
+{
+	return d->phase != PD_DAEMON_SERVING && (d->pool == NULL || pd_pool_busy(d->pool) == 0);
+}
+
+/* The pool's part of a pass: collect, tick, and stop the children at the drain deadline. */
+static void pool_pass(struct pd_daemon *d, long long now)
+{
+	if (d->pool == NULL)
+		return;
+	/* Children that exited unnoticed (poll returns EINTR after SIGSTOP/SIGCONT). */
+	pd_pool_reap(d->pool);
+	pd_pool_tick(d->pool, now);
+	if (d->phase == PD_DAEMON_DRAINING && d->drain_deadline >= 0 && now >= d->drain_deadline) {
+		d->phase = PD_DAEMON_STOPPING;
+		pd_pool_stop_all(d->pool, PD_STOP_DRAIN);
+	}
+}
+
 int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 {
-	int cap = OWN_FDS + (d->maxfds > 0 ? d->maxfds : 0);
+	int pool_fds = d->pool ? PD_PROC_MAX_FDS * d->pool->size : 0;
+	int cap = OWN_FDS + pool_fds + (d->maxfds > 0 ? d->maxfds : 0);
 	struct pollfd *fds = pd_xcalloc((size_t)cap, sizeof(*fds));
 	int rc = 0;
 
@@ -156,6 +193,7 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 			break;
 		}
 		d->passes++;
+		pool_pass(d, pd_now_ms());
 		if (d->ops->on_tick && d->ops->on_tick(d, pd_now_ms(), e) < 0) {
 			rc = -1;
 			break;
@@ -172,9 +210,16 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 			    (struct pollfd){.fd = PQsocket(d->db->conn), .events = POLLIN};
 		}
 		own = nfds;
+		if (d->pool)
+			nfds += pd_pool_pollfds(d->pool, fds + nfds, pool_fds);
 		if (d->ops->pollfds)
 			nfds += d->ops->pollfds(d, fds + nfds, cap - nfds);
 		deadline = d->ops->deadline ? d->ops->deadline(d) : -1;
+		if (d->pool) {
+			deadline = pd_deadline_min(deadline, pd_pool_deadline(d->pool));
+			if (d->phase == PD_DAEMON_DRAINING)
+				deadline = pd_deadline_min(deadline, d->drain_deadline);
+		}
 		if (d->db && !d->link.up)
 			deadline = pd_deadline_min(deadline, d->link.next_connect);
 		now = pd_now_ms();
@@ -193,6 +238,8 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 			pd_link_read(&d->link);
 			deliver_notifies(d);
 		}
+		if (d->pool)
+			pd_pool_io(d->pool, fds + own, nfds - own);
 		if (d->ops->on_io && nfds > own)
 			d->ops->on_io(d, fds + own, nfds - own);
 	}

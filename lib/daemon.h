@@ -19,6 +19,14 @@
  * engine's deadline, a reconnect, a signal, a notification or engine I/O.
  * Notifications that arrive while the engine runs its own queries are
  * delivered after on_tick, and the next poll does not wait.
+ *
+ * A daemon that runs children gives the loop its pool: the loop polls the
+ * children's pipes, collects them on SIGCHLD, and ticks the pool (timeouts,
+ * exits -> DONE) before each on_tick. It also runs the drain: the first
+ * stop signal (or pd_daemon_drain) moves the phase to DRAINING, with the
+ * children given drain_ms to end; a second signal shortens that to now;
+ * at the deadline the children still running are stopped (PD_STOP_DRAIN)
+ * and the phase is STOPPING.
  */
 #ifndef PD_DAEMON_H
 #define PD_DAEMON_H
@@ -27,8 +35,17 @@
 
 #include "db.h"
 #include "link.h"
+#include "pool.h"
+#include "retry.h"
 
 struct pd_daemon;
+
+/* Where a daemon is in its life. */
+enum pd_daemon_phase {
+	PD_DAEMON_SERVING,  /* taking new work */
+	PD_DAEMON_DRAINING, /* no new work: the children may finish */
+	PD_DAEMON_STOPPING, /* the drain deadline passed: the children were stopped */
+};
 
 /* What an engine does on the loop's events. Every hook may be NULL. */
 struct pd_daemon_ops {
@@ -50,7 +67,7 @@ struct pd_daemon_ops {
 	void (*on_child)(struct pd_daemon *d);
 	/* A notification on one of the LISTEN channels. */
 	void (*on_notify)(struct pd_daemon *d, const char *channel, const char *payload);
-	/* SIGTERM or SIGINT; count is 1 for the first, 2 for the second, ... */
+	/* SIGTERM or SIGINT (after the drain moved on); count is 1 for the first, ... */
 	void (*on_stop)(struct pd_daemon *d, int sig, int count);
 	/* SIGHUP: reload (a later issue fills it in). */
 	void (*on_reload)(struct pd_daemon *d);
@@ -63,9 +80,16 @@ struct pd_daemon {
 	struct pd_db *db;	   /* NULL: no database */
 	const char *const *listen; /* channels to LISTEN on, NULL-terminated, or NULL */
 	const struct pd_daemon_ops *ops;
-	void *ctx;  /* the engine's */
-	int maxfds; /* most descriptors the engine's pollfds returns */
+	void *ctx;	      /* the engine's */
+	int maxfds;	      /* most descriptors the engine's pollfds returns */
+	struct pd_pool *pool; /* the engine's children, or NULL */
+	long long drain_ms;   /* how long children may finish after the first stop signal */
 	/* state, for reading */
+	char host[64];	   /* gethostname */
+	char id[128];	   /* "host:pid:xxxx", unique among the daemons of a database */
+	struct pd_rng rng; /* seeded at open; the engine's backoff draws from it */
+	enum pd_daemon_phase phase;
+	long long drain_deadline; /* DRAINING: when the children are stopped; -1: never */
 	struct pd_link link;
 	int sigfd;
 	int stops;	   /* stop signals received */
@@ -83,6 +107,15 @@ int pd_daemon_open(struct pd_daemon *d, struct pd_err *e);
 
 /* Run the loop until finished. Returns 0, or -1 with e filled. */
 int pd_daemon_run(struct pd_daemon *d, struct pd_err *e);
+
+/*
+ * Stop taking work (SERVING -> DRAINING) without a signal; the children
+ * still running are stopped only if a stop signal comes later.
+ */
+void pd_daemon_drain(struct pd_daemon *d);
+
+/* The pool is empty and the phase is past SERVING: the daemon's work is over. */
+int pd_daemon_drained(const struct pd_daemon *d);
 
 /* Close the signalfd (the connection is the caller's). */
 void pd_daemon_close(struct pd_daemon *d);

@@ -18,22 +18,13 @@
 
 extern char **environ;
 
-enum relay_phase {
-	PHASE_SERVING,
-	PHASE_DRAINING, /* a stop signal came, or --once claimed its batch */
-	PHASE_KILLING,	/* the drain timeout passed: commands stopped, messages released */
-};
-
 struct relay {
 	const struct pd_relay_cfg *cfg;
 	struct pd_daemon d;
 	struct pd_pool pool;
 	struct pd_outbox_msg *msgs; /* msgs[i]: the message in pool slot i */
-	char id[128], host[64];
-	struct pd_rng rng;
-	enum relay_phase phase;
 	int wake, idle, fatal;
-	long long next_claim, drain_deadline;
+	long long next_claim;
 };
 
 void pd_relay_cfg_init(struct pd_relay_cfg *r)
@@ -183,8 +174,8 @@ static void outcome_of(struct relay *r, int i, struct pd_outbox_outcome *o, stru
 	case PD_EXIT_TIMEOUT:
 	case PD_EXIT_NOT_STARTED:
 		o->kind = PD_OUTBOX_RETRY;
-		o->backoff_ms = pd_backoff_ms(&r->rng, r->cfg->retry_base_ms, r->cfg->retry_cap_ms,
-					      r->msgs[i].attempt);
+		o->backoff_ms = pd_backoff_ms(&r->d.rng, r->cfg->retry_base_ms,
+					      r->cfg->retry_cap_ms, r->msgs[i].attempt);
 		break;
 	}
 	if (o->kind != PD_OUTBOX_PUBLISHED && o->kind != PD_OUTBOX_RELEASE && ex->last_line.len)
@@ -270,11 +261,11 @@ static int claim(struct relay *r, long long now, struct pd_err *e)
 	r->next_claim = now + r->cfg->poll_ms;
 	if (want <= 0)
 		return 0;
-	if (pd_outbox_claim(r->d.db, r->id, r->cfg->any_topic ? NULL : r->cfg->topics,
+	if (pd_outbox_claim(r->d.db, r->d.id, r->cfg->any_topic ? NULL : r->cfg->topics,
 			    r->cfg->ntopics, want, r->cfg->visibility_ms, &m, &n, &dead, e) < 0)
 		return pd_daemon_db_failed(&r->d, e);
 	if (r->cfg->once)
-		r->phase = PHASE_DRAINING;
+		pd_daemon_drain(&r->d);
 	r->idle = n == 0 && dead == 0;
 	if (dead)
 		pd_log(PD_LOG_WARN, "dead-lettered: attempts used up and the last claim lapsed",
@@ -299,7 +290,7 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 	(void)e;
 	r->wake = 1;
 	pd_log(first ? PD_LOG_DEBUG : PD_LOG_INFO, first ? "connected" : "reconnected", "relay=%s",
-	       r->id);
+	       r->d.id);
 	return 0;
 }
 
@@ -307,20 +298,15 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 {
 	struct relay *r = d->ctx;
 
-	pd_pool_reap(&r->pool);
-	pd_pool_tick(&r->pool, now);
-	if (r->phase == PHASE_DRAINING && d->stops > 0 && now >= r->drain_deadline) {
-		r->phase = PHASE_KILLING;
-		pd_pool_stop_all(&r->pool, PD_STOP_DRAIN);
-	}
 	if (!pd_daemon_up(d))
 		return 0;
 	if (flush_outcomes(r, e) < 0) {
 		r->fatal = 1;
 		return -1;
 	}
-	if (pd_daemon_up(d) && r->phase == PHASE_SERVING && (r->wake || now >= r->next_claim) &&
-	    pd_pool_free_slot(&r->pool) >= 0 && claim(r, now, e) < 0) {
+	if (pd_daemon_up(d) && r->d.phase == PD_DAEMON_SERVING &&
+	    (r->wake || now >= r->next_claim) && pd_pool_free_slot(&r->pool) >= 0 &&
+	    claim(r, now, e) < 0) {
 		r->fatal = 1;
 		return -1;
 	}
@@ -334,35 +320,13 @@ static long long deadline(struct pd_daemon *d)
 
 	if (pd_daemon_up(d)) {
 		if (pd_pool_count(&r->pool, PD_SLOT_DONE) > 0 ||
-		    (r->wake && r->phase == PHASE_SERVING && pd_pool_free_slot(&r->pool) >= 0))
+		    (r->wake && r->d.phase == PD_DAEMON_SERVING &&
+		     pd_pool_free_slot(&r->pool) >= 0))
 			return pd_now_ms();
-		if (r->phase == PHASE_SERVING)
+		if (r->d.phase == PD_DAEMON_SERVING)
 			t = pd_deadline_min(t, r->next_claim);
 	}
-	if (r->phase == PHASE_DRAINING && d->stops > 0)
-		t = pd_deadline_min(t, r->drain_deadline);
 	return t;
-}
-
-static int pollfds(struct pd_daemon *d, struct pollfd *fds, int max)
-{
-	struct relay *r = d->ctx;
-
-	return pd_pool_pollfds(&r->pool, fds, max);
-}
-
-static void on_io(struct pd_daemon *d, const struct pollfd *fds, int n)
-{
-	struct relay *r = d->ctx;
-
-	pd_pool_io(&r->pool, fds, n);
-}
-
-static void on_child(struct pd_daemon *d)
-{
-	struct relay *r = d->ctx;
-
-	pd_pool_reap(&r->pool);
 }
 
 static void on_notify(struct pd_daemon *d, const char *channel, const char *payload)
@@ -378,39 +342,27 @@ static void on_stop(struct pd_daemon *d, int sig, int count)
 {
 	struct relay *r = d->ctx;
 
-	if (count > 1) {
+	if (count > 1)
 		pd_log(PD_LOG_WARN, "second signal: stopping publish commands now", "signal=%d",
 		       sig);
-		r->drain_deadline = pd_now_ms();
-		return;
-	}
-	if (r->phase == PHASE_SERVING || r->phase == PHASE_DRAINING)
-		r->phase = PHASE_DRAINING;
-	r->drain_deadline = pd_now_ms() + r->cfg->drain_ms;
-	pd_log(PD_LOG_INFO, "draining: no new messages",
-	       "signal=%d running=%d drain_timeout_ms=%lld", sig, pd_pool_busy(&r->pool),
-	       r->cfg->drain_ms);
+	else
+		pd_log(PD_LOG_INFO, "draining: no new messages",
+		       "signal=%d running=%d drain_timeout_ms=%lld", sig, pd_pool_busy(&r->pool),
+		       r->cfg->drain_ms);
 }
 
 static int finished(struct pd_daemon *d)
 {
 	struct relay *r = d->ctx;
-	int busy = pd_pool_busy(&r->pool);
 
-	if (r->fatal)
-		return 1;
-	if (r->phase != PHASE_SERVING)
-		return busy == 0;
-	return r->cfg->until_idle && r->idle && busy == 0 && pd_daemon_up(d);
+	return r->fatal || pd_daemon_drained(d) ||
+	       (r->cfg->until_idle && r->idle && pd_pool_busy(&r->pool) == 0 && pd_daemon_up(d));
 }
 
 static const struct pd_daemon_ops relay_ops = {
     .on_connect = on_connect,
     .on_tick = on_tick,
     .deadline = deadline,
-    .pollfds = pollfds,
-    .on_io = on_io,
-    .on_child = on_child,
     .on_notify = on_notify,
     .on_stop = on_stop,
     .finished = finished,
@@ -424,10 +376,6 @@ int pd_relay_run(const struct pd_relay_cfg *cfg, struct pd_db *db, struct pd_err
 
 	memset(&r, 0, sizeof(r));
 	r.cfg = cfg;
-	gethostname(r.host, sizeof(r.host) - 1);
-	pd_rng_seed(&r.rng, 0);
-	snprintf(r.id, sizeof(r.id), "%s:%d:%04x", r.host, (int)getpid(),
-		 (unsigned)(pd_rng_next(&r.rng) & 0xffff));
 	pd_pool_init(&r.pool, (int)cfg->concurrency, OUT_LIMIT, cfg->grace_ms, "publish stderr");
 	r.msgs = pd_xcalloc((size_t)cfg->concurrency, sizeof(*r.msgs));
 	r.d.name = "relay";
@@ -435,7 +383,8 @@ int pd_relay_run(const struct pd_relay_cfg *cfg, struct pd_db *db, struct pd_err
 	r.d.listen = channels;
 	r.d.ops = &relay_ops;
 	r.d.ctx = &r;
-	r.d.maxfds = PD_PROC_MAX_FDS * (int)cfg->concurrency;
+	r.d.pool = &r.pool;
+	r.d.drain_ms = cfg->drain_ms;
 	rc = pd_daemon_open(&r.d, e);
 	if (rc == 0) {
 		struct pd_buf t = PD_BUF_INIT;
@@ -443,7 +392,7 @@ int pd_relay_run(const struct pd_relay_cfg *cfg, struct pd_db *db, struct pd_err
 		for (int i = 0; i < cfg->ntopics; i++)
 			pd_buf_printf(&t, "%s%s", i ? "," : "", cfg->topics[i]);
 		pd_log(PD_LOG_INFO, "relay started",
-		       "relay=%s concurrency=%lld visibility_ms=%lld topics=%s", r.id,
+		       "relay=%s concurrency=%lld visibility_ms=%lld topics=%s", r.d.id,
 		       cfg->concurrency, cfg->visibility_ms,
 		       cfg->any_topic ? "*" : pd_log_quote((char[600]){0}, 600, t.data));
 		pd_buf_release(&t);
@@ -455,7 +404,7 @@ int pd_relay_run(const struct pd_relay_cfg *cfg, struct pd_db *db, struct pd_err
 			pd_pool_tick(&r.pool, pd_now_ms());
 			flush_outcomes(&r, &ue);
 		}
-		pd_log(PD_LOG_INFO, "relay stopped", "relay=%s", r.id);
+		pd_log(PD_LOG_INFO, "relay stopped", "relay=%s", r.d.id);
 	}
 	pd_daemon_close(&r.d);
 	for (int i = 0; i < r.pool.size; i++)

@@ -19,13 +19,6 @@
 
 extern char **environ;
 
-/* Where the worker is in its life. */
-enum worker_phase {
-	PHASE_SERVING,	/* claiming and running */
-	PHASE_DRAINING, /* a stop signal came: no claims, handlers finish */
-	PHASE_KILLING,	/* the drain timeout passed: handlers stopped, leases released */
-};
-
 struct worker {
 	const struct pd_worker_cfg *cfg;
 	struct pd_daemon d;
@@ -33,13 +26,10 @@ struct worker {
 	struct pd_claimed *jobs; /* jobs[i]: the job in pool slot i */
 	const char **types;	 /* the claim's filter; NULL: any type */
 	int ntypes;
-	char id[128], host[64];
-	struct pd_rng rng;
-	enum worker_phase phase;
 	int wake;  /* claim at the next pass */
 	int idle;  /* the last claim found nothing */
 	int fatal; /* the loop must end */
-	long long next_claim, next_beat, next_reap, next_due, drain_deadline;
+	long long next_claim, next_beat, next_reap, next_due;
 };
 
 void pd_worker_cfg_init(struct pd_worker_cfg *w)
@@ -258,8 +248,8 @@ static void outcome_of(struct worker *w, int i, struct pd_job_outcome *x)
 	case PD_EXIT_NOT_STARTED:
 	case PD_EXIT_LEASE_LOST:
 		o->kind = PD_FINISH_RETRY;
-		o->backoff_ms = pd_backoff_ms(&w->rng, w->cfg->retry_base_ms, w->cfg->retry_cap_ms,
-					      w->jobs[i].attempt);
+		o->backoff_ms = pd_backoff_ms(&w->d.rng, w->cfg->retry_base_ms,
+					      w->cfg->retry_cap_ms, w->jobs[i].attempt);
 		break;
 	}
 }
@@ -297,7 +287,7 @@ static int want_claim(const struct worker *w, long long now)
 {
 	int free_slots = pd_pool_count(&w->pool, PD_SLOT_FREE);
 
-	if (w->phase != PHASE_SERVING || free_slots == 0)
+	if (w->d.phase != PD_DAEMON_SERVING || free_slots == 0)
 		return 0;
 	if (!w->wake && now < w->next_claim && (w->next_due < 0 || now < w->next_due))
 		return 0;
@@ -363,7 +353,7 @@ static int sync_db(struct worker *w, long long now, struct pd_err *e)
 	s.beat_tokens = beat_tokens;
 	s.nbeat = nbeat;
 	s.held = held;
-	s.worker = w->id;
+	s.worker = w->d.id;
 	s.lease_ms = w->cfg->lease_ms;
 	s.queues = w->cfg->queues;
 	s.nqueues = w->cfg->nqueues;
@@ -443,13 +433,13 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 	static const char *any[] = {"*"};
 	struct worker *w = d->ctx;
 
-	if (pd_worker_register(d->db, w->id, w->host, (int)getpid(), w->cfg->queues,
+	if (pd_worker_register(d->db, w->d.id, w->d.host, (int)getpid(), w->cfg->queues,
 			       w->cfg->nqueues, w->types ? w->types : any, w->types ? w->ntypes : 1,
 			       (int)w->cfg->concurrency, e) < 0)
 		return -1;
 	w->wake = 1;
 	pd_log(first ? PD_LOG_DEBUG : PD_LOG_INFO, first ? "connected" : "reconnected", "worker=%s",
-	       w->id);
+	       w->d.id);
 	return 0;
 }
 
@@ -457,14 +447,6 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 {
 	struct worker *w = d->ctx;
 
-	/* Children that exited unnoticed (poll returns EINTR after SIGSTOP/SIGCONT) first,
-	 * so a finished handler's outcome is written (and fenced) before any heartbeat. */
-	pd_pool_reap(&w->pool);
-	pd_pool_tick(&w->pool, now);
-	if (w->phase == PHASE_DRAINING && now >= w->drain_deadline) {
-		w->phase = PHASE_KILLING;
-		pd_pool_stop_all(&w->pool, PD_STOP_DRAIN);
-	}
 	if (!pd_daemon_up(d))
 		return 0;
 	if (sync_db(w, now, e) < 0) {
@@ -485,41 +467,19 @@ static long long deadline(struct pd_daemon *d)
 
 	if (pd_daemon_up(d)) {
 		if (pd_pool_count(&w->pool, PD_SLOT_DONE) > 0 ||
-		    (w->wake && w->phase == PHASE_SERVING && pd_pool_free_slot(&w->pool) >= 0))
+		    (w->wake && w->d.phase == PD_DAEMON_SERVING &&
+		     pd_pool_free_slot(&w->pool) >= 0))
 			return pd_now_ms(); /* written or claimed at once */
 		if (pd_pool_busy(&w->pool) > 0)
 			t = pd_deadline_min(t, w->next_beat);
-		if (w->phase == PHASE_SERVING) {
+		if (w->d.phase == PD_DAEMON_SERVING) {
 			t = pd_deadline_min(t, w->next_claim);
 			t = pd_deadline_min(t, w->next_due);
 		}
 		if (w->cfg->reap)
 			t = pd_deadline_min(t, w->next_reap);
 	}
-	if (w->phase == PHASE_DRAINING)
-		t = pd_deadline_min(t, w->drain_deadline);
 	return t;
-}
-
-static int pollfds(struct pd_daemon *d, struct pollfd *fds, int max)
-{
-	struct worker *w = d->ctx;
-
-	return pd_pool_pollfds(&w->pool, fds, max);
-}
-
-static void on_io(struct pd_daemon *d, const struct pollfd *fds, int n)
-{
-	struct worker *w = d->ctx;
-
-	pd_pool_io(&w->pool, fds, n);
-}
-
-static void on_child(struct pd_daemon *d)
-{
-	struct worker *w = d->ctx;
-
-	pd_pool_reap(&w->pool);
 }
 
 static void on_notify(struct pd_daemon *d, const char *channel, const char *payload)
@@ -536,36 +496,26 @@ static void on_stop(struct pd_daemon *d, int sig, int count)
 {
 	struct worker *w = d->ctx;
 
-	if (count > 1) {
+	if (count > 1)
 		pd_log(PD_LOG_WARN, "second signal: stopping handlers now", "signal=%d", sig);
-		w->drain_deadline = pd_now_ms();
-		return;
-	}
-	w->phase = PHASE_DRAINING;
-	w->drain_deadline = pd_now_ms() + w->cfg->drain_ms;
-	pd_log(PD_LOG_INFO, "draining: no new jobs", "signal=%d running=%d drain_timeout_ms=%lld",
-	       sig, pd_pool_busy(&w->pool), w->cfg->drain_ms);
+	else
+		pd_log(PD_LOG_INFO, "draining: no new jobs",
+		       "signal=%d running=%d drain_timeout_ms=%lld", sig, pd_pool_busy(&w->pool),
+		       w->cfg->drain_ms);
 }
 
 static int finished(struct pd_daemon *d)
 {
 	struct worker *w = d->ctx;
-	int busy = pd_pool_busy(&w->pool);
 
-	if (w->fatal)
-		return 1;
-	if (w->phase != PHASE_SERVING)
-		return busy == 0;
-	return w->cfg->until_idle && w->idle && busy == 0 && pd_daemon_up(d);
+	return w->fatal || pd_daemon_drained(d) ||
+	       (w->cfg->until_idle && w->idle && pd_pool_busy(&w->pool) == 0 && pd_daemon_up(d));
 }
 
 static const struct pd_daemon_ops worker_ops = {
     .on_connect = on_connect,
     .on_tick = on_tick,
     .deadline = deadline,
-    .pollfds = pollfds,
-    .on_io = on_io,
-    .on_child = on_child,
     .on_notify = on_notify,
     .on_stop = on_stop,
     .finished = finished,
@@ -590,10 +540,6 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 		}
 		w.types[w.ntypes++] = cfg->handlers[i].name;
 	}
-	gethostname(w.host, sizeof(w.host) - 1);
-	pd_rng_seed(&w.rng, 0);
-	snprintf(w.id, sizeof(w.id), "%s:%d:%04x", w.host, (int)getpid(),
-		 (unsigned)(pd_rng_next(&w.rng) & 0xffff));
 	pd_pool_init(&w.pool, (int)cfg->concurrency, (size_t)cfg->result_limit, cfg->grace_ms,
 		     "handler stderr");
 	w.jobs = pd_xcalloc((size_t)cfg->concurrency, sizeof(*w.jobs));
@@ -602,25 +548,26 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	w.d.listen = channels;
 	w.d.ops = &worker_ops;
 	w.d.ctx = &w;
-	w.d.maxfds = PD_PROC_MAX_FDS * (int)cfg->concurrency;
+	w.d.pool = &w.pool;
+	w.d.drain_ms = cfg->drain_ms;
 	rc = pd_daemon_open(&w.d, e);
 	if (rc == 0) {
 		pd_log(PD_LOG_INFO, "worker started",
-		       "worker=%s concurrency=%lld queues=%d handlers=%d", w.id, cfg->concurrency,
+		       "worker=%s concurrency=%lld queues=%d handlers=%d", w.d.id, cfg->concurrency,
 		       cfg->nqueues, cfg->nhandlers);
 		rc = pd_daemon_run(&w.d, e);
 		/* Release what the drain stopped (or what is left after an error). */
 		if (pd_daemon_up(&w.d)) {
 			struct pd_err ue = PD_ERR_INIT;
 
-			w.phase = PHASE_KILLING; /* claims nothing more */
+			w.d.phase = PD_DAEMON_STOPPING; /* claims nothing more */
 			pd_pool_tick(&w.pool, pd_now_ms());
 			if (pd_pool_count(&w.pool, PD_SLOT_DONE) > 0)
 				sync_db(&w, pd_now_ms(), &ue);
 			pd_err_clear(&ue);
-			pd_worker_unregister(db, w.id, &ue);
+			pd_worker_unregister(db, w.d.id, &ue);
 		}
-		pd_log(PD_LOG_INFO, "worker stopped", "worker=%s", w.id);
+		pd_log(PD_LOG_INFO, "worker stopped", "worker=%s", w.d.id);
 	}
 	pd_daemon_close(&w.d);
 	for (int i = 0; i < w.pool.size; i++)
