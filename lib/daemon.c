@@ -122,6 +122,22 @@ static int deliver_notifies(struct pd_daemon *d)
 	return n;
 }
 
+/* "draining: no new jobs", or on a second signal "second signal: stopping handlers now". */
+static void log_stop(const struct pd_daemon *d, int sig)
+{
+	char msg[128];
+
+	if (d->stops > 1) {
+		snprintf(msg, sizeof(msg), "second signal: stopping %s now",
+			 d->children ? d->children : "children");
+		pd_log(PD_LOG_WARN, msg, "signal=%d", sig);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "draining: no new %s", d->work ? d->work : "work");
+	pd_log(PD_LOG_INFO, msg, "signal=%d running=%d drain_timeout_ms=%lld", sig,
+	       pd_pool_busy(d->pool), d->drain_ms);
+}
+
 static void on_signals(struct pd_daemon *d)
 {
 	int sig;
@@ -145,6 +161,8 @@ static void on_signals(struct pd_daemon *d)
 			if (d->phase == PD_DAEMON_SERVING)
 				d->phase = PD_DAEMON_DRAINING;
 			d->drain_deadline = d->stops == 1 ? pd_now_ms() + d->drain_ms : pd_now_ms();
+			if (d->pool)
+				log_stop(d, sig);
 			if (d->ops->on_stop)
 				d->ops->on_stop(d, sig, d->stops);
 			break;
@@ -161,6 +179,17 @@ void pd_daemon_drain(struct pd_daemon *d)
 int pd_daemon_drained(const struct pd_daemon *d)
 {
 	return d->phase != PD_DAEMON_SERVING && (d->pool == NULL || pd_pool_busy(d->pool) == 0);
+}
+
+/* The loop ends: the engine's finished, else the default described in daemon.h. */
+static int finished(struct pd_daemon *d)
+{
+	if (d->ops->finished)
+		return d->ops->finished(d);
+	if (d->pool == NULL)
+		return d->stops > 0;
+	return pd_daemon_drained(d) ||
+	       (d->until_idle && d->idle && pd_pool_busy(d->pool) == 0 && pd_daemon_up(d));
 }
 
 /* The pool's part of a pass: collect, tick, and stop the children at the drain deadline. */
@@ -200,7 +229,7 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 		}
 		d->notified = 0;
 		again = deliver_notifies(d) > 0; /* arrived during the engine's queries */
-		if (d->ops->finished ? d->ops->finished(d) : d->stops > 0)
+		if (finished(d))
 			break;
 
 		fds[nfds++] = (struct pollfd){.fd = d->sigfd, .events = POLLIN};

@@ -71,7 +71,11 @@ struct pd_daemon_ops {
 	void (*on_stop)(struct pd_daemon *d, int sig, int count);
 	/* SIGHUP: reload (a later issue fills it in). */
 	void (*on_reload)(struct pd_daemon *d);
-	/* 1: the loop ends (after on_tick). NULL: it ends at the first stop signal. */
+	/*
+	 * 1: the loop ends (after on_tick). NULL: with a pool, once it is drained
+	 * (pd_daemon_drained) or, with until_idle, once idle is set and the pool
+	 * is empty with the database up; without a pool, at the first stop signal.
+	 */
 	int (*finished)(struct pd_daemon *d);
 };
 
@@ -84,6 +88,10 @@ struct pd_daemon {
 	int maxfds;	      /* most descriptors the engine's pollfds returns */
 	struct pd_pool *pool; /* the engine's children, or NULL */
 	long long drain_ms;   /* how long children may finish after the first stop signal */
+	const char *work;     /* for the drain's log lines: "jobs", "messages" */
+	const char *children; /* "handlers", "publish commands" */
+	int until_idle;	      /* end once idle and nothing runs */
+	int idle;	      /* set by the engine: its last look found no work */
 	/* state, for reading */
 	char host[64];	   /* gethostname */
 	char id[128];	   /* "host:pid:xxxx", unique among the daemons of a database */

@@ -23,7 +23,7 @@ struct relay {
 	struct pd_daemon d;
 	struct pd_pool pool;
 	struct pd_outbox_msg *msgs; /* msgs[i]: the message in pool slot i */
-	int wake, idle, fatal;
+	int wake;
 	long long next_claim;
 };
 
@@ -266,7 +266,7 @@ static int claim(struct relay *r, long long now, struct pd_err *e)
 		return pd_daemon_db_failed(&r->d, e);
 	if (r->cfg->once)
 		pd_daemon_drain(&r->d);
-	r->idle = n == 0 && dead == 0;
+	r->d.idle = n == 0 && dead == 0;
 	if (dead)
 		pd_log(PD_LOG_WARN, "dead-lettered: attempts used up and the last claim lapsed",
 		       "messages=%d", dead);
@@ -300,16 +300,12 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 
 	if (!pd_daemon_up(d))
 		return 0;
-	if (flush_outcomes(r, e) < 0) {
-		r->fatal = 1;
+	if (flush_outcomes(r, e) < 0)
 		return -1;
-	}
 	if (pd_daemon_up(d) && r->d.phase == PD_DAEMON_SERVING &&
 	    (r->wake || now >= r->next_claim) && pd_pool_free_slot(&r->pool) >= 0 &&
-	    claim(r, now, e) < 0) {
-		r->fatal = 1;
+	    claim(r, now, e) < 0)
 		return -1;
-	}
 	return 0;
 }
 
@@ -338,34 +334,11 @@ static void on_notify(struct pd_daemon *d, const char *channel, const char *payl
 	r->wake = 1;
 }
 
-static void on_stop(struct pd_daemon *d, int sig, int count)
-{
-	struct relay *r = d->ctx;
-
-	if (count > 1)
-		pd_log(PD_LOG_WARN, "second signal: stopping publish commands now", "signal=%d",
-		       sig);
-	else
-		pd_log(PD_LOG_INFO, "draining: no new messages",
-		       "signal=%d running=%d drain_timeout_ms=%lld", sig, pd_pool_busy(&r->pool),
-		       r->cfg->drain_ms);
-}
-
-static int finished(struct pd_daemon *d)
-{
-	struct relay *r = d->ctx;
-
-	return r->fatal || pd_daemon_drained(d) ||
-	       (r->cfg->until_idle && r->idle && pd_pool_busy(&r->pool) == 0 && pd_daemon_up(d));
-}
-
 static const struct pd_daemon_ops relay_ops = {
     .on_connect = on_connect,
     .on_tick = on_tick,
     .deadline = deadline,
     .on_notify = on_notify,
-    .on_stop = on_stop,
-    .finished = finished,
 };
 
 int pd_relay_run(const struct pd_relay_cfg *cfg, struct pd_db *db, struct pd_err *e)
@@ -385,6 +358,9 @@ int pd_relay_run(const struct pd_relay_cfg *cfg, struct pd_db *db, struct pd_err
 	r.d.ctx = &r;
 	r.d.pool = &r.pool;
 	r.d.drain_ms = cfg->drain_ms;
+	r.d.work = "messages";
+	r.d.children = "publish commands";
+	r.d.until_idle = cfg->until_idle;
 	rc = pd_daemon_open(&r.d, e);
 	if (rc == 0) {
 		struct pd_buf t = PD_BUF_INIT;

@@ -26,9 +26,7 @@ struct worker {
 	struct pd_claimed *jobs; /* jobs[i]: the job in pool slot i */
 	const char **types;	 /* the claim's filter; NULL: any type */
 	int ntypes;
-	int wake;  /* claim at the next pass */
-	int idle;  /* the last claim found nothing */
-	int fatal; /* the loop must end */
+	int wake; /* claim at the next pass */
 	long long next_claim, next_beat, next_reap, next_due;
 };
 
@@ -368,7 +366,7 @@ static int sync_db(struct worker *w, long long now, struct pd_err *e)
 	}
 	if (s.claim > 0) {
 		w->wake = s.nclaimed == s.claim; /* there may be more */
-		w->idle = s.nclaimed == 0;
+		w->d.idle = s.nclaimed == 0;
 		w->next_claim = now + w->cfg->poll_ms;
 		if (w->next_due >= 0 && w->next_due <= now)
 			w->next_due = -1;
@@ -449,14 +447,10 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 
 	if (!pd_daemon_up(d))
 		return 0;
-	if (sync_db(w, now, e) < 0) {
-		w->fatal = 1;
+	if (sync_db(w, now, e) < 0)
 		return -1;
-	}
-	if (pd_daemon_up(d) && w->cfg->reap && now >= w->next_reap && reap_pass(w, now, e) < 0) {
-		w->fatal = 1;
+	if (pd_daemon_up(d) && w->cfg->reap && now >= w->next_reap && reap_pass(w, now, e) < 0)
 		return -1;
-	}
 	return 0;
 }
 
@@ -492,33 +486,11 @@ static void on_notify(struct pd_daemon *d, const char *channel, const char *payl
 			w->wake = 1;
 }
 
-static void on_stop(struct pd_daemon *d, int sig, int count)
-{
-	struct worker *w = d->ctx;
-
-	if (count > 1)
-		pd_log(PD_LOG_WARN, "second signal: stopping handlers now", "signal=%d", sig);
-	else
-		pd_log(PD_LOG_INFO, "draining: no new jobs",
-		       "signal=%d running=%d drain_timeout_ms=%lld", sig, pd_pool_busy(&w->pool),
-		       w->cfg->drain_ms);
-}
-
-static int finished(struct pd_daemon *d)
-{
-	struct worker *w = d->ctx;
-
-	return w->fatal || pd_daemon_drained(d) ||
-	       (w->cfg->until_idle && w->idle && pd_pool_busy(&w->pool) == 0 && pd_daemon_up(d));
-}
-
 static const struct pd_daemon_ops worker_ops = {
     .on_connect = on_connect,
     .on_tick = on_tick,
     .deadline = deadline,
     .on_notify = on_notify,
-    .on_stop = on_stop,
-    .finished = finished,
 };
 
 int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_err *e)
@@ -550,6 +522,9 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	w.d.ctx = &w;
 	w.d.pool = &w.pool;
 	w.d.drain_ms = cfg->drain_ms;
+	w.d.work = "jobs";
+	w.d.children = "handlers";
+	w.d.until_idle = cfg->until_idle;
 	rc = pd_daemon_open(&w.d, e);
 	if (rc == 0) {
 		pd_log(PD_LOG_INFO, "worker started",
