@@ -1,3 +1,4 @@
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -7,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/sched.h> /* CLONE_*: <sched.h> is shadowed by lib/sched.h */
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -23,15 +25,24 @@
 #define GIVE_UP_READS	 16    /* reads to drain a pipe before closing it */
 #define DEFAULT_PATH	 "/usr/local/bin:/usr/bin:/bin"
 #define NO_SIGNALFD_POLL 10 /* ms between waitpid checks without a signalfd */
+/* glibc's clone(2) wrapper, declared in <sched.h>. */
+extern int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...);
 
-/* What the child needs, all prepared before fork. */
+#define CHILD_STACK (64 * 1024) /* the child's stack until it execs */
+
+/*
+ * What the child needs, all prepared before the clone. The child shares the
+ * parent's memory (CLONE_VM) and the parent is suspended until it execs or
+ * exits (CLONE_VFORK), so the child reports a failure by writing err.
+ */
 struct child_args {
 	const char *path;
 	char *const *argv;
 	char *const *envp;
-	int in_r, out_w, err_w, status_w;
+	int in_r, out_w, err_w;
 	long max_fd;
-	pid_t parent; /* getpid() before the fork */
+	pid_t parent; /* getpid() before the clone */
+	int err;      /* set by the child when it could not exec: errno */
 };
 
 static void close_fd(int *fd)
@@ -124,27 +135,32 @@ static char *path_search(const char *prog, const char *path, int *err)
 	return NULL;
 }
 
-/* In the child: close every fd above 2 except status_w, which closes on exec. */
-static void close_others(int status_w, long max_fd)
+/*
+ * In the child: every fd above 2 closes on exec. The child's descriptor
+ * table is its own (no CLONE_FILES): marking them leaves the parent's open.
+ */
+static void close_others(long max_fd)
 {
 #ifdef CLOSE_RANGE_CLOEXEC
 	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
 		return;
 #endif
-	if ((status_w == 3 || close_range(3, (unsigned)status_w - 1, 0) == 0) &&
-	    close_range((unsigned)status_w + 1, ~0U, 0) == 0)
+	if (close_range(3, ~0U, 0) == 0)
 		return;
 	for (long fd = 3; fd < max_fd; fd++)
-		if (fd != status_w)
-			close((int)fd);
+		close((int)fd);
 }
 
-/* In the child, between fork and exec: async-signal-safe calls only. */
-__attribute__((noreturn)) static void child(const struct child_args *c)
+/*
+ * The child, between clone and exec: raw system calls only. It runs on its
+ * own stack in the parent's memory (the parent waits), so it changes nothing
+ * but c->err and its own kernel state.
+ */
+static int child(void *arg)
 {
+	struct child_args *c = arg;
 	struct sigaction dfl;
 	sigset_t empty;
-	int err;
 
 	if (setpgid(0, 0) < 0)
 		goto fail;
@@ -163,16 +179,33 @@ __attribute__((noreturn)) static void child(const struct child_args *c)
 	 */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		goto fail;
-	if (getppid() != c->parent)
+	if (getppid() != c->parent) {
+		c->err = ESRCH;
 		_exit(127);
-	close_others(c->status_w, c->max_fd);
+	}
+	close_others(c->max_fd);
 	execve(c->path, c->argv, c->envp);
 fail:
-	err = errno;
-	if (write(c->status_w, &err, sizeof(err)) < 0) {
-		/* Nothing to do: the parent then sees a started child exit 127. */
-	}
+	c->err = errno ? errno : EINVAL;
 	_exit(127);
+}
+
+/*
+ * The child's stack, mapped once. One is enough: the parent is suspended
+ * while the child uses it, and the process runs one thread.
+ */
+static char *child_stack(void)
+{
+	static char *stack;
+
+	if (stack == NULL) {
+		void *m = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+
+		if (m != MAP_FAILED)
+			stack = m;
+	}
+	return stack;
 }
 
 static void init(struct pd_proc *p, const struct pd_proc_spec *s)
@@ -190,14 +223,14 @@ static void init(struct pd_proc *p, const struct pd_proc_spec *s)
 
 int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err *e)
 {
-	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, st[2] = {-1, -1};
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
 	const char *const *envp = s->envp ? s->envp : (const char *const *)environ;
 	struct child_args c;
 	sigset_t all, old;
 	const char *prog;
 	char *path;
-	int child_errno, fork_errno;
-	ssize_t n;
+	int child_errno = 0, clone_errno;
+	char *stack;
 	pid_t pid;
 
 	init(p, s);
@@ -216,7 +249,7 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 			return pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': %s", prog,
 				       strerror(child_errno));
 	}
-	if (make_pipe(in) < 0 || make_pipe(out) < 0 || make_pipe(err) < 0 || make_pipe(st) < 0) {
+	if (make_pipe(in) < 0 || make_pipe(out) < 0 || make_pipe(err) < 0) {
 		pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': could not create pipe: %s", prog,
 			strerror(errno));
 		goto fail;
@@ -228,39 +261,38 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 	c.in_r = in[0];
 	c.out_w = out[1];
 	c.err_w = err[1];
-	c.status_w = st[1];
 	c.parent = getpid();
+	c.err = 0;
 	c.max_fd = sysconf(_SC_OPEN_MAX);
 	if (c.max_fd < 0 || c.max_fd > INT_MAX)
 		c.max_fd = INT_MAX;
 
-	/* No handler of ours may run in the child before it resets them. */
+	if ((stack = child_stack()) == NULL) {
+		pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': no memory for the child's stack",
+			prog);
+		goto fail;
+	}
+	/*
+	 * No handler of ours may run in the child (on our memory) before it
+	 * resets them. Like posix_spawn(3): share memory, wait for the exec.
+	 */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	pid = fork();
-	if (pid == 0)
-		child(&c);
-	fork_errno = errno;
+	pid = clone(child, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+	clone_errno = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close_fd(&in[0]);
 	close_fd(&out[1]);
 	close_fd(&err[1]);
-	close_fd(&st[1]);
 	if (pid < 0) {
-		pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': fork: %s", prog,
-			strerror(fork_errno));
+		pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': clone: %s", prog,
+			strerror(clone_errno));
 		goto fail;
 	}
-
-	/* EOF: the exec succeeded (the pipe closed on exec). An int: errno. */
-	do
-		n = read(st[0], &child_errno, sizeof(child_errno));
-	while (n < 0 && errno == EINTR);
-	close_fd(&st[0]);
-	if (n == (ssize_t)sizeof(child_errno)) {
+	if (c.err != 0) { /* it exited 127 without exec */
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': %s", prog, strerror(child_errno));
+		pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': %s", prog, strerror(c.err));
 		goto fail;
 	}
 	free(path);
@@ -289,8 +321,6 @@ fail:
 	close_fd(&out[1]);
 	close_fd(&err[0]);
 	close_fd(&err[1]);
-	close_fd(&st[0]);
-	close_fd(&st[1]);
 	return -1;
 }
 
