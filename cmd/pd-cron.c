@@ -1,6 +1,7 @@
 /*
  * pd-cron: schedules whose occurrences become ordinary jobs. add, list, rm,
- * pause, resume, preview, apply (a YAML file), and run (the ticker).
+ * pause, resume, preview, apply (a YAML file), and run (the ticker, which
+ * lib/ticker runs on the daemon loop).
  */
 #include <getopt.h>
 #include <stdio.h>
