@@ -1,9 +1,9 @@
 /*
  * pd-cron: schedules whose occurrences become ordinary jobs. add, list, rm,
- * pause, resume, preview, apply (a YAML file), and run (the ticker).
+ * pause, resume, preview, apply (a YAML file), and run (the ticker, which
+ * lib/ticker runs on the daemon loop).
  */
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +16,7 @@
 #include "json.h"
 #include "log.h"
 #include "sched.h"
+#include "ticker.h"
 
 #define SYNOPSIS "usage: pd-cron [-hqVv] [-c file] [-d conninfo] [--json] command [args]\n"
 
@@ -460,14 +461,6 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	return rc;
 }
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
-
 static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 {
 	enum { O_ONCE = 256, O_INTERVAL, O_GRACE };
@@ -479,22 +472,22 @@ static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	    {NULL, 0, NULL, 0},
 	};
 	struct pd_err e2 = PD_ERR_INIT;
+	struct pd_ticker_cfg t;
 	struct pd_tick_stats st;
-	long long interval = 1000, grace = 60000;
-	int ch, once = 0, leading = 0, standby_said = 0;
-	struct sigaction sa;
+	int ch;
 
+	pd_ticker_cfg_init(&t);
 	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (ch) {
 		case O_ONCE:
-			once = 1;
+			t.once = 1;
 			break;
 		case O_INTERVAL:
 		case O_GRACE:
 			if (pd_cli_dur(ch == O_INTERVAL ? "--interval" : "--skip-grace", optarg,
-				       ch == O_INTERVAL ? &interval : &grace, &e2) < 0)
+				       ch == O_INTERVAL ? &t.interval_ms : &t.grace_ms, &e2) < 0)
 				return bad_value(&e2);
-			if (ch == O_INTERVAL && interval <= 0)
+			if (ch == O_INTERVAL && t.interval_ms <= 0)
 				return pd_cli_usage(sub_synopsis(),
 						    "option --interval: must be positive");
 			break;
@@ -506,55 +499,16 @@ static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	}
 	if (optind < argc)
 		return pd_cli_usage(sub_synopsis(), "unexpected argument '%s'", argv[optind]);
-	if (connect_db(a, e) < 0)
+	if (connect_db(a, e) < 0 || pd_ticker_run(&t, &a->db, &st, e) < 0)
 		return -1;
-	if (once) {
-		/* One tick takes no part in the election: it is safe next to a daemon. */
-		if (pd_sched_tick(&a->db, grace / 1000, &st, e) < 0)
-			return -1;
-		printf("enqueued %d, already enqueued %d, disabled %d\n", st.enqueued, st.existing,
-		       st.disabled);
-		if (st.failed)
-			return pd_errf(e, PD_EX_SOFTWARE,
-				       "%d schedule%s could not be handled (see the log above)",
-				       st.failed, st.failed == 1 ? "" : "s");
+	if (!t.once)
 		return 0;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal; /* no SA_RESTART: the sleep ends at once */
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	pd_log(PD_LOG_INFO, "ticker started", "interval_ms=%lld skip_grace_ms=%lld", interval,
-	       grace);
-	while (!stop) {
-		struct timespec ts = {interval / 1000, (interval % 1000) * 1000000L};
-		int got = 1;
-
-		pd_err_clear(e);
-		if (!leading && (got = pd_sched_try_lead(&a->db, e)) == 1) {
-			leading = 1;
-			standby_said = 0;
-			pd_log(PD_LOG_INFO, "ticker active: holding the ticker lock", NULL);
-		} else if (got == 0 && !standby_said) {
-			standby_said = 1;
-			pd_log(PD_LOG_INFO, "ticker on standby: another ticker holds the lock",
-			       NULL);
-		}
-		if (got < 0 || (leading && pd_sched_tick(&a->db, grace / 1000, &st, e) < 0)) {
-			if (e->code != PD_EX_UNAVAILABLE)
-				return -1;
-			pd_log(PD_LOG_WARN, "database unavailable", "error=%s",
-			       pd_log_quote((char[600]){0}, 600, e->msg));
-			leading = 0; /* the lock went with the session */
-			pd_err_clear(e);
-			if (pd_db_reconnect(&a->db, (volatile int *)&stop, e) < 0)
-				break;
-			continue;
-		}
-		nanosleep(&ts, NULL);
-	}
-	pd_log(PD_LOG_INFO, "ticker stopped", NULL);
-	pd_err_clear(e);
+	printf("enqueued %d, already enqueued %d, disabled %d\n", st.enqueued, st.existing,
+	       st.disabled);
+	if (st.failed)
+		return pd_errf(e, PD_EX_SOFTWARE,
+			       "%d schedule%s could not be handled (see the log above)", st.failed,
+			       st.failed == 1 ? "" : "s");
 	return 0;
 }
 

@@ -1,29 +1,19 @@
 /*
- * pd-reaper: give expired leases back. A job whose worker died returns to
- * PENDING; one whose attempts are exhausted, or that was at-most-once, is
- * dead-lettered with the reason. The lost attempt is recorded. What a dead
- * worker's handlers left running on this host is killed first (reap.h).
+ * pd-reaper: flags and configuration in, lib/reaper does the rest (give
+ * expired leases back: a job whose worker died returns to PENDING, one
+ * whose attempts are exhausted, or that was at-most-once, is dead-lettered
+ * with the reason; what a dead worker's handlers left running on this host
+ * is killed first).
  */
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
-#include <string.h>
-#include <time.h>
 
 #include "app.h"
 #include "cli.h"
 #include "log.h"
-#include "reap.h"
+#include "reaper.h"
 
 #define SYNOPSIS "usage: pd-reaper [-hqVv] [-c file] [-d conninfo] [--interval DURATION] [--once]\n"
-
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
 
 static void help(void)
 {
@@ -56,24 +46,25 @@ int main(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct pd_err e = PD_ERR_INIT;
+	struct pd_reaper_cfg r;
+	struct pd_reaper_stats st;
 	struct pd_app a;
-	long long interval = -1;
-	int ch, once = 0, requeued, dead;
-	struct sigaction sa;
+	int ch, rc = 0;
 
 	pd_cli_init(argv[0]);
 	pd_app_init(&a);
+	pd_reaper_cfg_init(&r);
 	while ((ch = getopt_long(argc, argv, "+:c:d:qvhV", opts, NULL)) != -1) {
 		switch (ch) {
 		case O_INTERVAL:
-			if (pd_cli_dur("--interval", optarg, &interval, &e) < 0)
+			if (pd_cli_dur("--interval", optarg, &r.interval_ms, &e) < 0)
 				return pd_cli_usage(SYNOPSIS, "%s", e.msg);
-			if (interval <= 0)
+			if (r.interval_ms <= 0)
 				return pd_cli_usage(SYNOPSIS,
 						    "option --interval: must be positive");
 			break;
 		case O_ONCE:
-			once = 1;
+			r.once = 1;
 			break;
 		case 'c':
 			a.config_path = optarg;
@@ -101,41 +92,15 @@ int main(int argc, char **argv)
 		return pd_cli_usage(SYNOPSIS, "unexpected argument '%s'", argv[optind]);
 	if (pd_app_load(&a, &e) < 0 || pd_app_connect(&a, 1, &e) < 0)
 		goto fail;
-	if (interval < 0)
-		interval = a.cfg.reaper.interval_ms;
-	if (once) {
-		if (pd_reap_pass(&a.db, &requeued, &dead, &e) < 0)
-			goto fail;
-		printf("requeued %d, dead-lettered %d\n", requeued, dead);
-		pd_app_release(&a);
-		return pd_cli_finish_stdout();
+	pd_reaper_settle(&r, &a.cfg);
+	if (pd_reaper_run(&r, &a.db, &st, &e) < 0)
+		goto fail;
+	if (r.once) {
+		printf("requeued %lld, dead-lettered %lld\n", st.requeued, st.dead);
+		rc = pd_cli_finish_stdout();
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal; /* no SA_RESTART: the sleep ends at once */
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	pd_log(PD_LOG_INFO, "reaper started", "interval_ms=%lld", interval);
-	while (!stop) {
-		struct timespec ts = {interval / 1000, (interval % 1000) * 1000000L};
-
-		pd_err_clear(&e);
-		if (pd_reap_pass(&a.db, &requeued, &dead, &e) < 0) {
-			if (e.code != PD_EX_UNAVAILABLE)
-				goto fail;
-			pd_log(PD_LOG_WARN, "database unavailable", "error=%s",
-			       pd_log_quote((char[600]){0}, 600, e.msg));
-			if (pd_db_reconnect(&a.db, (volatile int *)&stop, &e) < 0)
-				break;
-			continue;
-		}
-		if (requeued || dead)
-			pd_log(PD_LOG_INFO, "expired leases given back", "requeued=%d dead=%d",
-			       requeued, dead);
-		nanosleep(&ts, NULL);
-	}
-	pd_log(PD_LOG_INFO, "reaper stopped", NULL);
 	pd_app_release(&a);
-	return 0;
+	return rc;
 fail:
 	pd_die_msg(e.msg);
 	pd_app_release(&a);

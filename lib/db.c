@@ -1,7 +1,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "buf.h"
 #include "db.h"
@@ -67,29 +66,6 @@ int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, s
 	}
 	/* Timestamps we print come from the server; keep them in UTC. */
 	return pd_db_exec(db, "SET TIME ZONE 'UTC'", 0, NULL, PGRES_COMMAND_OK, NULL, e);
-}
-
-int pd_db_reconnect(struct pd_db *db, volatile int *stop, struct pd_err *e)
-{
-	long long delay_ms = 100;
-
-	while (!*stop) {
-		struct pd_err e2 = PD_ERR_INIT;
-		struct timespec ts;
-
-		if (pd_db_connect(db, db->conninfo, db->appname, &e2) == 0) {
-			pd_log(PD_LOG_INFO, "reconnected to the database", NULL);
-			return 0;
-		}
-		pd_log(PD_LOG_WARN, "database unavailable, retrying", "error=%s retry_ms=%lld",
-		       pd_log_quote((char[600]){0}, 600, e2.msg), delay_ms);
-		ts.tv_sec = delay_ms / 1000;
-		ts.tv_nsec = (delay_ms % 1000) * 1000000L;
-		nanosleep(&ts, NULL);
-		delay_ms = delay_ms * 2 > 5000 ? 5000 : delay_ms * 2;
-	}
-	return pd_errf(e, PD_EX_UNAVAILABLE, "stopped while reconnecting to the database (%s)",
-		       db->where);
 }
 
 int pd_db_ok(const struct pd_db *db)

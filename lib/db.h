@@ -36,13 +36,6 @@ struct pd_db {
  */
 int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, struct pd_err *e);
 
-/*
- * For daemons: reconnect until it works or *stop becomes nonzero, sleeping
- * with capped exponential backoff (100 ms .. 5 s) and logging each failure.
- * Returns 0 when connected, -1 when stopped.
- */
-int pd_db_reconnect(struct pd_db *db, volatile int *stop, struct pd_err *e);
-
 /* 1 if the connection is usable. */
 int pd_db_ok(const struct pd_db *db);
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# Restarting PostgreSQL under a running worker and reaper: they reconnect,
-# outcomes that waited in memory are written, and every job finishes once.
+# Restarting PostgreSQL under a running worker and reaper: they reconnect
+# (both through lib/daemon's link), outcomes that waited in memory are
+# written, and every job finishes once.
 # This file starts a private cluster (the restart would disturb the other
 # files sharing scripts/check's).
 
@@ -59,6 +60,8 @@ teardown() {
 	alive "$(bg_pid reaper)"
 	grep -q 'database connection lost' "$BATS_FILE_TMPDIR/w.log"
 	grep -q 'msg=reconnected' "$BATS_FILE_TMPDIR/w.log"
+	grep -q 'database connection lost' "$BATS_FILE_TMPDIR/reaper.log"
+	grep -q 'msg=reconnected' "$BATS_FILE_TMPDIR/reaper.log"
 	# the slow job, in flight across the restart, was recorded once
 	[ "$(sql "SELECT attempt || ' ' || result::text FROM pendulum.jobs WHERE id = $slow")" = '1 {"slow": true}' ]
 	[ "$(sql "SELECT string_agg(outcome, ' ') FROM pendulum.job_attempts WHERE job_id = $slow")" = succeeded ]

@@ -1,0 +1,106 @@
+#include <string.h>
+
+#include "clock.h"
+#include "daemon.h"
+#include "log.h"
+#include "reap.h"
+#include "reaper.h"
+
+struct reaper {
+	const struct pd_reaper_cfg *cfg;
+	struct pd_reaper_stats *st;
+	struct pd_daemon d;
+	long long next_pass; /* monotonic ms: when the next pass starts */
+};
+
+void pd_reaper_cfg_init(struct pd_reaper_cfg *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->interval_ms = -1;
+}
+
+void pd_reaper_settle(struct pd_reaper_cfg *r, const struct pd_config *cfg)
+{
+	if (r->interval_ms < 0)
+		r->interval_ms = cfg->reaper.interval_ms;
+}
+
+/* One reap pass, counted into st. -1 with e filled as pd_reap_pass fills it. */
+static int pass(struct pd_db *db, struct pd_reaper_stats *st, int *requeued, int *dead,
+		struct pd_err *e)
+{
+	if (pd_reap_pass(db, requeued, dead, e) < 0)
+		return -1;
+	st->passes++;
+	st->requeued += *requeued;
+	st->dead += *dead;
+	return 0;
+}
+
+/* A pass at once after every (re)connect: leases may have expired meanwhile. */
+static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
+{
+	struct reaper *r = d->ctx;
+
+	(void)first;
+	(void)e;
+	r->next_pass = pd_now_ms();
+	return 0;
+}
+
+static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
+{
+	struct reaper *r = d->ctx;
+	int requeued, dead;
+
+	if (!pd_daemon_up(d) || now < r->next_pass)
+		return 0;
+	r->next_pass = now + r->cfg->interval_ms;
+	if (pass(d->db, r->st, &requeued, &dead, e) < 0)
+		return pd_daemon_db_failed(d, e); /* lost: reconnect and pass again */
+	if (requeued || dead)
+		pd_log(PD_LOG_INFO, "expired leases given back", "requeued=%d dead=%d", requeued,
+		       dead);
+	return 0;
+}
+
+/* The next pass while connected; while not, the loop's reconnect deadline. */
+static long long deadline(struct pd_daemon *d)
+{
+	struct reaper *r = d->ctx;
+
+	return pd_daemon_up(d) ? r->next_pass : -1;
+}
+
+/* No finished hook: without a pool the loop ends at the first stop signal. */
+static const struct pd_daemon_ops reaper_ops = {
+    .on_connect = on_connect,
+    .on_tick = on_tick,
+    .deadline = deadline,
+};
+
+int pd_reaper_run(const struct pd_reaper_cfg *cfg, struct pd_db *db, struct pd_reaper_stats *st,
+		  struct pd_err *e)
+{
+	struct reaper r;
+	int rc, requeued, dead;
+
+	memset(st, 0, sizeof(*st));
+	if (cfg->once)
+		return pass(db, st, &requeued, &dead, e);
+	memset(&r, 0, sizeof(r));
+	r.cfg = cfg;
+	r.st = st;
+	r.d.name = "reaper";
+	r.d.db = db;
+	r.d.ops = &reaper_ops;
+	r.d.ctx = &r;
+	rc = pd_daemon_open(&r.d, e);
+	if (rc == 0) {
+		pd_log(PD_LOG_INFO, "reaper started", "interval_ms=%lld", cfg->interval_ms);
+		rc = pd_daemon_run(&r.d, e);
+		pd_log(PD_LOG_INFO, "reaper stopped", NULL);
+	}
+	pd_daemon_close(&r.d);
+	return rc;
+}

@@ -1,0 +1,49 @@
+/*
+ * reaper: the engine of pd-reaper. Runs the reap pass (lib/reap: kill what
+ * dead workers' handlers left on this host, then give expired leases back)
+ * every interval, on the daemon loop (lib/daemon) like the worker and the
+ * relay: SIGTERM or SIGINT ends it after the pass in progress, SIGHUP is
+ * logged and otherwise ignored, and a lost database is reconnected with
+ * backoff, a pass running at once after each (re)connect.
+ *
+ * Passes start interval apart on the monotonic clock (an absolute deadline
+ * from the start of the previous one), not interval after the previous one
+ * ended; a pass longer than the interval is followed by the next at once.
+ */
+#ifndef PD_REAPER_H
+#define PD_REAPER_H
+
+#include "config.h"
+#include "db.h"
+
+/* What a reaper does. -1 in a field given to pd_reaper_settle: unset. */
+struct pd_reaper_cfg {
+	long long interval_ms; /* between the starts of two passes */
+	int once;	       /* one pass on the connection given, no loop */
+};
+
+/* What a run did, summed over its passes. */
+struct pd_reaper_stats {
+	long long passes;   /* passes that completed */
+	long long requeued; /* jobs given back as PENDING */
+	long long dead;	    /* jobs dead-lettered */
+};
+
+/* Every field unset. */
+void pd_reaper_cfg_init(struct pd_reaper_cfg *r);
+
+/* Flags over the file (cfg) over the defaults. */
+void pd_reaper_settle(struct pd_reaper_cfg *r, const struct pd_config *cfg);
+
+/*
+ * Run on db (connected). With once: one pass, no signal handling, no
+ * reconnect; a lost database is an error (69). Otherwise: passes every
+ * interval until SIGTERM or SIGINT, reconnecting when the database goes
+ * away; only a database error other than a lost connection (70) ends it
+ * early. *st gets what was done (also on error). Returns 0, or -1 with e
+ * filled.
+ */
+int pd_reaper_run(const struct pd_reaper_cfg *r, struct pd_db *db, struct pd_reaper_stats *st,
+		  struct pd_err *e);
+
+#endif

@@ -1,0 +1,144 @@
+#include <string.h>
+
+#include "clock.h"
+#include "daemon.h"
+#include "log.h"
+#include "ticker.h"
+
+/* Where a ticker stands in the election. */
+enum role {
+	ROLE_NONE,    /* not asked in this session yet: the lock is not held */
+	ROLE_STANDBY, /* another session holds the ticker lock */
+	ROLE_ACTIVE,  /* this session holds it: this ticker ticks */
+};
+
+struct ticker {
+	const struct pd_ticker_cfg *cfg;
+	struct pd_tick_stats *st; /* summed over the ticks */
+	struct pd_daemon d;
+	enum role role;
+	long long next_tick; /* monotonic ms: when the next tick starts */
+};
+
+void pd_ticker_cfg_init(struct pd_ticker_cfg *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->interval_ms = 1000;
+	t->grace_ms = 60000;
+}
+
+static void add_stats(struct pd_tick_stats *sum, const struct pd_tick_stats *one)
+{
+	sum->schedules += one->schedules;
+	sum->enqueued += one->enqueued;
+	sum->existing += one->existing;
+	sum->dropped += one->dropped;
+	sum->disabled += one->disabled;
+	sum->failed += one->failed;
+}
+
+/*
+ * Try to take the ticker lock unless this session holds it; log each move
+ * into ACTIVE or STANDBY. -1 with e filled on a database error.
+ */
+static int elect(struct ticker *t, struct pd_err *e)
+{
+	int got;
+
+	switch (t->role) {
+	case ROLE_ACTIVE:
+		return 0; /* held for as long as the session lasts */
+	case ROLE_NONE:
+	case ROLE_STANDBY:
+		if ((got = pd_sched_try_lead(t->d.db, e)) < 0)
+			return -1;
+		if (got) {
+			t->role = ROLE_ACTIVE;
+			pd_log(PD_LOG_INFO, "ticker active: holding the ticker lock", NULL);
+		} else if (t->role == ROLE_NONE) {
+			t->role = ROLE_STANDBY;
+			pd_log(PD_LOG_INFO, "ticker on standby: another ticker holds the lock",
+			       NULL);
+		}
+		return 0;
+	}
+	return 0;
+}
+
+/* A new session holds no lock: stand for election again, and tick at once. */
+static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
+{
+	struct ticker *t = d->ctx;
+
+	(void)first;
+	(void)e;
+	t->role = ROLE_NONE;
+	t->next_tick = pd_now_ms();
+	return 0;
+}
+
+static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
+{
+	struct ticker *t = d->ctx;
+	struct pd_tick_stats one;
+
+	if (!pd_daemon_up(d) || now < t->next_tick)
+		return 0;
+	t->next_tick = now + t->cfg->interval_ms;
+	if (elect(t, e) < 0)
+		return pd_daemon_db_failed(d, e); /* lost: reconnect, stand again */
+	switch (t->role) {
+	case ROLE_ACTIVE:
+		if (pd_sched_tick(d->db, t->cfg->grace_ms / 1000, &one, e) < 0)
+			return pd_daemon_db_failed(d, e);
+		add_stats(t->st, &one);
+		break;
+	case ROLE_NONE:
+	case ROLE_STANDBY:
+		break;
+	}
+	return 0;
+}
+
+/* The next tick while connected; while not, the loop's reconnect deadline. */
+static long long deadline(struct pd_daemon *d)
+{
+	struct ticker *t = d->ctx;
+
+	return pd_daemon_up(d) ? t->next_tick : -1;
+}
+
+/* No finished hook: without a pool the loop ends at the first stop signal. */
+static const struct pd_daemon_ops ticker_ops = {
+    .on_connect = on_connect,
+    .on_tick = on_tick,
+    .deadline = deadline,
+};
+
+int pd_ticker_run(const struct pd_ticker_cfg *cfg, struct pd_db *db, struct pd_tick_stats *st,
+		  struct pd_err *e)
+{
+	struct ticker t;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if (cfg->once)
+		return pd_sched_tick(db, cfg->grace_ms / 1000, st, e);
+	memset(&t, 0, sizeof(t));
+	t.cfg = cfg;
+	t.st = st;
+	t.role = ROLE_NONE;
+	t.d.name = "ticker";
+	t.d.db = db;
+	t.d.ops = &ticker_ops;
+	t.d.ctx = &t;
+	rc = pd_daemon_open(&t.d, e);
+	if (rc == 0) {
+		pd_log(PD_LOG_INFO, "ticker started", "interval_ms=%lld skip_grace_ms=%lld",
+		       cfg->interval_ms, cfg->grace_ms);
+		rc = pd_daemon_run(&t.d, e);
+		pd_log(PD_LOG_INFO, "ticker stopped", NULL);
+	}
+	pd_daemon_close(&t.d);
+	return rc;
+}
