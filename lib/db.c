@@ -1,3 +1,5 @@
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -5,6 +7,8 @@
 #include "buf.h"
 #include "db.h"
 #include "log.h"
+
+static void flight_free(struct pd_db *db);
 
 void pd_db_describe(const char *conninfo, char *out, size_t n)
 {
@@ -53,6 +57,7 @@ int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, s
 	pd_db_describe(conninfo, db->where, sizeof(db->where));
 	if (db->conn)
 		PQfinish(db->conn);
+	flight_free(db);
 	db->nprepared = 0;
 	db->conn = PQconnectdbParams(keys, vals, 1);
 	if (db->conn == NULL)
@@ -78,6 +83,7 @@ void pd_db_close(struct pd_db *db)
 	if (db->conn)
 		PQfinish(db->conn);
 	db->conn = NULL;
+	flight_free(db);
 	db->nprepared = 0;
 	free(db->conninfo);
 	free(db->appname);
@@ -170,6 +176,23 @@ struct sent {
 	int prepare; /* 1: the PQsendPrepare of v[stmt] */
 };
 
+/* Where the reading of a pipeline's results stands. */
+enum flight_step {
+	FLIGHT_RESULT, /* the next result is sent[k]'s */
+	FLIGHT_END,    /* sent[k]'s results end with a NULL */
+	FLIGHT_SYNC,   /* every query read: the Sync's result ends the pipeline */
+};
+
+struct pd_db_flight {
+	struct pd_db_stmt *v; /* the caller's, until the pipeline is collected */
+	int n;
+	struct sent *sent;
+	int nsent, k;
+	enum flight_step step;
+	int ok;
+	PGresult *bad; /* the first error */
+};
+
 static void pipeline_abandon(struct pd_db_stmt *v, int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -179,22 +202,42 @@ static void pipeline_abandon(struct pd_db_stmt *v, int n)
 	}
 }
 
-int pd_db_pipeline(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e)
+static void flight_free(struct pd_db *db)
 {
-	struct sent *sent = pd_xcalloc((size_t)(2 * n + 1), sizeof(*sent));
-	PGresult *bad = NULL;
-	int nsent = 0, ok = 1;
+	if (db->flight == NULL)
+		return;
+	if (db->flight->bad)
+		PQclear(db->flight->bad);
+	free(db->flight->sent);
+	free(db->flight);
+	db->flight = NULL;
+}
+
+int pd_db_pipeline_busy(const struct pd_db *db)
+{
+	return db->flight != NULL;
+}
+
+int pd_db_pipeline_send(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e)
+{
+	struct pd_db_flight *f;
+	int ok = 1;
 
 	for (int i = 0; i < n; i++)
 		v[i].res = NULL;
-	if (db->conn == NULL || PQenterPipelineMode(db->conn) != 1) {
-		free(sent);
+	if (db->flight)
+		return pd_errf(e, PD_EX_SOFTWARE, "a pipeline is already in flight");
+	if (db->conn == NULL || PQenterPipelineMode(db->conn) != 1)
 		return fail(db, NULL, e);
-	}
+	f = pd_xcalloc(1, sizeof(*f));
+	f->v = v;
+	f->n = n;
+	f->sent = pd_xcalloc((size_t)(2 * n + 1), sizeof(*f->sent));
+	f->ok = 1;
 	for (int i = 0; i < n && ok; i++) {
 		if (v[i].name && !is_prepared(db, v[i].name)) {
 			ok = PQsendPrepare(db->conn, v[i].name, v[i].sql, v[i].n, NULL) == 1;
-			sent[nsent++] = (struct sent){i, 1};
+			f->sent[f->nsent++] = (struct sent){i, 1};
 		}
 		if (ok && v[i].name)
 			ok = PQsendQueryPrepared(db->conn, v[i].name, v[i].n, v[i].params, NULL,
@@ -203,58 +246,126 @@ int pd_db_pipeline(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err 
 			ok = PQsendQueryParams(db->conn, v[i].sql, v[i].n, NULL, v[i].params, NULL,
 					       NULL, 0) == 1;
 		if (ok)
-			sent[nsent++] = (struct sent){i, 0};
+			f->sent[f->nsent++] = (struct sent){i, 0};
 	}
+	db->flight = f;
 	if (!ok || PQpipelineSync(db->conn) != 1) {
-		free(sent);
+		flight_free(db);
 		PQexitPipelineMode(db->conn);
 		return fail(db, NULL, e);
 	}
-	/* Each query's results end with a NULL; the Sync's result ends the pipeline. */
-	for (int k = 0; k < nsent && db->conn; k++) {
-		struct pd_db_stmt *s = &v[sent[k].stmt];
-		ExecStatusType want = sent[k].prepare ? PGRES_COMMAND_OK : s->want;
-		PGresult *r = PQgetResult(db->conn), *extra;
+	return 0;
+}
 
-		if (r == NULL) {
-			ok = 0;
-			break;
+/* Take result r (NULL: the end of a query's results) of the pipeline in flight. */
+static int flight_take(struct pd_db *db, struct pd_db_flight *f, PGresult *r)
+{
+	switch (f->step) {
+	case FLIGHT_RESULT: {
+		struct pd_db_stmt *s;
+		ExecStatusType want;
+
+		if (r == NULL) { /* cannot happen: a query has a result */
+			f->ok = 0;
+			f->step = FLIGHT_SYNC;
+			return 0;
 		}
-		while ((extra = PQgetResult(db->conn)) != NULL)
-			PQclear(extra);
+		s = &f->v[f->sent[f->k].stmt];
+		want = f->sent[f->k].prepare ? PGRES_COMMAND_OK : s->want;
+		f->step = FLIGHT_END;
 		if (PQresultStatus(r) != want) {
-			if (bad == NULL && PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
-				bad = r;
+			if (f->bad == NULL && PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
+				f->bad = r;
 			else
 				PQclear(r);
-			ok = 0;
-			continue;
-		}
-		if (sent[k].prepare) {
+			f->ok = 0;
+		} else if (f->sent[f->k].prepare) {
 			if (db->nprepared < PD_DB_MAX_PREPARED)
 				db->prepared[db->nprepared++] = s->name;
 			PQclear(r);
 		} else {
 			s->res = r;
 		}
+		return 0;
 	}
-	free(sent);
-	if (db->conn) {
-		PGresult *r;
-
-		/* Up to and including the Sync's result. */
-		while ((r = PQgetResult(db->conn)) != NULL) {
-			int sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
-
-			PQclear(r);
-			if (sync)
-				break;
+	case FLIGHT_END:
+		if (r != NULL) {
+			PQclear(r); /* a query that returned more than one result */
+			return 0;
 		}
-		PQexitPipelineMode(db->conn);
-	}
-	if (!ok) {
-		pipeline_abandon(v, n);
-		return fail(db, bad, e);
+		f->step = ++f->k < f->nsent ? FLIGHT_RESULT : FLIGHT_SYNC;
+		return 0;
+	case FLIGHT_SYNC:
+		if (r == NULL)
+			return 0;
+		if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
+			PQclear(r);
+			return 1;
+		}
+		PQclear(r);
+		return 0;
 	}
 	return 0;
+}
+
+int pd_db_pipeline_collect(struct pd_db *db, struct pd_err *e)
+{
+	struct pd_db_flight *f = db->flight;
+	int done = 0;
+
+	if (f == NULL)
+		return pd_errf(e, PD_EX_SOFTWARE, "no pipeline in flight");
+	if (db->conn == NULL || !PQconsumeInput(db->conn)) {
+		pipeline_abandon(f->v, f->n);
+		flight_free(db);
+		return fail(db, NULL, e);
+	}
+	while (!done && !PQisBusy(db->conn)) {
+		int waiting_sync = f->step == FLIGHT_SYNC;
+		PGresult *r = PQgetResult(db->conn);
+
+		done = flight_take(db, f, r);
+		if (r == NULL && waiting_sync)
+			break; /* nothing more has arrived */
+	}
+	if (PQstatus(db->conn) != CONNECTION_OK) {
+		pipeline_abandon(f->v, f->n);
+		flight_free(db);
+		return fail(db, NULL, e);
+	}
+	if (!done)
+		return 0;
+	PQexitPipelineMode(db->conn);
+	if (!f->ok) {
+		PGresult *bad = f->bad;
+
+		f->bad = NULL;
+		pipeline_abandon(f->v, f->n);
+		flight_free(db);
+		return fail(db, bad, e);
+	}
+	flight_free(db);
+	return 1;
+}
+
+int pd_db_pipeline_wait(struct pd_db *db, struct pd_err *e)
+{
+	int rc;
+
+	while ((rc = pd_db_pipeline_collect(db, e)) == 0) {
+		struct pollfd pfd = {.fd = PQsocket(db->conn), .events = POLLIN};
+
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR) {
+			pd_errf(e, PD_EX_UNAVAILABLE, "poll: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+int pd_db_pipeline(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e)
+{
+	if (pd_db_pipeline_send(db, v, n, e) < 0)
+		return -1;
+	return pd_db_pipeline_wait(db, e);
 }

@@ -23,11 +23,12 @@ struct pd_db {
 	    where[256]; /* "host=... port=... dbname=... user=..." without password, for messages */
 	const char *prepared[PD_DB_MAX_PREPARED]; /* statement names prepared on conn */
 	int nprepared;
+	struct pd_db_flight *flight; /* the pipeline sent and not yet collected, or NULL */
 };
 
 #define PD_DB_INIT                                                                                 \
 	{                                                                                          \
-		NULL, NULL, NULL, "", {NULL}, 0                                                    \
+		NULL, NULL, NULL, "", {NULL}, 0, NULL                                              \
 	}
 
 /*
@@ -82,6 +83,22 @@ struct pd_db_stmt {
  * connection is gone; then whether the transaction committed is unknown).
  */
 int pd_db_pipeline(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e);
+
+/*
+ * The same in two halves, so that a loop can do other work during the round
+ * trip. Send: 0, or -1 with e filled (nothing is in flight then); v must
+ * stay valid until collected. Collect reads what has arrived without
+ * blocking: 1 when the results are in v (as pd_db_pipeline sets them), 0
+ * while more must arrive (poll the socket for POLLIN), -1 with e filled (as
+ * pd_db_pipeline fails). One pipeline at a time is in flight; no other
+ * query may run until it is collected. A new connection drops it.
+ */
+int pd_db_pipeline_send(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e);
+int pd_db_pipeline_collect(struct pd_db *db, struct pd_err *e);
+/* Collect, waiting on the socket: 0 or -1 as pd_db_pipeline. */
+int pd_db_pipeline_wait(struct pd_db *db, struct pd_err *e);
+/* 1 while a pipeline is in flight. */
+int pd_db_pipeline_busy(const struct pd_db *db);
 
 /* Describe conninfo for messages: "host=... port=... dbname=..." without secrets. */
 void pd_db_describe(const char *conninfo, char *out, size_t n);

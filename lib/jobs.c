@@ -1,3 +1,4 @@
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,6 +398,12 @@ static const char lost_sql[] =
     " WHERE a.job_id = l.id AND a.lease_token = l.token"
     "  AND (a.outcome IS NULL OR a.outcome = 'lease_expired')";
 
+/* Handlers started for LEASED jobs: RUNNING now, fenced (a lost lease shows at the heartbeat). */
+static const char start_sql[] =
+    "UPDATE pendulum.jobs j SET state = 'RUNNING', started_at = now()"
+    " FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)"
+    " WHERE j.id = l.id AND j.lease_token = l.token AND j.state = 'LEASED'";
+
 static const char heartbeat_sql[] =
     "WITH h AS ("
     " UPDATE pendulum.jobs j SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'"
@@ -444,20 +451,29 @@ static void outcome_json(struct pd_buf *b, const struct pd_job_outcome *x)
 	pd_buf_putc(b, '}');
 }
 
-int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
+int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
 {
-	struct pd_db_stmt st[4];
+	struct pd_db_stmt *st = s->st;
 	struct pd_buf batch = PD_BUF_INIT, lost_ids = PD_BUF_INIT, lost_tokens = PD_BUF_INIT;
+	struct pd_buf start_ids = PD_BUF_INIT, start_tokens = PD_BUF_INIT;
 	struct pd_buf beat_ids = PD_BUF_INIT, beat_tokens = PD_BUF_INIT;
 	struct claim_args ca;
 	char lease[24], inflight[16];
-	const char *fp[1], *lp[2], *bp[5];
-	int n = 0, fi = -1, bi = -1, ci = -1, rc;
+	const char *fp[1], *lp[2], *bp[5], *sp[2];
+	int n = 0, rc;
 
 	s->fenced = 0;
 	s->claimed = NULL;
 	s->nclaimed = 0;
+	s->fi = s->bi = s->ci = -1;
 	memset(&ca, 0, sizeof(ca));
+	if (s->nstart > 0) {
+		id_array(&start_ids, s->start_ids, s->nstart);
+		id_array(&start_tokens, s->start_tokens, s->nstart);
+		sp[0] = start_ids.data;
+		sp[1] = start_tokens.data;
+		st[n++] = (struct pd_db_stmt){"pd_start", start_sql, 2, sp, PGRES_COMMAND_OK, NULL};
+	}
 	if (s->noutcomes > 0) {
 		pd_buf_putc(&batch, '[');
 		for (int i = 0; i < s->noutcomes; i++) {
@@ -467,7 +483,7 @@ int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
 		}
 		pd_buf_putc(&batch, ']');
 		fp[0] = batch.data;
-		fi = n;
+		s->fi = n;
 		st[n++] =
 		    (struct pd_db_stmt){"pd_finish", finish_sql, 1, fp, PGRES_TUPLES_OK, NULL};
 	}
@@ -489,28 +505,38 @@ int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
 		bp[2] = lease;
 		bp[3] = s->worker;
 		bp[4] = inflight;
-		bi = n;
+		s->bi = n;
 		st[n++] = (struct pd_db_stmt){"pd_heartbeat",  heartbeat_sql, 5, bp,
 					      PGRES_TUPLES_OK, NULL};
 	}
 	if (s->claim > 0) {
 		claim_args_build(&ca, s->worker, s->queues, s->nqueues, s->types, s->ntypes,
-				 s->claim, s->lease_ms, 1);
-		ci = n;
+				 s->claim, s->lease_ms, s->claim_start);
+		s->ci = n;
 		st[n++] =
 		    (struct pd_db_stmt){"pd_claim", claim_sql, 6, ca.params, PGRES_TUPLES_OK, NULL};
 	}
-	rc = n > 0 ? pd_db_pipeline(db, st, n, e) : 0;
+	s->nst = n;
+	rc = n > 0 ? pd_db_pipeline_send(db, st, n, e) : 0;
 	pd_buf_release(&batch);
+	pd_buf_release(&start_ids);
+	pd_buf_release(&start_tokens);
 	pd_buf_release(&lost_ids);
 	pd_buf_release(&lost_tokens);
 	pd_buf_release(&beat_ids);
 	pd_buf_release(&beat_tokens);
 	claim_args_release(&ca);
-	if (rc < 0)
-		return -1;
-	if (fi >= 0) {
-		PGresult *r = st[fi].res;
+	return rc;
+}
+
+int pd_jobs_sync_collect(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
+{
+	int rc = s->nst > 0 ? pd_db_pipeline_collect(db, e) : 1;
+
+	if (rc <= 0)
+		return rc;
+	if (s->fi >= 0) {
+		PGresult *r = s->st[s->fi].res;
 
 		for (int row = 0; row < PQntuples(r); row++) {
 			long long id = strtoll(PQgetvalue(r, row, 0), NULL, 10);
@@ -530,8 +556,8 @@ int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
 			}
 		}
 	}
-	if (bi >= 0) {
-		PGresult *r = st[bi].res;
+	if (s->bi >= 0) {
+		PGresult *r = s->st[s->bi].res;
 
 		for (int i = 0; i < s->nbeat; i++)
 			s->held[i] = 0;
@@ -543,9 +569,24 @@ int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
 					s->held[i] = 1;
 		}
 	}
-	if (ci >= 0)
-		claim_parse(st[ci].res, &s->claimed, &s->nclaimed);
-	for (int i = 0; i < n; i++)
-		PQclear(st[i].res);
-	return 0;
+	if (s->ci >= 0)
+		claim_parse(s->st[s->ci].res, &s->claimed, &s->nclaimed);
+	for (int i = 0; i < s->nst; i++)
+		PQclear(s->st[i].res);
+	s->nst = 0;
+	return 1;
+}
+
+int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
+{
+	int rc;
+
+	if (pd_jobs_sync_send(db, s, e) < 0)
+		return -1;
+	while ((rc = pd_jobs_sync_collect(db, s, e)) == 0) {
+		struct pollfd pfd = {.fd = PQsocket(db->conn), .events = POLLIN};
+
+		poll(&pfd, 1, -1);
+	}
+	return rc < 0 ? -1 : 0;
 }

@@ -72,6 +72,9 @@ struct pd_job_outcome {
  * heartbeat unless beat). Statements are prepared once per connection.
  */
 struct pd_jobs_sync {
+	/* LEASED jobs whose handlers this worker started: RUNNING, fenced (written first) */
+	const long long *start_ids, *start_tokens;
+	int nstart;
 	struct pd_job_outcome *outcomes;
 	int noutcomes;
 	const long long *lost_ids, *lost_tokens;
@@ -82,7 +85,8 @@ struct pd_jobs_sync {
 	int *held; /* out: held[i] 1 while beat_ids[i]'s lease is still ours, 0 lost */
 	const char *worker;
 	long long lease_ms;
-	int claim; /* how many to claim; 0: none */
+	int claim;	 /* how many to claim; 0: none */
+	int claim_start; /* claim straight to RUNNING (handlers start at once), else LEASED */
 	const char *const *queues;
 	int nqueues;
 	const char *const *types; /* NULL: any */
@@ -91,10 +95,20 @@ struct pd_jobs_sync {
 	struct pd_claimed *claimed; /* malloc'd, pd_claimed_free */
 	int nclaimed;
 	int fenced; /* outcomes fenced off */
+	/* private: the pipeline in flight */
+	struct pd_db_stmt st[5];
+	int nst, fi, bi, ci;
 };
 
 /* Returns 0, or -1 with e filled: then nothing was written (or, on 69, maybe all was). */
 int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e);
+/*
+ * The same in two halves (pd_db_pipeline_send/collect): send returns 0 or -1;
+ * collect 1 when the outs are filled, 0 while the results are on their way,
+ * -1 on failure. s, and what its pointers point to, must stay valid between.
+ */
+int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e);
+int pd_jobs_sync_collect(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e);
 
 /* A lease that expired: its job, its token and the worker that held it. */
 struct pd_lease {

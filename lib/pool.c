@@ -71,7 +71,7 @@ void pd_pool_init(struct pd_pool *p, int size, size_t stdout_limit, long long gr
 		p->slots[i].proc.pid = -1;
 }
 
-static void exit_release(struct pd_pool_exit *x)
+void pd_pool_exit_release(struct pd_pool_exit *x)
 {
 	pd_buf_release(&x->out);
 	pd_buf_release(&x->error);
@@ -88,7 +88,7 @@ static void slot_reset(struct pd_pool_slot *s)
 	for (char **e = s->envp; e && *e; e++)
 		free(*e);
 	free(s->envp);
-	exit_release(&s->exit);
+	pd_pool_exit_release(&s->exit);
 	memset(s, 0, sizeof(*s));
 	s->proc.pid = -1;
 	s->state = PD_SLOT_FREE;
@@ -167,6 +167,7 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 	spec.on_stderr_line = on_stderr;
 	spec.ctx = s;
 	s->state = PD_SLOT_RUNNING;
+	s->started_us = pd_now_us();
 	if (pd_proc_start(&s->proc, &spec, &e) < 0) {
 		pd_log(PD_LOG_WARN, "handler could not start", "%s error=%s", s->prefix,
 		       pd_log_quote((char[600]){0}, 600, e.msg));
@@ -246,6 +247,7 @@ static void collect(struct pd_pool_slot *s)
 	x->exit_code = r.exit_code;
 	x->signal = r.signal;
 	x->ran_ms = pd_now_ms() - s->proc.started_ms;
+	x->ran_us = pd_now_us() - s->started_us;
 	x->out_truncated = s->proc.truncated;
 	if (s->proc.out.len)
 		pd_buf_append(&x->out, s->proc.out.data, s->proc.out.len);
@@ -319,5 +321,12 @@ void pd_pool_stop_all(struct pd_pool *p, enum pd_stop_reason why)
 
 void pd_pool_clear(struct pd_pool *p, int i)
 {
+	slot_reset(&p->slots[i]);
+}
+
+void pd_pool_take(struct pd_pool *p, int i, struct pd_pool_exit *out)
+{
+	*out = p->slots[i].exit;
+	memset(&p->slots[i].exit, 0, sizeof(p->slots[i].exit));
 	slot_reset(&p->slots[i]);
 }

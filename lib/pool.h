@@ -71,6 +71,7 @@ struct pd_pool_exit {
 	int exit_code;	     /* -1: none (signalled, not started) */
 	int signal;	     /* 0: none */
 	long long ran_ms;    /* from start to exit */
+	long long ran_us;    /* the same in microseconds */
 	struct pd_buf out;   /* stdout, at most the pool's stdout_limit bytes */
 	int out_truncated;   /* stdout went past the limit */
 	struct pd_buf error; /* one line: "exit 3", "timeout after 2s", "could not start ..." */
@@ -88,6 +89,7 @@ struct pd_pool_slot {
 	char prefix[400];
 	const char *stderr_msg; /* the pool's */
 	long long timeout_ms;
+	long long started_us;	  /* pd_now_us() at start */
 	struct pd_pool_exit exit; /* valid in DONE */
 };
 
@@ -151,5 +153,8 @@ void pd_pool_stop_all(struct pd_pool *p, enum pd_stop_reason why);
 
 /* DONE -> FREE: the owner has taken the exit. */
 void pd_pool_clear(struct pd_pool *p, int i);
+/* DONE -> FREE, the exit moved to out (the caller's: pd_pool_exit_release). */
+void pd_pool_take(struct pd_pool *p, int i, struct pd_pool_exit *out);
+void pd_pool_exit_release(struct pd_pool_exit *x);
 
 #endif
