@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # The engine (lib/worker on lib/pool and lib/daemon): lease and heartbeat
-# defaults, a retry woken at its run_at rather than at the next poll, and a
-# batch of outcomes with one stale token.
+# defaults, a retry woken at its run_at rather than at the next poll, a
+# batch of outcomes with one stale token, and the ready jobs (claimed ahead of
+# a free slot) given back on a drain or after a crash.
 
 # Handler command lines are single-quoted on purpose.
 # shellcheck disable=SC2016
@@ -74,4 +75,31 @@ teardown() {
 	[ "$(sql "SELECT row_to_json(j)::text FROM pendulum.jobs j WHERE id = $b")" = "$after" ]
 	[ "$(sql "SELECT outcome IS NULL FROM pendulum.job_attempts WHERE job_id = $b AND lease_token = $stale")" = t ]
 	[ "$(sql "SELECT result::text FROM pendulum.jobs WHERE id = $a")" = '{"ok": 1}' ]
+}
+
+@test "SIGTERM while short jobs stream through: nothing is left LEASED or RUNNING, unstarted jobs get their attempt back" {
+	# Short handlers make the worker claim jobs ahead of its free slots
+	# (ready jobs, LEASED); a drain must give those back, not strand them.
+	make_jobs 2000 PENDING >/dev/null
+	start_worker w -n 4 --no-reap --handler 't=true'
+	wait_for 60 sql_is "SELECT count(*) >= 100 FROM pendulum.jobs WHERE state = 'SUCCEEDED'" t
+	stop_worker w TERM
+	[ "$(bg_status w)" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state IN ('LEASED', 'RUNNING')")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state = 'PENDING' AND attempt <> 0")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state NOT IN ('SUCCEEDED', 'PENDING')")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED' AND started_at IS NULL")" -eq 0 ]
+}
+
+@test "kill -9 while jobs stream through: every job runs to success once the leases are given back" {
+	make_jobs 300 PENDING >/dev/null
+	start_worker a -n 4 --lease 2s --no-reap --handler 't=true'
+	wait_for 60 sql_is "SELECT count(*) >= 50 FROM pendulum.jobs WHERE state = 'SUCCEEDED'" t
+	kill -KILL "$(bg_pid a)"
+	# a's ready jobs (LEASED) and running ones come back when their leases expire
+	start_worker b -n 4 --lease 2s --handler 't=true'
+	wait_for 60 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state <> 'SUCCEEDED'" 0
+	stop_worker b TERM
+	[ "$(bg_status b)" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state <> 'SUCCEEDED'")" -eq 0 ]
 }
