@@ -14,7 +14,8 @@
 #include "worker.h"
 
 #define SYNOPSIS                                                                                   \
-	"usage: pd-worker [-hVqv] [-c file] [-d conninfo] [options] --handler TYPE=COMMAND ...\n"
+	"usage: pd-worker [-hVv] [-c file] [-d conninfo] [-q queue] [options] --handler "          \
+	"TYPE=COMMAND ...\n"
 #define MAX_HANDLERS 256
 
 static void help(void)

@@ -590,3 +590,18 @@ int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
 	}
 	return rc < 0 ? -1 : 0;
 }
+
+int pd_jobs_next_expiry(struct pd_db *db, long long *ms, struct pd_err *e)
+{
+	/* jobs_lease_idx: the first entry of the index, however many leases are held */
+	static const char sql[] =
+	    "SELECT greatest(ceil(extract(epoch FROM min(lease_expires_at) - now()) * 1000), 0)"
+	    "::bigint FROM pendulum.jobs WHERE state IN ('LEASED', 'RUNNING')";
+	char *v = NULL;
+
+	if (pd_db_value(db, sql, 0, NULL, &v, e) < 0)
+		return -1;
+	*ms = v ? strtoll(v, NULL, 10) : -1;
+	free(v);
+	return 0;
+}

@@ -158,4 +158,11 @@ int pd_worker_unregister(struct pd_db *db, const char *id, struct pd_err *e);
 /* Append a PostgreSQL array literal of strings ({"a","b"}) to b. */
 void pd_pg_array(struct pd_buf *b, const char *const *v, int n);
 
+/*
+ * The ms until the earliest lease held by anyone expires (0: one already
+ * has), or -1 when no job is leased. For a reaper that wakes when there is
+ * something to give back rather than on a fixed period.
+ */
+int pd_jobs_next_expiry(struct pd_db *db, long long *ms, struct pd_err *e);
+
 #endif

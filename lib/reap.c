@@ -189,15 +189,18 @@ static const char *env_value(const struct pd_buf *b, const char *name)
 /* Which target pid's environment names: its index, -1 for none or unreadable. */
 static int match(pid_t pid, const struct target *t, int nt, struct pd_buf *b)
 {
-	const char *id, *token;
+	const char *id, *token, *worker;
 
 	if (read_environ(pid, b) < 0)
 		return -1;
 	if ((id = env_value(b, "PD_JOB_ID=")) == NULL ||
-	    (token = env_value(b, "PD_LEASE_TOKEN=")) == NULL)
+	    (token = env_value(b, "PD_LEASE_TOKEN=")) == NULL ||
+	    (worker = env_value(b, "PD_WORKER_ID=")) == NULL)
 		return -1;
+	/* The worker id (host:pid:random) tells installations apart: ids and tokens do not. */
 	for (int i = 0; i < nt; i++)
-		if (strcmp(id, t[i].id) == 0 && strcmp(token, t[i].token) == 0)
+		if (strcmp(id, t[i].id) == 0 && strcmp(token, t[i].token) == 0 && t[i].l->owner &&
+		    strcmp(worker, t[i].l->owner) == 0)
 			return i;
 	return -1;
 }

@@ -146,12 +146,21 @@ static char *envvar(const char *k, const char *v)
 }
 
 /* The worker's environment plus the job's PD_* variables (DESIGN.md, the handler contract). */
-static char **build_env(const struct pd_claimed *j)
+static char **build_env(const struct pd_claimed *j, const char *worker)
 {
-	static const char *ours[] = {"PD_JOB_ID",	"PD_JOB_TYPE", "PD_QUEUE",
-				     "PD_TENANT",	"PD_ATTEMPT",  "PD_MAX_ATTEMPTS",
-				     "PD_LEASE_TOKEN",	"PD_RUN_AT",   "PD_IDEMPOTENCY_KEY",
-				     "PD_REPLAY_COUNT", "TRACEPARENT", NULL};
+	static const char *ours[] = {"PD_JOB_ID",
+				     "PD_JOB_TYPE",
+				     "PD_QUEUE",
+				     "PD_TENANT",
+				     "PD_ATTEMPT",
+				     "PD_MAX_ATTEMPTS",
+				     "PD_LEASE_TOKEN",
+				     "PD_RUN_AT",
+				     "PD_IDEMPOTENCY_KEY",
+				     "PD_REPLAY_COUNT",
+				     "TRACEPARENT",
+				     "PD_WORKER_ID",
+				     NULL};
 	size_t n = 0, k = 0;
 	char num[24], **env;
 
@@ -187,6 +196,7 @@ static char **build_env(const struct pd_claimed *j)
 	env[k++] = envvar("PD_REPLAY_COUNT", num);
 	if (j->traceparent)
 		env[k++] = envvar("TRACEPARENT", j->traceparent);
+	env[k++] = envvar("PD_WORKER_ID", worker);
 	env[k] = NULL;
 	return env;
 }
@@ -293,7 +303,7 @@ static void start_job(struct worker *w, struct pd_claimed *j, enum start_record 
 	pd_log(PD_LOG_DEBUG, "job started", "%s type=%s token=%lld", prefix, j->type, j->token);
 	memset(&pj, 0, sizeof(pj));
 	pj.h = h;
-	pj.envp = build_env(j);
+	pj.envp = build_env(j, w->d.id);
 	pj.input = j->payload;
 	pj.input_len = strlen(j->payload);
 	pj.timeout_ms = j->timeout_ms >= 0 ? j->timeout_ms : h ? h->timeout_ms : 0;
@@ -732,12 +742,21 @@ static int reap_pass(struct worker *w, long long now, struct pd_err *e)
 {
 	int requeued, dead;
 
+	long long next_ms;
+
 	w->next_reap = now + w->cfg->lease_ms / 2;
-	if (pd_reap_pass(w->d.db, &requeued, &dead, e) < 0)
+	if (pd_reap_pass(w->d.db, &requeued, &dead, e) < 0 ||
+	    pd_jobs_next_expiry(w->d.db, &next_ms, e) < 0)
 		return pd_daemon_db_failed(&w->d, e);
 	if (requeued || dead)
 		pd_log(PD_LOG_INFO, "expired leases given back", "requeued=%d dead=%d", requeued,
 		       dead);
+	/*
+	 * Wake when the earliest lease expires (a little after, so that it has;
+	 * not sooner than 50 ms), and at least every half lease.
+	 */
+	if (next_ms >= 0 && now + next_ms + 10 < w->next_reap)
+		w->next_reap = now + (next_ms + 10 > 50 ? next_ms + 10 : 50);
 	return 0;
 }
 
