@@ -213,11 +213,6 @@ static void flight_free(struct pd_db *db)
 	db->flight = NULL;
 }
 
-int pd_db_pipeline_busy(const struct pd_db *db)
-{
-	return db->flight != NULL;
-}
-
 int pd_db_pipeline_send(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e)
 {
 	struct pd_db_flight *f;
@@ -348,24 +343,16 @@ int pd_db_pipeline_collect(struct pd_db *db, struct pd_err *e)
 	return 1;
 }
 
-int pd_db_pipeline_wait(struct pd_db *db, struct pd_err *e)
+int pd_db_await(struct pd_db *db, struct pd_err *e)
 {
-	int rc;
+	struct pollfd pfd = {.fd = db->conn ? PQsocket(db->conn) : -1, .events = POLLIN};
 
-	while ((rc = pd_db_pipeline_collect(db, e)) == 0) {
-		struct pollfd pfd = {.fd = PQsocket(db->conn), .events = POLLIN};
-
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR) {
-			pd_errf(e, PD_EX_UNAVAILABLE, "poll: %s", strerror(errno));
-			return -1;
-		}
-	}
-	return rc < 0 ? -1 : 0;
-}
-
-int pd_db_pipeline(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e)
-{
-	if (pd_db_pipeline_send(db, v, n, e) < 0)
-		return -1;
-	return pd_db_pipeline_wait(db, e);
+	if (pfd.fd < 0)
+		return pd_errf(e, PD_EX_UNAVAILABLE, "database unavailable (%s): no connection",
+			       db->where);
+	while (poll(&pfd, 1, -1) < 0)
+		if (errno != EINTR)
+			return pd_errf(e, PD_EX_UNAVAILABLE, "database unavailable (%s): poll: %s",
+				       db->where, strerror(errno));
+	return 0;
 }

@@ -76,29 +76,25 @@ struct pd_db_stmt {
 };
 
 /*
- * Send the n statements in one round trip (libpq pipeline mode, one Sync):
- * they run in order in one implicit transaction, committed together. On
- * success every v[i].res is set. On failure nothing was committed, every
- * v[i].res is NULL and e is filled as pd_db_exec fills it (69 when the
- * connection is gone; then whether the transaction committed is unknown).
- */
-int pd_db_pipeline(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e);
-
-/*
- * The same in two halves, so that a loop can do other work during the round
- * trip. Send: 0, or -1 with e filled (nothing is in flight then); v must
- * stay valid until collected. Collect reads what has arrived without
- * blocking: 1 when the results are in v (as pd_db_pipeline sets them), 0
- * while more must arrive (poll the socket for POLLIN), -1 with e filled (as
- * pd_db_pipeline fails). One pipeline at a time is in flight; no other
- * query may run until it is collected. A new connection drops it.
+ * A pipeline: the n statements sent in one round trip (libpq pipeline mode,
+ * one Sync), run in order in one implicit transaction, committed together;
+ * sent now and collected later, so that a loop can do other work during the
+ * round trip.
+ *
+ * Send: 0, or -1 with e filled (nothing is in flight then); v must stay
+ * valid until collected. Collect reads what has arrived without blocking:
+ * 1 when every v[i].res is set (the caller PQclear()s them), 0 while more
+ * must arrive (pd_db_await, or poll the socket for POLLIN), -1 with e filled
+ * as pd_db_exec fills it: nothing was committed, every v[i].res is NULL (on
+ * 69, the connection gone, whether the transaction committed is unknown).
+ * One pipeline at a time is in flight; no other query may run until it is
+ * collected. A new connection drops it.
  */
 int pd_db_pipeline_send(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e);
 int pd_db_pipeline_collect(struct pd_db *db, struct pd_err *e);
-/* Collect, waiting on the socket: 0 or -1 as pd_db_pipeline. */
-int pd_db_pipeline_wait(struct pd_db *db, struct pd_err *e);
-/* 1 while a pipeline is in flight. */
-int pd_db_pipeline_busy(const struct pd_db *db);
+
+/* Block until the connection's socket is readable: 0, or -1 with e filled (69). */
+int pd_db_await(struct pd_db *db, struct pd_err *e);
 
 /* Describe conninfo for messages: "host=... port=... dbname=..." without secrets. */
 void pd_db_describe(const char *conninfo, char *out, size_t n);

@@ -1,4 +1,3 @@
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -577,17 +576,13 @@ int pd_jobs_sync_collect(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err
 	return 1;
 }
 
-int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
+int pd_jobs_sync_wait(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
 {
 	int rc;
 
-	if (pd_jobs_sync_send(db, s, e) < 0)
-		return -1;
-	while ((rc = pd_jobs_sync_collect(db, s, e)) == 0) {
-		struct pollfd pfd = {.fd = PQsocket(db->conn), .events = POLLIN};
-
-		poll(&pfd, 1, -1);
-	}
+	while ((rc = pd_jobs_sync_collect(db, s, e)) == 0)
+		if (pd_db_await(db, e) < 0)
+			return -1;
 	return rc < 0 ? -1 : 0;
 }
 

@@ -100,15 +100,16 @@ struct pd_jobs_sync {
 	int nst, fi, bi, ci;
 };
 
-/* Returns 0, or -1 with e filled: then nothing was written (or, on 69, maybe all was). */
-int pd_jobs_sync(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e);
 /*
- * The same in two halves (pd_db_pipeline_send/collect): send returns 0 or -1;
- * collect 1 when the outs are filled, 0 while the results are on their way,
- * -1 on failure. s, and what its pointers point to, must stay valid between.
+ * One round trip in two halves (pd_db_pipeline_send/collect): send returns 0
+ * or -1; collect 1 when the outs are filled, 0 while the results are on
+ * their way, -1 on failure: then nothing was written (or, on 69, maybe all
+ * was). s, and what its pointers point to, must stay valid between.
  */
 int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e);
 int pd_jobs_sync_collect(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e);
+/* Collect, waiting for the results: 0, or -1 as collect fails. */
+int pd_jobs_sync_wait(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e);
 
 /* A lease that expired: its job, its token and the worker that held it. */
 struct pd_lease {

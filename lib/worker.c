@@ -1,4 +1,3 @@
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -705,14 +704,7 @@ static int sync_db(struct worker *w, long long now, struct pd_err *e)
 /* Wait for the batch in flight and take its results. */
 static int flight_wait(struct worker *w, struct pd_err *e)
 {
-	int rc;
-
-	while ((rc = pd_jobs_sync_collect(w->d.db, &w->flight->s, e)) == 0) {
-		struct pollfd pfd = {.fd = PQsocket(w->d.db->conn), .events = POLLIN};
-
-		poll(&pfd, 1, -1);
-	}
-	if (rc < 0) {
+	if (pd_jobs_sync_wait(w->d.db, &w->flight->s, e) < 0) {
 		batch_failed(w);
 		return -1;
 	}

@@ -3,12 +3,14 @@
  * a pool slot, keeps the leases alive, records outcomes fenced by the lease
  * token, and drains on SIGTERM; all on the daemon loop (lib/daemon).
  *
- * Each loop pass sends what is ready — finished jobs' outcomes, lease_lost
- * records, the heartbeat when due, and a claim for the free slots — in one
- * round trip (pd_jobs_sync). A claim goes straight to RUNNING: the handlers
- * start at once. The loop sleeps until a notification, a child event, the
- * heartbeat or reap deadline, the poll interval, or the earliest run_at it
- * knows of (a retry's backoff), whichever comes first.
+ * What is ready to be written — start records, finished jobs' outcomes,
+ * lease_lost records, the heartbeat when due, and a claim — goes in one
+ * round trip (pd_jobs_sync_send), one batch in flight at a time while the
+ * loop goes on reaping and starting handlers. Jobs claimed ahead of a free
+ * slot wait LEASED (ready jobs, while handlers are short); otherwise a claim
+ * goes straight to RUNNING. The loop sleeps until a notification, a child
+ * event, the batch's results, the heartbeat or reap deadline, the poll
+ * interval, or the earliest run_at it knows of (a retry's backoff).
  */
 #ifndef PD_WORKER_H
 #define PD_WORKER_H
