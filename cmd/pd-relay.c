@@ -71,16 +71,11 @@ static int parse_args(struct pd_relay_cfg *r, struct pd_app *app, int argc, char
 		      struct pd_err *e)
 {
 	enum {
-		O_PUBLISH = 256,
+		O_PUBLISH = PD_APP_OPT_OWN,
 		O_EXEC,
 		O_TIMEOUT,
 		O_VISIBILITY,
-		O_BATCH,
-		O_POLL,
-		O_DRAIN,
 		O_ONCE,
-		O_IDLE,
-		O_QUIET
 	};
 	static const struct option opts[] = {
 	    {"publish", required_argument, NULL, O_PUBLISH},
@@ -88,21 +83,12 @@ static int parse_args(struct pd_relay_cfg *r, struct pd_app *app, int argc, char
 	    {"topic", required_argument, NULL, 't'},
 	    {"timeout", required_argument, NULL, O_TIMEOUT},
 	    {"visibility", required_argument, NULL, O_VISIBILITY},
-	    {"concurrency", required_argument, NULL, 'n'},
-	    {"batch", required_argument, NULL, O_BATCH},
-	    {"poll", required_argument, NULL, O_POLL},
-	    {"drain-timeout", required_argument, NULL, O_DRAIN},
 	    {"once", no_argument, NULL, O_ONCE},
-	    {"until-idle", no_argument, NULL, O_IDLE},
-	    {"config", required_argument, NULL, 'c'},
-	    {"database", required_argument, NULL, 'd'},
-	    {"quiet", no_argument, NULL, O_QUIET},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
+	    PD_APP_ENGINE_LONG_OPTIONS,
+	    PD_APP_LONG_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
-	int ch;
+	int ch, rc;
 
 	while ((ch = getopt_long(argc, argv, "+:t:n:c:d:vhV", opts, NULL)) != -1) {
 		switch (ch) {
@@ -112,12 +98,9 @@ static int parse_args(struct pd_relay_cfg *r, struct pd_app *app, int argc, char
 				return -1;
 			break;
 		case 't':
-			if (r->ntopics == PD_RELAY_MAX_TOPICS)
-				return pd_errf(e, PD_EX_USAGE, "too many topics (at most %d)",
-					       PD_RELAY_MAX_TOPICS);
-			if (*optarg == '\0')
-				return pd_errf(e, PD_EX_USAGE, "option --topic: must not be empty");
-			r->topics[r->ntopics++] = optarg;
+			if (pd_cli_push("--topic", "topics", optarg, r->topics, &r->ntopics,
+					PD_RELAY_MAX_TOPICS, e) < 0)
+				return -1;
 			break;
 		case O_TIMEOUT:
 			if (pd_cli_dur("--timeout", optarg, &r->timeout_ms, e) < 0)
@@ -133,54 +116,23 @@ static int parse_args(struct pd_relay_cfg *r, struct pd_app *app, int argc, char
 				return pd_errf(e, PD_EX_USAGE,
 					       "option --visibility: must be positive");
 			break;
-		case 'n':
-			if (pd_cli_int("--concurrency", optarg, 1, 1024, &r->concurrency, e) < 0)
-				return -1;
-			break;
-		case O_BATCH:
-			if (pd_cli_int("--batch", optarg, 1, 1000, &r->batch, e) < 0)
-				return -1;
-			break;
-		case O_POLL:
-			if (pd_cli_dur("--poll", optarg, &r->poll_ms, e) < 0)
-				return -1;
-			break;
-		case O_DRAIN:
-			if (pd_cli_dur("--drain-timeout", optarg, &r->drain_ms, e) < 0)
-				return -1;
-			break;
 		case O_ONCE:
 			r->once = 1;
 			break;
-		case O_IDLE:
-			r->until_idle = 1;
-			break;
-		case 'c':
-			app->config_path = optarg;
-			break;
-		case 'd':
-			app->database = optarg;
-			break;
-		case O_QUIET:
-			app->verbosity--;
-			break;
-		case 'v':
-			app->verbosity++;
-			break;
-		case 'h':
-			help();
-			return 1;
-		case 'V':
-			pd_cli_version();
-			return 1;
 		default:
-			pd_cli_bad_option(SYNOPSIS, ch, argv);
-			return 2;
+			if ((rc = pd_app_engine_option(&r->engine, ch, optarg, e)) != 0) {
+				if (rc < 0)
+					return -1;
+				break;
+			}
+			if ((rc = pd_app_option(app, ch, optarg, help, SYNOPSIS, argv)) != 0)
+				return rc;
+			break;
 		}
 	}
 	if (optind < argc)
 		return pd_errf(e, PD_EX_USAGE, "unexpected argument '%s'", argv[optind]);
-	if (r->once && r->until_idle)
+	if (r->once && r->engine.until_idle)
 		return pd_errf(e, PD_EX_USAGE, "give --once or --until-idle, not both");
 	return 0;
 }
@@ -196,12 +148,8 @@ int main(int argc, char **argv)
 	pd_app_init(&app);
 	pd_relay_cfg_init(&r);
 	rc = parse_args(&r, &app, argc, argv, &e);
-	if (rc == 1)
-		return pd_cli_finish_stdout();
-	if (rc == 2)
-		return PD_EX_USAGE;
-	if (rc < 0)
-		return pd_cli_usage(SYNOPSIS, "%s", e.msg);
+	if (rc != 0)
+		return pd_app_parse_exit(rc, SYNOPSIS, &e);
 	if (pd_app_load(&app, &e) < 0 || pd_relay_settle(&r, &app.cfg, &e) < 0 ||
 	    pd_app_connect(&app, 1, &e) < 0 || pd_relay_run(&r, &app.db, &e) < 0) {
 		pd_die_msg(e.msg);

@@ -88,38 +88,24 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 		      char **argv, struct pd_err *e)
 {
 	enum {
-		O_HANDLER = 256,
+		O_HANDLER = PD_APP_OPT_OWN,
 		O_EXEC,
 		O_LEASE,
 		O_BEAT,
-		O_POLL,
-		O_DRAIN,
-		O_BATCH,
 		O_NOREAP,
-		O_IDLE,
-		O_QUIET
 	};
 	static const struct option opts[] = {
 	    {"handler", required_argument, NULL, O_HANDLER},
 	    {"exec", required_argument, NULL, O_EXEC},
 	    {"queue", required_argument, NULL, 'q'},
-	    {"concurrency", required_argument, NULL, 'n'},
 	    {"lease", required_argument, NULL, O_LEASE},
 	    {"heartbeat", required_argument, NULL, O_BEAT},
-	    {"poll", required_argument, NULL, O_POLL},
-	    {"drain-timeout", required_argument, NULL, O_DRAIN},
-	    {"batch", required_argument, NULL, O_BATCH},
 	    {"no-reap", no_argument, NULL, O_NOREAP},
-	    {"until-idle", no_argument, NULL, O_IDLE},
-	    {"config", required_argument, NULL, 'c'},
-	    {"database", required_argument, NULL, 'd'},
-	    {"quiet", no_argument, NULL, O_QUIET},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
+	    PD_APP_ENGINE_LONG_OPTIONS,
+	    PD_APP_LONG_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
-	int ch;
+	int ch, rc;
 
 	while ((ch = getopt_long(argc, argv, "+:q:n:c:d:vhV", opts, NULL)) != -1) {
 		switch (ch) {
@@ -129,15 +115,8 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 				return -1;
 			break;
 		case 'q':
-			if (w->nqueues == PD_WORKER_MAX_QUEUES)
-				return pd_errf(e, PD_EX_USAGE, "too many queues (at most %d)",
-					       PD_WORKER_MAX_QUEUES);
-			if (*optarg == '\0')
-				return pd_errf(e, PD_EX_USAGE, "option -q: must not be empty");
-			w->queues[w->nqueues++] = optarg;
-			break;
-		case 'n':
-			if (pd_cli_int("--concurrency", optarg, 1, 1024, &w->concurrency, e) < 0)
+			if (pd_cli_push("-q", "queues", optarg, w->queues, &w->nqueues,
+					PD_WORKER_MAX_QUEUES, e) < 0)
 				return -1;
 			break;
 		case O_LEASE:
@@ -153,45 +132,18 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 			if (pd_cli_dur("--heartbeat", optarg, &w->heartbeat_ms, e) < 0)
 				return -1;
 			break;
-		case O_POLL:
-			if (pd_cli_dur("--poll", optarg, &w->poll_ms, e) < 0)
-				return -1;
-			break;
-		case O_DRAIN:
-			if (pd_cli_dur("--drain-timeout", optarg, &w->drain_ms, e) < 0)
-				return -1;
-			break;
-		case O_BATCH:
-			if (pd_cli_int("--batch", optarg, 1, 1000, &w->batch, e) < 0)
-				return -1;
-			break;
 		case O_NOREAP:
 			w->reap = 0;
 			break;
-		case O_IDLE:
-			w->until_idle = 1;
-			break;
-		case 'c':
-			app->config_path = optarg;
-			break;
-		case 'd':
-			app->database = optarg;
-			break;
-		case O_QUIET:
-			app->verbosity--;
-			break;
-		case 'v':
-			app->verbosity++;
-			break;
-		case 'h':
-			help();
-			return 1;
-		case 'V':
-			pd_cli_version();
-			return 1;
 		default:
-			pd_cli_bad_option(SYNOPSIS, ch, argv);
-			return 2;
+			if ((rc = pd_app_engine_option(&w->engine, ch, optarg, e)) != 0) {
+				if (rc < 0)
+					return -1;
+				break;
+			}
+			if ((rc = pd_app_option(app, ch, optarg, help, SYNOPSIS, argv)) != 0)
+				return rc;
+			break;
 		}
 	}
 	if (optind < argc)
@@ -211,12 +163,8 @@ int main(int argc, char **argv)
 	pd_app_init(&app);
 	pd_worker_cfg_init(&w);
 	rc = parse_args(&w, &hs, &app, argc, argv, &e);
-	if (rc == 1)
-		return pd_cli_finish_stdout();
-	if (rc == 2)
-		return PD_EX_USAGE;
-	if (rc < 0)
-		return pd_cli_usage(SYNOPSIS, "%s", e.msg);
+	if (rc != 0)
+		return pd_app_parse_exit(rc, SYNOPSIS, &e);
 	if (pd_app_load(&app, &e) < 0)
 		goto fail;
 	/* A flag's handler for a type wins over the file's for the same type. */

@@ -2,8 +2,72 @@
 #include <string.h>
 
 #include "app.h"
+#include "cli.h"
 #include "log.h"
 #include "migrate.h"
+
+int pd_app_option(struct pd_app *a, int ch, const char *arg, void (*help)(void),
+		  const char *synopsis, char **argv)
+{
+	switch (ch) {
+	case 'c':
+		a->config_path = arg;
+		return 0;
+	case 'd':
+		a->database = arg;
+		return 0;
+	case PD_APP_OPT_QUIET:
+		a->verbosity--;
+		return 0;
+	case 'v':
+		a->verbosity++;
+		return 0;
+	case 'h':
+		help();
+		return 1;
+	case 'V':
+		pd_cli_version();
+		return 1;
+	default:
+		pd_cli_bad_option(synopsis, ch, argv);
+		return 2;
+	}
+}
+
+int pd_app_engine_option(struct pd_engine_cfg *c, int ch, const char *arg, struct pd_err *e)
+{
+	int rc = 1;
+
+	switch (ch) {
+	case 'n':
+		rc = pd_cli_int("--concurrency", arg, 1, 1024, &c->concurrency, e);
+		break;
+	case PD_APP_OPT_BATCH:
+		rc = pd_cli_int("--batch", arg, 1, 1000, &c->batch, e);
+		break;
+	case PD_APP_OPT_POLL:
+		rc = pd_cli_dur("--poll", arg, &c->poll_ms, e);
+		break;
+	case PD_APP_OPT_DRAIN:
+		rc = pd_cli_dur("--drain-timeout", arg, &c->drain_ms, e);
+		break;
+	case PD_APP_OPT_IDLE:
+		c->until_idle = 1;
+		break;
+	default:
+		return 0;
+	}
+	return rc < 0 ? -1 : 1;
+}
+
+int pd_app_parse_exit(int rc, const char *synopsis, const struct pd_err *e)
+{
+	if (rc == 1)
+		return pd_cli_finish_stdout();
+	if (rc == 2)
+		return PD_EX_USAGE;
+	return pd_cli_usage(synopsis, "%s", e->msg);
+}
 
 void pd_app_init(struct pd_app *a)
 {

@@ -7,6 +7,7 @@
 #define PD_APP_H
 
 #include "config.h"
+#include "daemon.h"
 #include "db.h"
 
 struct pd_app {
@@ -17,6 +18,57 @@ struct pd_app {
 	struct pd_config cfg;
 	struct pd_db db;
 };
+
+/* Long-option values the programs share; a program's own start at PD_APP_OPT_OWN. */
+enum {
+	PD_APP_OPT_QUIET = 256,
+	PD_APP_OPT_BATCH,
+	PD_APP_OPT_POLL,
+	PD_APP_OPT_DRAIN,
+	PD_APP_OPT_IDLE,
+	PD_APP_OPT_OWN
+};
+
+/* The long options every daemon takes, for the end of its table (needs <getopt.h>). */
+#define PD_APP_LONG_OPTIONS                                                                        \
+	{"config", required_argument, NULL, 'c'}, {"database", required_argument, NULL, 'd'},      \
+	    {"quiet", no_argument, NULL, PD_APP_OPT_QUIET}, {"verbose", no_argument, NULL, 'v'},   \
+	    {"help", no_argument, NULL, 'h'},                                                      \
+	{                                                                                          \
+		"version", no_argument, NULL, 'V'                                                  \
+	}
+
+/* The long options of the daemons that run children (pd_app_engine_option). */
+#define PD_APP_ENGINE_LONG_OPTIONS                                                                 \
+	{"concurrency", required_argument, NULL, 'n'},                                             \
+	    {"batch", required_argument, NULL, PD_APP_OPT_BATCH},                                  \
+	    {"poll", required_argument, NULL, PD_APP_OPT_POLL},                                    \
+	    {"drain-timeout", required_argument, NULL, PD_APP_OPT_DRAIN},                          \
+	{                                                                                          \
+		"until-idle", no_argument, NULL, PD_APP_OPT_IDLE                                   \
+	}
+
+/*
+ * Take getopt's ch into c if it is one of PD_APP_ENGINE_LONG_OPTIONS: -n N,
+ * --batch N, --poll DURATION, --drain-timeout DURATION, --until-idle.
+ * Returns 1 taken, 0 not one of them, -1 with e filled (a bad value: 64).
+ */
+int pd_app_engine_option(struct pd_engine_cfg *c, int ch, const char *arg, struct pd_err *e);
+
+/*
+ * Take getopt's ch if it is one every daemon shares: -c FILE, -d CONNINFO,
+ * --quiet, -v, -h (help is called), -V; anything else is reported as a bad
+ * option under synopsis. Returns 0 (taken), 1 (help or version printed:
+ * exit 0) or 2 (a bad option: exit 64), for parse_args to return.
+ */
+int pd_app_option(struct pd_app *a, int ch, const char *arg, void (*help)(void),
+		  const char *synopsis, char **argv);
+
+/*
+ * The exit code after parse_args returned rc (not 0): 1 after help or
+ * version, 64 for a bad option (2, reported) or for e (-1, reported here).
+ */
+int pd_app_parse_exit(int rc, const char *synopsis, const struct pd_err *e);
 
 void pd_app_init(struct pd_app *a);
 /* Load the config file and apply the log level. Code 78 on a bad file. */

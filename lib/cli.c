@@ -75,6 +75,18 @@ int pd_cli_int(const char *opt, const char *s, long long min, long long max, lon
 	return 0;
 }
 
+int pd_cli_push(const char *opt, const char *what, const char *s, const char **list, int *n,
+		int max, struct pd_err *e)
+{
+	if (*s == '\0')
+		return pd_errf(e, PD_EX_USAGE, "option %s: must not be empty", opt);
+	if (*n == max)
+		return pd_errf(e, PD_EX_USAGE, "option %s '%s': too many %s (at most %d)", opt, s,
+			       what, max);
+	list[(*n)++] = s;
+	return 0;
+}
+
 int pd_cli_dur(const char *opt, const char *s, long long *ms, struct pd_err *e)
 {
 	struct pd_err e2 = PD_ERR_INIT;

@@ -33,6 +33,13 @@ int pd_cli_int(const char *opt, const char *s, long long min, long long max, lon
 	       struct pd_err *e);
 int pd_cli_dur(const char *opt, const char *s, long long *ms, struct pd_err *e);
 
+/*
+ * A repeatable option's value (what: "queues", "topics"): s, not empty,
+ * appended to list (*n of max used). Errors name the option; code 64.
+ */
+int pd_cli_push(const char *opt, const char *what, const char *s, const char **list, int *n,
+		int max, struct pd_err *e);
+
 /* Flush stdout and report a write error (a full disk, a closed pipe): returns 0 or 70. */
 int pd_cli_finish_stdout(void);
 

@@ -36,7 +36,7 @@ int pd_daemon_db_failed(struct pd_daemon *d, const struct pd_err *e)
 /* LISTEN on every channel, then the engine's on_connect. */
 static int after_connect(struct pd_daemon *d, int first, struct pd_err *e)
 {
-	for (const char *const *ch = d->listen; ch && *ch; ch++) {
+	for (const char *const *ch = d->ops->listen; ch && *ch; ch++) {
 		struct pd_buf q = PD_BUF_INIT;
 		char *id = PQescapeIdentifier(d->db->conn, *ch, strlen(*ch));
 		int rc;
@@ -54,6 +54,8 @@ static int after_connect(struct pd_daemon *d, int first, struct pd_err *e)
 	if (d->ops->on_connect && d->ops->on_connect(d, first, e) < 0)
 		return -1;
 	pd_link_up(&d->link);
+	pd_log(first ? PD_LOG_DEBUG : PD_LOG_INFO, first ? "connected" : "reconnected", "%s=%s",
+	       d->ops->name ? d->ops->name : "daemon", d->id);
 	return 0;
 }
 
@@ -67,8 +69,43 @@ static int reconnect(struct pd_daemon *d, struct pd_err *e)
 		pd_err_clear(e);
 		return 0;
 	}
-	pd_log(PD_LOG_INFO, "reconnected", "%s", d->name ? d->name : "daemon");
 	return 0;
+}
+
+void pd_engine_cfg_init(struct pd_engine_cfg *c)
+{
+	c->concurrency = c->batch = c->poll_ms = c->drain_ms = c->grace_ms = -1;
+	c->retry_base_ms = c->retry_cap_ms = -1;
+	c->until_idle = 0;
+}
+
+void pd_engine_cfg_settle(struct pd_engine_cfg *c, const struct pd_engine_cfg *file)
+{
+	long long *mine[] = {&c->concurrency, &c->poll_ms,	 &c->drain_ms,
+			     &c->grace_ms,    &c->retry_base_ms, &c->retry_cap_ms};
+	const long long theirs[] = {file->concurrency, file->poll_ms,	    file->drain_ms,
+				    file->grace_ms,    file->retry_base_ms, file->retry_cap_ms};
+
+	for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
+		if (*mine[i] < 0)
+			*mine[i] = theirs[i];
+	if (c->batch < 0)
+		c->batch = file->batch > 0 ? file->batch : c->concurrency;
+}
+
+void pd_daemon_init(struct pd_daemon *d, const struct pd_daemon_ops *ops, struct pd_db *db,
+		    void *ctx, struct pd_pool *pool, const struct pd_engine_cfg *ec)
+{
+	memset(d, 0, sizeof(*d));
+	d->ops = ops;
+	d->db = db;
+	d->ctx = ctx;
+	d->pool = pool;
+	d->sigfd = -1;
+	if (ec) {
+		d->drain_ms = ec->drain_ms;
+		d->until_idle = ec->until_idle;
+	}
 }
 
 int pd_daemon_open(struct pd_daemon *d, struct pd_err *e)
@@ -129,11 +166,11 @@ static void log_stop(const struct pd_daemon *d, int sig)
 
 	if (d->stops > 1) {
 		snprintf(msg, sizeof(msg), "second signal: stopping %s now",
-			 d->children ? d->children : "children");
+			 d->ops->children ? d->ops->children : "children");
 		pd_log(PD_LOG_WARN, msg, "signal=%d", sig);
 		return;
 	}
-	snprintf(msg, sizeof(msg), "draining: no new %s", d->work ? d->work : "work");
+	snprintf(msg, sizeof(msg), "draining: no new %s", d->ops->work ? d->ops->work : "work");
 	pd_log(PD_LOG_INFO, msg, "signal=%d running=%d drain_timeout_ms=%lld", sig,
 	       pd_pool_busy(d->pool), d->drain_ms);
 }

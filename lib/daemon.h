@@ -47,8 +47,13 @@ enum pd_daemon_phase {
 	PD_DAEMON_STOPPING, /* the drain deadline passed: the children were stopped */
 };
 
-/* What an engine does on the loop's events. Every hook may be NULL. */
+/* What a kind of daemon is, and what its engine does on the loop's events. Every hook may be NULL.
+ */
 struct pd_daemon_ops {
+	const char *name;	   /* for log lines: "worker", "relay", ... */
+	const char *const *listen; /* channels to LISTEN on, NULL-terminated, or NULL */
+	const char *work;	   /* for the drain's log lines: "jobs", "messages" */
+	const char *children;	   /* "handlers", "publish commands" */
 	/*
 	 * Connected (first: at open; else after a reconnect), LISTEN done.
 	 * Returns 0, or -1 with e filled: fatal when first or when e's code is
@@ -80,16 +85,12 @@ struct pd_daemon_ops {
 };
 
 struct pd_daemon {
-	const char *name;	   /* for log lines: "worker", "relay", ... */
-	struct pd_db *db;	   /* NULL: no database */
-	const char *const *listen; /* channels to LISTEN on, NULL-terminated, or NULL */
+	struct pd_db *db; /* NULL: no database */
 	const struct pd_daemon_ops *ops;
 	void *ctx;	      /* the engine's */
 	int maxfds;	      /* most descriptors the engine's pollfds returns */
 	struct pd_pool *pool; /* the engine's children, or NULL */
 	long long drain_ms;   /* how long children may finish after the first stop signal */
-	const char *work;     /* for the drain's log lines: "jobs", "messages" */
-	const char *children; /* "handlers", "publish commands" */
 	int until_idle;	      /* end once idle and nothing runs */
 	int idle;	      /* set by the engine: its last look found no work */
 	/* state, for reading */
@@ -107,9 +108,40 @@ struct pd_daemon {
 };
 
 /*
+ * What pd-worker and pd-relay share: the pool of children and the loop
+ * around it. A field of -1 is unset (pd_engine_cfg_init) until settled.
+ */
+struct pd_engine_cfg {
+	long long concurrency; /* children at once */
+	long long batch;       /* most work claimed at once */
+	long long poll_ms;     /* claim this often without a notification */
+	long long drain_ms;    /* how long children may finish after the first stop signal */
+	long long grace_ms;    /* SIGTERM to SIGKILL for a child that is stopped */
+	long long retry_base_ms, retry_cap_ms;
+	int until_idle; /* end once idle and nothing runs */
+};
+
+/* Every field unset. */
+void pd_engine_cfg_init(struct pd_engine_cfg *c);
+
+/*
+ * Fill c's unset fields from file (the configuration file's values, each
+ * set); a batch of 0 there means the concurrency.
+ */
+void pd_engine_cfg_settle(struct pd_engine_cfg *c, const struct pd_engine_cfg *file);
+
+/*
+ * Set d up for pd_daemon_open: a daemon of the kind ops on db (NULL: none)
+ * with the engine's ctx; a daemon with children gives its pool and ec
+ * (drain_ms, until_idle), others NULL for both.
+ */
+void pd_daemon_init(struct pd_daemon *d, const struct pd_daemon_ops *ops, struct pd_db *db,
+		    void *ctx, struct pd_pool *pool, const struct pd_engine_cfg *ec);
+
+/*
  * Block the daemon's signals behind a signalfd, ignore SIGPIPE, and connect
- * (LISTEN, on_connect first). Returns 0, or -1 with e filled (69 when the
- * database is unreachable at start).
+ * (LISTEN, on_connect first; "connected" logged at debug, a reconnect at info). Returns 0, or -1
+ * with e filled (69 when the database is unreachable at start).
  */
 int pd_daemon_open(struct pd_daemon *d, struct pd_err *e);
 

@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "db.h"
+#include "verdict.h"
 
 struct pd_claimed {
 	long long id, token;
@@ -31,15 +32,8 @@ int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queue
 		  struct pd_claimed **out, int *n, struct pd_err *e);
 void pd_claimed_free(struct pd_claimed *c, int n);
 
-enum pd_finish_kind {
-	PD_FINISH_SUCCEEDED, /* exit 0 */
-	PD_FINISH_RETRY,     /* retryable failure: PENDING after backoff, or dead when exhausted */
-	PD_FINISH_DEAD,	     /* terminal failure */
-	PD_FINISH_RELEASE,   /* graceful release: PENDING now, attempt refunded */
-};
-
 struct pd_outcome {
-	enum pd_finish_kind kind;
+	enum pd_verdict kind;
 	long long backoff_ms; /* RETRY */
 	const char *result;   /* SUCCEEDED: JSON text (jsonb can store it), or NULL */
 	int result_is_text;   /* the handler's stdout was not JSON */

@@ -25,6 +25,7 @@
 
 #include "buf.h"
 #include "db.h"
+#include "verdict.h"
 
 struct pd_outbox_msg {
 	long long id, token;
@@ -50,15 +51,8 @@ void pd_outbox_msgs_free(struct pd_outbox_msg *m, int n);
 /* Free one message's strings (the struct itself is the caller's). */
 void pd_outbox_msg_clear(struct pd_outbox_msg *m);
 
-enum pd_outbox_kind {
-	PD_OUTBOX_PUBLISHED, /* exit 0 */
-	PD_OUTBOX_RETRY,     /* PENDING after backoff_ms, or DEAD_LETTERED when exhausted */
-	PD_OUTBOX_DEAD,	     /* terminal: DEAD_LETTERED now, with dead_reason */
-	PD_OUTBOX_RELEASE,   /* drain: PENDING now, the attempt given back */
-};
-
 struct pd_outbox_outcome {
-	enum pd_outbox_kind kind;
+	enum pd_verdict kind;
 	long long backoff_ms;	 /* RETRY */
 	const char *error;	 /* last_error; NULL leaves it (RELEASE) or clears it (PUBLISHED) */
 	const char *dead_reason; /* DEAD */

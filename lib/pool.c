@@ -37,6 +37,24 @@ enum pd_exit_class pd_exit_classify(const struct pd_proc_result *r, enum pd_stop
 	return PD_EXIT_FAILED;
 }
 
+enum pd_verdict pd_exit_verdict(enum pd_exit_class c)
+{
+	switch (c) {
+	case PD_EXIT_OK:
+		return PD_VERDICT_DONE;
+	case PD_EXIT_TERMINAL:
+		return PD_VERDICT_DEAD;
+	case PD_EXIT_DRAINED:
+	case PD_EXIT_LEASE_LOST:
+		return PD_VERDICT_RELEASE;
+	case PD_EXIT_FAILED:
+	case PD_EXIT_TIMEOUT:
+	case PD_EXIT_NOT_STARTED:
+		break;
+	}
+	return PD_VERDICT_RETRY;
+}
+
 const char *pd_exit_class_name(enum pd_exit_class c)
 {
 	switch (c) {

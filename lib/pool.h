@@ -32,6 +32,7 @@
 #include "buf.h"
 #include "handler.h"
 #include "proc.h"
+#include "verdict.h"
 
 enum pd_slot_state {
 	PD_SLOT_FREE,
@@ -65,6 +66,13 @@ enum pd_exit_class pd_exit_classify(const struct pd_proc_result *r, enum pd_stop
 
 /* "succeeded", "failed", "terminal", "timeout", ... (job_attempts.outcome). */
 const char *pd_exit_class_name(enum pd_exit_class c);
+
+/*
+ * What becomes of the work after an exit of class c. A lost lease gives
+ * RELEASE: a worker writes nothing for it (the lease's new holder decides),
+ * a relay gives its claim back.
+ */
+enum pd_verdict pd_exit_verdict(enum pd_exit_class c);
 
 struct pd_pool_exit {
 	enum pd_exit_class cls;

@@ -74,6 +74,7 @@ static long long deadline(struct pd_daemon *d)
 
 /* No finished hook: without a pool the loop ends at the first stop signal. */
 static const struct pd_daemon_ops reaper_ops = {
+    .name = "reaper",
     .on_connect = on_connect,
     .on_tick = on_tick,
     .deadline = deadline,
@@ -91,10 +92,7 @@ int pd_reaper_run(const struct pd_reaper_cfg *cfg, struct pd_db *db, struct pd_r
 	memset(&r, 0, sizeof(r));
 	r.cfg = cfg;
 	r.st = st;
-	r.d.name = "reaper";
-	r.d.db = db;
-	r.d.ops = &reaper_ops;
-	r.d.ctx = &r;
+	pd_daemon_init(&r.d, &reaper_ops, db, &r, NULL, NULL);
 	rc = pd_daemon_open(&r.d, e);
 	if (rc == 0) {
 		pd_log(PD_LOG_INFO, "reaper started", "interval_ms=%lld", cfg->interval_ms);

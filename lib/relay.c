@@ -30,32 +30,28 @@ struct relay {
 void pd_relay_cfg_init(struct pd_relay_cfg *r)
 {
 	memset(r, 0, sizeof(*r));
-	r->concurrency = r->batch = r->visibility_ms = r->timeout_ms = r->poll_ms = -1;
-	r->drain_ms = r->grace_ms = r->retry_base_ms = r->retry_cap_ms = -1;
+	pd_engine_cfg_init(&r->engine);
+	r->visibility_ms = r->timeout_ms = -1;
 }
 
 int pd_relay_settle(struct pd_relay_cfg *r, const struct pd_config *cfg, struct pd_err *e)
 {
+	const struct pd_engine_cfg file = {
+	    .concurrency = cfg->relay.concurrency,
+	    .batch = cfg->relay.batch,
+	    .poll_ms = cfg->relay.poll_ms,
+	    .drain_ms = cfg->relay.drain_timeout_ms,
+	    .grace_ms = cfg->relay.kill_grace_ms > 0 ? cfg->relay.kill_grace_ms : 1,
+	    .retry_base_ms = cfg->retry.base_ms,
+	    .retry_cap_ms = cfg->retry.cap_ms,
+	};
 	char t[PD_DUR_MAX], g[PD_DUR_MAX], v[PD_DUR_MAX];
 
-	if (r->concurrency < 0)
-		r->concurrency = cfg->relay.concurrency;
-	if (r->batch < 0)
-		r->batch = cfg->relay.batch > 0 ? cfg->relay.batch : r->concurrency;
+	pd_engine_cfg_settle(&r->engine, &file);
 	if (r->visibility_ms < 0)
 		r->visibility_ms = cfg->relay.visibility_ms;
 	if (r->timeout_ms < 0)
 		r->timeout_ms = cfg->relay.timeout_ms;
-	if (r->poll_ms < 0)
-		r->poll_ms = cfg->relay.poll_ms;
-	if (r->drain_ms < 0)
-		r->drain_ms = cfg->relay.drain_timeout_ms;
-	if (r->grace_ms < 0)
-		r->grace_ms = cfg->relay.kill_grace_ms > 0 ? cfg->relay.kill_grace_ms : 1;
-	if (r->retry_base_ms < 0)
-		r->retry_base_ms = cfg->retry.base_ms;
-	if (r->retry_cap_ms < 0)
-		r->retry_cap_ms = cfg->retry.cap_ms;
 	/* A flag's command is "*": the file's commands for named topics still apply. */
 	for (int i = 0; i < cfg->relay.ntopics && r->ncmds < PD_RELAY_MAX_CMDS; i++) {
 		const struct pd_handler *tc = &cfg->relay.topics[i];
@@ -85,9 +81,9 @@ int pd_relay_settle(struct pd_relay_cfg *r, const struct pd_config *cfg, struct 
 	for (int i = 0; i < r->ncmds; i++) {
 		long long to = r->cmds[i].timeout_ms > 0 ? r->cmds[i].timeout_ms : r->timeout_ms;
 
-		if (to + r->grace_ms >= r->visibility_ms) {
+		if (to + r->engine.grace_ms >= r->visibility_ms) {
 			pd_dur_format(to, t, sizeof(t));
-			pd_dur_format(r->grace_ms, g, sizeof(g));
+			pd_dur_format(r->engine.grace_ms, g, sizeof(g));
 			pd_dur_format(r->visibility_ms, v, sizeof(v));
 			return pd_errf(
 			    e, PD_EX_USAGE,
@@ -113,16 +109,16 @@ static void log_outcome(const char *prefix, const struct pd_outbox_outcome *o, c
 	struct pd_buf b = PD_BUF_INIT;
 	char q[600];
 
-	if (o->kind == PD_OUTBOX_PUBLISHED) {
+	if (o->kind == PD_VERDICT_DONE) {
 		pd_log(PD_LOG_INFO, "message published", "%s", prefix);
 		return;
 	}
 	pd_buf_printf(&b, "%s state=%s", prefix, state);
-	if (o->kind == PD_OUTBOX_RETRY && strcmp(state, "PENDING") == 0)
+	if (o->kind == PD_VERDICT_RETRY && strcmp(state, "PENDING") == 0)
 		pd_buf_printf(&b, " retry_ms=%lld", o->backoff_ms);
 	if (o->error)
 		pd_buf_printf(&b, " error=%s", pd_log_quote(q, sizeof(q), o->error));
-	if (o->kind == PD_OUTBOX_RELEASE)
+	if (o->kind == PD_VERDICT_RELEASE)
 		pd_log(PD_LOG_INFO, "message released", "%s", b.data);
 	else
 		pd_log(PD_LOG_WARN, "publish failed", "%s", b.data);
@@ -157,28 +153,14 @@ static void outcome_of(struct relay *r, int i, struct pd_outbox_outcome *o, stru
 	struct pd_pool_exit *ex = &r->pool.slots[i].exit;
 
 	memset(o, 0, sizeof(*o));
-	pd_buf_append(err, pd_buf_str(&ex->error), ex->error.len);
-	switch (ex->cls) {
-	case PD_EXIT_OK:
-		o->kind = PD_OUTBOX_PUBLISHED;
-		break;
-	case PD_EXIT_DRAINED:
-	case PD_EXIT_LEASE_LOST:
-		o->kind = PD_OUTBOX_RELEASE;
-		break;
-	case PD_EXIT_TERMINAL:
-		o->kind = PD_OUTBOX_DEAD;
+	o->kind = pd_exit_verdict(ex->cls);
+	if (o->kind == PD_VERDICT_DEAD)
 		o->dead_reason = "terminal exit code";
-		break;
-	case PD_EXIT_FAILED:
-	case PD_EXIT_TIMEOUT:
-	case PD_EXIT_NOT_STARTED:
-		o->kind = PD_OUTBOX_RETRY;
-		o->backoff_ms = pd_backoff_ms(&r->d.rng, r->cfg->retry_base_ms,
-					      r->cfg->retry_cap_ms, r->msgs[i].attempt);
-		break;
-	}
-	if (o->kind != PD_OUTBOX_PUBLISHED && o->kind != PD_OUTBOX_RELEASE && ex->last_line.len)
+	else if (o->kind == PD_VERDICT_RETRY)
+		o->backoff_ms = pd_backoff_ms(&r->d.rng, r->cfg->engine.retry_base_ms,
+					      r->cfg->engine.retry_cap_ms, r->msgs[i].attempt);
+	pd_buf_append(err, pd_buf_str(&ex->error), ex->error.len);
+	if ((o->kind == PD_VERDICT_DEAD || o->kind == PD_VERDICT_RETRY) && ex->last_line.len)
 		pd_buf_printf(err, ": %s", ex->last_line.data);
 	o->error = err->len ? err->data : NULL;
 }
@@ -221,16 +203,16 @@ static int start_msg(struct relay *r, struct pd_outbox_msg *m, struct pd_err *e)
 	if (h == NULL) {
 		/* The claim asks only for topics with a command; give it back if not. */
 		pd_log(PD_LOG_ERROR, "no publish command for the topic: released", "%s", prefix);
-		o.kind = PD_OUTBOX_RELEASE;
+		o.kind = PD_VERDICT_RELEASE;
 	} else if ((envp = pd_outbox_env((const char *const *)environ, m, &he)) == NULL) {
 		/* Not through pendulum.outbox_record, which checks headers: data error. */
-		o.kind = PD_OUTBOX_DEAD;
+		o.kind = PD_VERDICT_DEAD;
 		o.dead_reason = "invalid headers";
 		o.error = he.msg;
 	} else if (i < 0) {
 		pd_log(PD_LOG_ERROR, "no free slot for a claimed message: released", "%s", prefix);
 		pd_outbox_env_free(envp);
-		o.kind = PD_OUTBOX_RELEASE;
+		o.kind = PD_VERDICT_RELEASE;
 		h = NULL;
 	}
 	if (h == NULL || envp == NULL) {
@@ -256,9 +238,9 @@ static int claim(struct relay *r, long long now, struct pd_err *e)
 	struct pd_outbox_msg *m = NULL;
 	int free_slots = pd_pool_count(&r->pool, PD_SLOT_FREE), n = 0, dead = 0, want;
 
-	want = free_slots < r->cfg->batch ? free_slots : (int)r->cfg->batch;
+	want = free_slots < r->cfg->engine.batch ? free_slots : (int)r->cfg->engine.batch;
 	r->wake = 0;
-	r->next_claim = now + r->cfg->poll_ms;
+	r->next_claim = now + r->cfg->engine.poll_ms;
 	if (want <= 0)
 		return 0;
 	if (pd_outbox_claim(r->d.db, r->d.id, r->cfg->any_topic ? NULL : r->cfg->topics,
@@ -287,10 +269,9 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 {
 	struct relay *r = d->ctx;
 
+	(void)first;
 	(void)e;
 	r->wake = 1;
-	pd_log(first ? PD_LOG_DEBUG : PD_LOG_INFO, first ? "connected" : "reconnected", "relay=%s",
-	       r->d.id);
 	return 0;
 }
 
@@ -334,7 +315,13 @@ static void on_notify(struct pd_daemon *d, const char *channel, const char *payl
 	r->wake = 1;
 }
 
+static const char *const relay_channels[] = {"pendulum_outbox", NULL};
+
 static const struct pd_daemon_ops relay_ops = {
+    .name = "relay",
+    .listen = relay_channels,
+    .work = "messages",
+    .children = "publish commands",
     .on_connect = on_connect,
     .on_tick = on_tick,
     .deadline = deadline,
@@ -343,24 +330,15 @@ static const struct pd_daemon_ops relay_ops = {
 
 int pd_relay_run(const struct pd_relay_cfg *cfg, struct pd_db *db, struct pd_err *e)
 {
-	static const char *const channels[] = {"pendulum_outbox", NULL};
 	struct relay r;
 	int rc;
 
 	memset(&r, 0, sizeof(r));
 	r.cfg = cfg;
-	pd_pool_init(&r.pool, (int)cfg->concurrency, OUT_LIMIT, cfg->grace_ms, "publish stderr");
-	r.msgs = pd_xcalloc((size_t)cfg->concurrency, sizeof(*r.msgs));
-	r.d.name = "relay";
-	r.d.db = db;
-	r.d.listen = channels;
-	r.d.ops = &relay_ops;
-	r.d.ctx = &r;
-	r.d.pool = &r.pool;
-	r.d.drain_ms = cfg->drain_ms;
-	r.d.work = "messages";
-	r.d.children = "publish commands";
-	r.d.until_idle = cfg->until_idle;
+	pd_pool_init(&r.pool, (int)cfg->engine.concurrency, OUT_LIMIT, cfg->engine.grace_ms,
+		     "publish stderr");
+	r.msgs = pd_xcalloc((size_t)cfg->engine.concurrency, sizeof(*r.msgs));
+	pd_daemon_init(&r.d, &relay_ops, db, &r, &r.pool, &cfg->engine);
 	rc = pd_daemon_open(&r.d, e);
 	if (rc == 0) {
 		struct pd_buf t = PD_BUF_INIT;
@@ -369,7 +347,7 @@ int pd_relay_run(const struct pd_relay_cfg *cfg, struct pd_db *db, struct pd_err
 			pd_buf_printf(&t, "%s%s", i ? "," : "", cfg->topics[i]);
 		pd_log(PD_LOG_INFO, "relay started",
 		       "relay=%s concurrency=%lld visibility_ms=%lld topics=%s", r.d.id,
-		       cfg->concurrency, cfg->visibility_ms,
+		       cfg->engine.concurrency, cfg->visibility_ms,
 		       cfg->any_topic ? "*" : pd_log_quote((char[600]){0}, 600, t.data));
 		pd_buf_release(&t);
 		rc = pd_daemon_run(&r.d, e);

@@ -8,6 +8,7 @@
 #define PD_RELAY_H
 
 #include "config.h"
+#include "daemon.h"
 #include "db.h"
 #include "handler.h"
 
@@ -21,10 +22,10 @@ struct pd_relay_cfg {
 	const char *topics[PD_RELAY_MAX_TOPICS]; /* the claim's filter */
 	int ntopics;
 	int any_topic; /* no filter */
-	long long concurrency, batch, visibility_ms, timeout_ms, poll_ms, drain_ms, grace_ms;
-	long long retry_base_ms, retry_cap_ms;
-	int once;	/* claim one batch, publish it, exit */
-	int until_idle; /* exit once nothing is claimable and nothing runs */
+	struct pd_engine_cfg
+	    engine; /* until_idle: exit once nothing is claimable and nothing runs */
+	long long visibility_ms, timeout_ms;
+	int once; /* claim one batch, publish it, exit */
 };
 
 void pd_relay_cfg_init(struct pd_relay_cfg *r);

@@ -110,6 +110,7 @@ static long long deadline(struct pd_daemon *d)
 
 /* No finished hook: without a pool the loop ends at the first stop signal. */
 static const struct pd_daemon_ops ticker_ops = {
+    .name = "ticker",
     .on_connect = on_connect,
     .on_tick = on_tick,
     .deadline = deadline,
@@ -128,10 +129,7 @@ int pd_ticker_run(const struct pd_ticker_cfg *cfg, struct pd_db *db, struct pd_t
 	t.cfg = cfg;
 	t.st = st;
 	t.role = ROLE_NONE;
-	t.d.name = "ticker";
-	t.d.db = db;
-	t.d.ops = &ticker_ops;
-	t.d.ctx = &t;
+	pd_daemon_init(&t.d, &ticker_ops, db, &t, NULL, NULL);
 	rc = pd_daemon_open(&t.d, e);
 	if (rc == 0) {
 		pd_log(PD_LOG_INFO, "ticker started", "interval_ms=%lld skip_grace_ms=%lld",

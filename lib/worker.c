@@ -84,37 +84,33 @@ struct worker {
 void pd_worker_cfg_init(struct pd_worker_cfg *w)
 {
 	memset(w, 0, sizeof(*w));
-	w->concurrency = w->batch = w->lease_ms = w->heartbeat_ms = w->poll_ms = w->drain_ms = -1;
-	w->grace_ms = w->result_limit = w->retry_base_ms = w->retry_cap_ms = -1;
+	pd_engine_cfg_init(&w->engine);
+	w->lease_ms = w->heartbeat_ms = w->result_limit = -1;
 	w->reap = -1;
 }
 
 int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struct pd_err *e)
 {
+	const struct pd_engine_cfg file = {
+	    .concurrency = cfg->worker.concurrency,
+	    .batch = cfg->worker.batch,
+	    .poll_ms = cfg->worker.poll_ms,
+	    .drain_ms = cfg->worker.drain_timeout_ms,
+	    .grace_ms = cfg->worker.kill_grace_ms,
+	    .retry_base_ms = cfg->retry.base_ms,
+	    .retry_cap_ms = cfg->retry.cap_ms,
+	};
 	int lease_given = w->lease_ms >= 0;
 
-	if (w->concurrency < 0)
-		w->concurrency = cfg->worker.concurrency;
-	if (w->batch < 0)
-		w->batch = cfg->worker.batch > 0 ? cfg->worker.batch : w->concurrency;
+	pd_engine_cfg_settle(&w->engine, &file);
 	if (w->lease_ms < 0)
 		w->lease_ms = cfg->worker.lease_ms;
 	if (w->heartbeat_ms < 0)
 		w->heartbeat_ms = cfg->worker.heartbeat_ms >= 0 && !lease_given
 				      ? cfg->worker.heartbeat_ms
 				      : w->lease_ms / 3;
-	if (w->poll_ms < 0)
-		w->poll_ms = cfg->worker.poll_ms;
-	if (w->drain_ms < 0)
-		w->drain_ms = cfg->worker.drain_timeout_ms;
-	if (w->grace_ms < 0)
-		w->grace_ms = cfg->worker.kill_grace_ms;
 	if (w->result_limit < 0)
 		w->result_limit = cfg->worker.result_limit;
-	if (w->retry_base_ms < 0)
-		w->retry_base_ms = cfg->retry.base_ms;
-	if (w->retry_cap_ms < 0)
-		w->retry_cap_ms = cfg->retry.cap_ms;
 	if (w->reap < 0)
 		w->reap = cfg->worker.reap;
 	if (w->nqueues == 0)
@@ -130,7 +126,7 @@ int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struc
 		return pd_errf(e, PD_EX_USAGE,
 			       "the heartbeat (%lldms) must be shorter than the lease (%lldms)",
 			       w->heartbeat_ms, w->lease_ms);
-	if (w->poll_ms <= 0)
+	if (w->engine.poll_ms <= 0)
 		return pd_errf(e, PD_EX_USAGE, "the poll interval must be longer than 0");
 	return 0;
 }
@@ -273,7 +269,7 @@ static void average(long long *avg, long long sample)
 /* How many ready jobs to hold (see struct worker). */
 static int prefetch_depth(const struct worker *w)
 {
-	long long conc = w->cfg->concurrency, d;
+	long long conc = w->cfg->engine.concurrency, d;
 
 	if (w->rtt_us == 0 || w->run_us == 0)
 		return 0;
@@ -338,6 +334,31 @@ static void ready_drop(struct worker *w, int k)
 	w->nready--;
 }
 
+/* The result of a handler that exited 0: its stdout, as JSON or else as a JSON string. */
+static void result_of(struct pd_pool_exit *ex, struct pd_outcome *o)
+{
+	struct pd_json j = PD_JSON_INIT;
+	struct pd_err ignore = PD_ERR_INIT;
+
+	o->result_truncated = ex->out_truncated;
+	if (ex->out.len == 0)
+		return;
+	if (!ex->out_truncated && pd_json_parse(&j, ex->out.data, ex->out.len, &ignore) == 0) {
+		o->result = ex->out.data;
+	} else {
+		struct pd_buf clean = PD_BUF_INIT, quoted = PD_BUF_INIT;
+
+		pd_utf8_sanitize(&clean, pd_buf_str(&ex->out), ex->out.len);
+		pd_json_quote(&quoted, pd_buf_str(&clean), clean.len);
+		pd_buf_release(&clean);
+		pd_buf_release(&ex->out);
+		ex->out = quoted;
+		o->result = ex->out.data;
+		o->result_is_text = 1;
+	}
+	pd_json_release(&j);
+}
+
 /*
  * The outcome of finished job f (DESIGN.md, the handler contract).
  * Strings point into f: valid until it is released.
@@ -355,45 +376,19 @@ static void outcome_of(struct worker *w, struct finished *f, struct pd_job_outco
 	o->outcome = pd_exit_class_name(ex->cls);
 	o->stderr_tail = ex->tail.len ? ex->tail.data : NULL;
 	o->error = ex->error.len ? ex->error.data : NULL;
-	switch (ex->cls) {
-	case PD_EXIT_OK:
-		o->kind = PD_FINISH_SUCCEEDED;
-		o->result_truncated = ex->out_truncated;
-		if (ex->out.len > 0) {
-			struct pd_json j = PD_JSON_INIT;
-			struct pd_err ignore = PD_ERR_INIT;
-
-			if (!ex->out_truncated &&
-			    pd_json_parse(&j, ex->out.data, ex->out.len, &ignore) == 0) {
-				o->result = ex->out.data;
-			} else {
-				struct pd_buf clean = PD_BUF_INIT, quoted = PD_BUF_INIT;
-
-				pd_utf8_sanitize(&clean, pd_buf_str(&ex->out), ex->out.len);
-				pd_json_quote(&quoted, pd_buf_str(&clean), clean.len);
-				pd_buf_release(&clean);
-				pd_buf_release(&ex->out);
-				ex->out = quoted;
-				o->result = ex->out.data;
-				o->result_is_text = 1;
-			}
-			pd_json_release(&j);
-		}
+	o->kind = pd_exit_verdict(ex->cls);
+	switch (o->kind) {
+	case PD_VERDICT_DONE:
+		result_of(ex, o);
 		break;
-	case PD_EXIT_TERMINAL:
-		o->kind = PD_FINISH_DEAD;
+	case PD_VERDICT_RETRY:
+		o->backoff_ms = pd_backoff_ms(&w->d.rng, w->cfg->engine.retry_base_ms,
+					      w->cfg->engine.retry_cap_ms, f->job.attempt);
+		break;
+	case PD_VERDICT_DEAD:
 		o->dead_reason = "terminal exit code";
 		break;
-	case PD_EXIT_DRAINED:
-		o->kind = PD_FINISH_RELEASE;
-		break;
-	case PD_EXIT_FAILED:
-	case PD_EXIT_TIMEOUT:
-	case PD_EXIT_NOT_STARTED:
-	case PD_EXIT_LEASE_LOST:
-		o->kind = PD_FINISH_RETRY;
-		o->backoff_ms = pd_backoff_ms(&w->d.rng, w->cfg->retry_base_ms,
-					      w->cfg->retry_cap_ms, f->job.attempt);
+	case PD_VERDICT_RELEASE:
 		break;
 	}
 }
@@ -441,7 +436,7 @@ static void ready_release(const struct pd_claimed *j, struct pd_job_outcome *x)
 	memset(x, 0, sizeof(*x));
 	x->id = j->id;
 	x->token = j->token;
-	x->o.kind = PD_FINISH_RELEASE;
+	x->o.kind = PD_VERDICT_RELEASE;
 	x->o.outcome = pd_exit_class_name(PD_EXIT_DRAINED);
 	x->o.exit_code = -1;
 }
@@ -546,8 +541,8 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 	depth = prefetch_depth(w);
 	if (want_claim(w, now) && free_now + depth > 0) {
 		s->claim = free_now + depth;
-		if (s->claim > w->cfg->batch)
-			s->claim = (int)w->cfg->batch;
+		if (s->claim > w->cfg->engine.batch)
+			s->claim = (int)w->cfg->engine.batch;
 		s->claim_start = depth == 0 && w->nready == 0;
 	}
 	if (nstart + nout + nlost == 0 && !s->beat && s->claim == 0) {
@@ -576,7 +571,7 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 	w->flight = b;
 	if (s->claim > 0) {
 		w->wake = 0;
-		w->next_claim = now + w->cfg->poll_ms;
+		w->next_claim = now + w->cfg->engine.poll_ms;
 	}
 	if (s->beat)
 		w->next_beat = now + w->cfg->heartbeat_ms;
@@ -757,15 +752,14 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 	static const char *any[] = {"*"};
 	struct worker *w = d->ctx;
 
+	(void)first;
 	if (w->flight)
 		batch_failed(w); /* sent on the old connection: its start records go again */
 	if (pd_worker_register(d->db, w->d.id, w->d.host, (int)getpid(), w->cfg->queues,
 			       w->cfg->nqueues, w->types ? w->types : any, w->types ? w->ntypes : 1,
-			       (int)w->cfg->concurrency, e) < 0)
+			       (int)w->cfg->engine.concurrency, e) < 0)
 		return -1;
 	w->wake = 1;
-	pd_log(first ? PD_LOG_DEBUG : PD_LOG_INFO, first ? "connected" : "reconnected", "worker=%s",
-	       w->d.id);
 	return 0;
 }
 
@@ -827,7 +821,13 @@ static void on_notify(struct pd_daemon *d, const char *channel, const char *payl
 			w->wake = 1;
 }
 
+static const char *const worker_channels[] = {"pendulum_jobs", NULL};
+
 static const struct pd_daemon_ops worker_ops = {
+    .name = "worker",
+    .listen = worker_channels,
+    .work = "jobs",
+    .children = "handlers",
     .on_connect = on_connect,
     .on_tick = on_tick,
     .deadline = deadline,
@@ -836,7 +836,6 @@ static const struct pd_daemon_ops worker_ops = {
 
 int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_err *e)
 {
-	static const char *const channels[] = {"pendulum_jobs", NULL};
 	struct worker w;
 	int rc;
 
@@ -853,26 +852,17 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 		}
 		w.types[w.ntypes++] = cfg->handlers[i].name;
 	}
-	pd_pool_init(&w.pool, (int)cfg->concurrency, (size_t)cfg->result_limit, cfg->grace_ms,
-		     "handler stderr");
-	w.jobs = pd_xcalloc((size_t)cfg->concurrency, sizeof(*w.jobs));
-	w.started = pd_xcalloc((size_t)cfg->concurrency, sizeof(*w.started));
-	w.ready = pd_xcalloc((size_t)cfg->concurrency * 2, sizeof(*w.ready));
-	w.d.name = "worker";
-	w.d.db = db;
-	w.d.listen = channels;
-	w.d.ops = &worker_ops;
-	w.d.ctx = &w;
-	w.d.pool = &w.pool;
-	w.d.drain_ms = cfg->drain_ms;
-	w.d.work = "jobs";
-	w.d.children = "handlers";
-	w.d.until_idle = cfg->until_idle;
+	pd_pool_init(&w.pool, (int)cfg->engine.concurrency, (size_t)cfg->result_limit,
+		     cfg->engine.grace_ms, "handler stderr");
+	w.jobs = pd_xcalloc((size_t)cfg->engine.concurrency, sizeof(*w.jobs));
+	w.started = pd_xcalloc((size_t)cfg->engine.concurrency, sizeof(*w.started));
+	w.ready = pd_xcalloc((size_t)cfg->engine.concurrency * 2, sizeof(*w.ready));
+	pd_daemon_init(&w.d, &worker_ops, db, &w, &w.pool, &cfg->engine);
 	rc = pd_daemon_open(&w.d, e);
 	if (rc == 0) {
 		pd_log(PD_LOG_INFO, "worker started",
-		       "worker=%s concurrency=%lld queues=%d handlers=%d", w.d.id, cfg->concurrency,
-		       cfg->nqueues, cfg->nhandlers);
+		       "worker=%s concurrency=%lld queues=%d handlers=%d", w.d.id,
+		       cfg->engine.concurrency, cfg->nqueues, cfg->nhandlers);
 		rc = pd_daemon_run(&w.d, e);
 		/* Release what the drain stopped (or what is left after an error). */
 		if (pd_daemon_up(&w.d)) {

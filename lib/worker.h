@@ -16,6 +16,7 @@
 #define PD_WORKER_H
 
 #include "config.h"
+#include "daemon.h"
 #include "db.h"
 #include "handler.h"
 
@@ -27,12 +28,11 @@ struct pd_worker_cfg {
 	int nqueues;
 	const struct pd_handler *handlers; /* the first match for a type wins */
 	int nhandlers;
-	long long concurrency, batch;
-	long long lease_ms, heartbeat_ms, poll_ms, drain_ms, grace_ms;
+	struct pd_engine_cfg
+	    engine; /* until_idle: exit once nothing is runnable and nothing runs */
+	long long lease_ms, heartbeat_ms;
 	long long result_limit; /* bytes of stdout kept as the result */
-	long long retry_base_ms, retry_cap_ms;
-	int reap;	/* give back expired leases too */
-	int until_idle; /* exit once nothing is runnable and nothing runs */
+	int reap;		/* give back expired leases too */
 };
 
 /* Every field unset. */

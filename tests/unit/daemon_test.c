@@ -59,8 +59,10 @@ static int deadline_done(struct pd_daemon *d)
 
 static void test_deadlines(void)
 {
-	static const struct pd_daemon_ops ops = {
-	    .on_tick = deadline_tick, .deadline = deadline_next, .finished = deadline_done};
+	static const struct pd_daemon_ops ops = {.name = "test",
+						 .on_tick = deadline_tick,
+						 .deadline = deadline_next,
+						 .finished = deadline_done};
 	struct engine g;
 	struct pd_daemon d;
 	struct pd_err e = PD_ERR_INIT;
@@ -68,10 +70,7 @@ static void test_deadlines(void)
 	int late = 0, order = 1;
 
 	memset(&g, 0, sizeof(g));
-	memset(&d, 0, sizeof(d));
-	d.name = "test";
-	d.ops = &ops;
-	d.ctx = &g;
+	pd_daemon_init(&d, &ops, NULL, &g, NULL, NULL);
 	ok(pd_daemon_open(&d, &e) == 0, "open without a database");
 	start = pd_now_ms();
 	for (int i = 0; i < NDEADLINES; i++)
@@ -157,9 +156,7 @@ static void test_signals(void)
 	struct pd_err e = PD_ERR_INIT;
 
 	memset(&g, 0, sizeof(g));
-	memset(&d, 0, sizeof(d));
-	d.ops = &ops;
-	d.ctx = &g;
+	pd_daemon_init(&d, &ops, NULL, &g, NULL, NULL);
 	ok(pd_daemon_open(&d, &e) == 0, "open");
 	ok(pd_daemon_run(&d, &e) == 0, "run until two stop signals");
 	is_int(g.reloads, 1, "SIGHUP: on_reload once");
