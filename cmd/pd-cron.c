@@ -523,10 +523,9 @@ static const struct command *find(const char *name)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"config", required_argument, NULL, 'c'}, {"database", required_argument, NULL, 'd'},
-	    {"json", no_argument, NULL, 'j'},	      {"quiet", no_argument, NULL, 'q'},
-	    {"verbose", no_argument, NULL, 'v'},      {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+	    {"json", no_argument, NULL, 'j'},
+	    PD_APP_LONG_OPTIONS,
+	    {NULL, 0, NULL, 0},
 	};
 	struct pd_err e = PD_ERR_INIT;
 	struct pd_app a;
@@ -536,29 +535,14 @@ int main(int argc, char **argv)
 	pd_app_init(&a);
 	while ((ch = getopt_long(argc, argv, "+:c:d:qvhV", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'c':
-			a.config_path = optarg;
-			break;
-		case 'd':
-			a.database = optarg;
-			break;
 		case 'j':
 			a.json = 1;
 			break;
-		case 'q':
-			a.verbosity--;
-			break;
-		case 'v':
-			a.verbosity++;
-			break;
-		case 'h':
-			help();
-			return pd_cli_finish_stdout();
-		case 'V':
-			pd_cli_version();
-			return pd_cli_finish_stdout();
 		default:
-			return pd_cli_bad_option(SYNOPSIS, ch, argv);
+			if ((rc = pd_app_option(&a, NULL, ch, optarg, help, SYNOPSIS, argv, &e)) !=
+			    0)
+				return pd_app_parse_exit(rc, SYNOPSIS, &e);
+			break;
 		}
 	}
 	if (optind >= argc)

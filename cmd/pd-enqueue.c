@@ -415,7 +415,7 @@ static int print_rows(struct pd_db *db, const long long *ids, int n, struct pd_e
 static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, struct pd_err *e)
 {
 	enum {
-		O_RUN_AT = 256,
+		O_RUN_AT = PD_APP_OPT_OWN,
 		O_DELAY,
 		O_MAX,
 		O_TIMEOUT,
@@ -441,15 +441,11 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 	    {"ndjson", no_argument, NULL, O_NDJSON},
 	    {"json", no_argument, NULL, O_JSON},
 	    {"wait", no_argument, NULL, O_WAIT},
-	    {"config", required_argument, NULL, 'c'},
-	    {"database", required_argument, NULL, 'd'},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
+	    PD_APP_LONG_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
 	struct pd_jobspec *s = &o->spec;
-	int ch;
+	int ch, rc;
 
 	while ((ch = getopt_long(argc, argv, ":t:q:p:k:c:d:vhV", opts, NULL)) != -1) {
 		switch (ch) {
@@ -511,24 +507,13 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 		case O_WAIT:
 			o->wait = 1;
 			break;
-		case 'c':
-			a->config_path = optarg;
-			break;
-		case 'd':
-			a->database = optarg;
-			break;
-		case 'v':
-			a->verbosity++;
-			break;
-		case 'h':
-			help();
-			return 1;
-		case 'V':
-			pd_cli_version();
-			return 1;
 		default:
-			pd_cli_bad_option(SYNOPSIS, ch, argv);
-			return e->code = PD_EX_USAGE, -2;
+			rc = pd_app_option(a, NULL, ch, optarg, help, SYNOPSIS, argv, e);
+			if (rc == 2)
+				return e->code = PD_EX_USAGE, -2;
+			if (rc != 0)
+				return rc;
+			break;
 		}
 	}
 	s->after = o->after;

@@ -33,16 +33,11 @@ static void help(void)
 
 int main(int argc, char **argv)
 {
-	enum { O_INTERVAL = 256, O_ONCE };
+	enum { O_INTERVAL = PD_APP_OPT_OWN, O_ONCE };
 	static const struct option opts[] = {
 	    {"interval", required_argument, NULL, O_INTERVAL},
 	    {"once", no_argument, NULL, O_ONCE},
-	    {"config", required_argument, NULL, 'c'},
-	    {"database", required_argument, NULL, 'd'},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
+	    PD_APP_LONG_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
 	struct pd_err e = PD_ERR_INIT;
@@ -66,26 +61,11 @@ int main(int argc, char **argv)
 		case O_ONCE:
 			r.once = 1;
 			break;
-		case 'c':
-			a.config_path = optarg;
-			break;
-		case 'd':
-			a.database = optarg;
-			break;
-		case 'q':
-			a.verbosity--;
-			break;
-		case 'v':
-			a.verbosity++;
-			break;
-		case 'h':
-			help();
-			return pd_cli_finish_stdout();
-		case 'V':
-			pd_cli_version();
-			return pd_cli_finish_stdout();
 		default:
-			return pd_cli_bad_option(SYNOPSIS, ch, argv);
+			if ((rc = pd_app_option(&a, NULL, ch, optarg, help, SYNOPSIS, argv, &e)) !=
+			    0)
+				return pd_app_parse_exit(rc, SYNOPSIS, &e);
+			break;
 		}
 	}
 	if (optind < argc)

@@ -120,12 +120,8 @@ static int parse_args(struct pd_relay_cfg *r, struct pd_app *app, int argc, char
 			r->once = 1;
 			break;
 		default:
-			if ((rc = pd_app_engine_option(&r->engine, ch, optarg, e)) != 0) {
-				if (rc < 0)
-					return -1;
-				break;
-			}
-			if ((rc = pd_app_option(app, ch, optarg, help, SYNOPSIS, argv)) != 0)
+			if ((rc = pd_app_option(app, &r->engine, ch, optarg, help, SYNOPSIS, argv,
+						e)) != 0)
 				return rc;
 			break;
 		}

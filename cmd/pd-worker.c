@@ -136,12 +136,8 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 			w->reap = 0;
 			break;
 		default:
-			if ((rc = pd_app_engine_option(&w->engine, ch, optarg, e)) != 0) {
-				if (rc < 0)
-					return -1;
-				break;
-			}
-			if ((rc = pd_app_option(app, ch, optarg, help, SYNOPSIS, argv)) != 0)
+			if ((rc = pd_app_option(app, &w->engine, ch, optarg, help, SYNOPSIS, argv,
+						e)) != 0)
 				return rc;
 			break;
 		}

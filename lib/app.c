@@ -6,9 +6,33 @@
 #include "log.h"
 #include "migrate.h"
 
-int pd_app_option(struct pd_app *a, int ch, const char *arg, void (*help)(void),
-		  const char *synopsis, char **argv)
+/* An engine option into c: 1 taken, 0 not one, -1 a bad value. */
+static int engine_option(struct pd_engine_cfg *c, int ch, const char *arg, struct pd_err *e)
 {
+	switch (ch) {
+	case 'n':
+		return pd_cli_int("--concurrency", arg, 1, 1024, &c->concurrency, e) < 0 ? -1 : 1;
+	case PD_APP_OPT_BATCH:
+		return pd_cli_int("--batch", arg, 1, 1000, &c->batch, e) < 0 ? -1 : 1;
+	case PD_APP_OPT_POLL:
+		return pd_cli_dur("--poll", arg, &c->poll_ms, e) < 0 ? -1 : 1;
+	case PD_APP_OPT_DRAIN:
+		return pd_cli_dur("--drain-timeout", arg, &c->drain_ms, e) < 0 ? -1 : 1;
+	case PD_APP_OPT_IDLE:
+		c->until_idle = 1;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int pd_app_option(struct pd_app *a, struct pd_engine_cfg *engine, int ch, const char *arg,
+		  void (*help)(void), const char *synopsis, char **argv, struct pd_err *e)
+{
+	int rc = engine ? engine_option(engine, ch, arg, e) : 0;
+
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
 	switch (ch) {
 	case 'c':
 		a->config_path = arg;
@@ -16,6 +40,7 @@ int pd_app_option(struct pd_app *a, int ch, const char *arg, void (*help)(void),
 	case 'd':
 		a->database = arg;
 		return 0;
+	case 'q':
 	case PD_APP_OPT_QUIET:
 		a->verbosity--;
 		return 0;
@@ -32,32 +57,6 @@ int pd_app_option(struct pd_app *a, int ch, const char *arg, void (*help)(void),
 		pd_cli_bad_option(synopsis, ch, argv);
 		return 2;
 	}
-}
-
-int pd_app_engine_option(struct pd_engine_cfg *c, int ch, const char *arg, struct pd_err *e)
-{
-	int rc = 1;
-
-	switch (ch) {
-	case 'n':
-		rc = pd_cli_int("--concurrency", arg, 1, 1024, &c->concurrency, e);
-		break;
-	case PD_APP_OPT_BATCH:
-		rc = pd_cli_int("--batch", arg, 1, 1000, &c->batch, e);
-		break;
-	case PD_APP_OPT_POLL:
-		rc = pd_cli_dur("--poll", arg, &c->poll_ms, e);
-		break;
-	case PD_APP_OPT_DRAIN:
-		rc = pd_cli_dur("--drain-timeout", arg, &c->drain_ms, e);
-		break;
-	case PD_APP_OPT_IDLE:
-		c->until_idle = 1;
-		break;
-	default:
-		return 0;
-	}
-	return rc < 0 ? -1 : 1;
 }
 
 int pd_app_parse_exit(int rc, const char *synopsis, const struct pd_err *e)

@@ -7,7 +7,6 @@
 #define PD_APP_H
 
 #include "config.h"
-#include "daemon.h"
 #include "db.h"
 
 struct pd_app {
@@ -49,20 +48,16 @@ enum {
 	}
 
 /*
- * Take getopt's ch into c if it is one of PD_APP_ENGINE_LONG_OPTIONS: -n N,
- * --batch N, --poll DURATION, --drain-timeout DURATION, --until-idle.
- * Returns 1 taken, 0 not one of them, -1 with e filled (a bad value: 64).
+ * Take getopt's ch if it is an option the daemons share: with engine, the
+ * PD_APP_ENGINE_LONG_OPTIONS (-n N, --batch N, --poll DURATION,
+ * --drain-timeout DURATION, --until-idle) into it; always -c FILE,
+ * -d CONNINFO, --quiet (or -q), -v, -h (help is called), -V. Anything else is
+ * reported as a bad option under synopsis. Returns 0 (taken), 1 (help or
+ * version printed: exit 0), 2 (a bad option, reported: exit 64) or -1 (a bad
+ * value: e filled, 64); for parse_args to return when not 0.
  */
-int pd_app_engine_option(struct pd_engine_cfg *c, int ch, const char *arg, struct pd_err *e);
-
-/*
- * Take getopt's ch if it is one every daemon shares: -c FILE, -d CONNINFO,
- * --quiet, -v, -h (help is called), -V; anything else is reported as a bad
- * option under synopsis. Returns 0 (taken), 1 (help or version printed:
- * exit 0) or 2 (a bad option: exit 64), for parse_args to return.
- */
-int pd_app_option(struct pd_app *a, int ch, const char *arg, void (*help)(void),
-		  const char *synopsis, char **argv);
+int pd_app_option(struct pd_app *a, struct pd_engine_cfg *engine, int ch, const char *arg,
+		  void (*help)(void), const char *synopsis, char **argv, struct pd_err *e);
 
 /*
  * The exit code after parse_args returned rc (not 0): 1 after help or

@@ -30,29 +30,48 @@ static void free_strv(char **v)
 	free(v);
 }
 
+void pd_engine_cfg_init(struct pd_engine_cfg *c)
+{
+	c->concurrency = c->batch = c->poll_ms = c->drain_ms = c->grace_ms = -1;
+	c->until_idle = 0;
+}
+
+void pd_engine_cfg_settle(struct pd_engine_cfg *c, const struct pd_engine_cfg *file)
+{
+	long long *mine[] = {&c->concurrency, &c->poll_ms, &c->drain_ms, &c->grace_ms};
+	const long long theirs[] = {file->concurrency, file->poll_ms, file->drain_ms,
+				    file->grace_ms};
+
+	for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
+		if (*mine[i] < 0)
+			*mine[i] = theirs[i];
+	if (c->batch < 0)
+		c->batch = file->batch > 0 ? file->batch : c->concurrency;
+}
+
 void pd_config_init(struct pd_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->log_level = -1;
-	c->worker.concurrency = 4;
+	c->worker.engine.concurrency = 4;
 	c->worker.lease_ms = 30000;
 	c->worker.heartbeat_ms = -1; /* a third of the lease */
-	c->worker.poll_ms = 1000;
-	c->worker.drain_timeout_ms = 30000;
-	c->worker.kill_grace_ms = 5000;
-	c->worker.batch = 0;
+	c->worker.engine.poll_ms = 1000;
+	c->worker.engine.drain_ms = 30000;
+	c->worker.engine.grace_ms = 5000;
+	c->worker.engine.batch = 0;
 	c->worker.reap = 1;
 	c->worker.result_limit = 1048576;
 	c->retry.base_ms = 1000;
 	c->retry.cap_ms = 3600000;
 	c->reaper.interval_ms = 5000;
-	c->relay.concurrency = 4;
-	c->relay.batch = 0;
+	c->relay.engine.concurrency = 4;
+	c->relay.engine.batch = 0;
 	c->relay.visibility_ms = 60000;
-	c->relay.poll_ms = 1000;
+	c->relay.engine.poll_ms = 1000;
 	c->relay.timeout_ms = 30000;
-	c->relay.drain_timeout_ms = 30000;
-	c->relay.kill_grace_ms = 5000;
+	c->relay.engine.drain_ms = 30000;
+	c->relay.engine.grace_ms = 5000;
 }
 
 void pd_config_release(struct pd_config *c)
@@ -224,15 +243,15 @@ static int dec_queues(struct pd_config *c, const struct pd_ynode *n, struct pd_e
 
 static const struct field worker_fields[] = {
     {"queues", F_FN, 0, 0, 0, dec_queues},
-    {"concurrency", F_INT, OFF(worker.concurrency), 1, 1024, NULL},
+    {"concurrency", F_LLONG, OFF(worker.engine.concurrency), 1, 1024, NULL},
     {"lease", F_DUR, OFF(worker.lease_ms), 1, DUR_MAX, NULL},
     {"heartbeat", F_DUR, OFF(worker.heartbeat_ms), 1, DUR_MAX, NULL},
-    {"poll", F_DUR, OFF(worker.poll_ms), 1, DUR_MAX, NULL},
-    {"drain_timeout", F_DUR, OFF(worker.drain_timeout_ms), 0, DUR_MAX, NULL},
-    {"batch", F_INT, OFF(worker.batch), 1, 1000, NULL},
+    {"poll", F_DUR, OFF(worker.engine.poll_ms), 1, DUR_MAX, NULL},
+    {"drain_timeout", F_DUR, OFF(worker.engine.drain_ms), 0, DUR_MAX, NULL},
+    {"batch", F_LLONG, OFF(worker.engine.batch), 1, 1000, NULL},
     {"reap", F_BOOL, OFF(worker.reap), 0, 0, NULL},
     {"result_limit", F_LLONG, OFF(worker.result_limit), 1, 1073741824, NULL},
-    {"kill_grace", F_DUR, OFF(worker.kill_grace_ms), 0, DUR_MAX, NULL},
+    {"kill_grace", F_DUR, OFF(worker.engine.grace_ms), 0, DUR_MAX, NULL},
 };
 
 static const struct field retry_fields[] = {
@@ -414,13 +433,13 @@ static int dec_relay_topics(struct pd_config *c, const struct pd_ynode *n, struc
 }
 
 static const struct field relay_fields[] = {
-    {"concurrency", F_INT, OFF(relay.concurrency), 1, 1024, NULL},
-    {"batch", F_INT, OFF(relay.batch), 1, 1000, NULL},
+    {"concurrency", F_LLONG, OFF(relay.engine.concurrency), 1, 1024, NULL},
+    {"batch", F_LLONG, OFF(relay.engine.batch), 1, 1000, NULL},
     {"visibility", F_DUR, OFF(relay.visibility_ms), 1, DUR_MAX, NULL},
-    {"poll", F_DUR, OFF(relay.poll_ms), 1, DUR_MAX, NULL},
+    {"poll", F_DUR, OFF(relay.engine.poll_ms), 1, DUR_MAX, NULL},
     {"timeout", F_DUR, OFF(relay.timeout_ms), 1, DUR_MAX, NULL},
-    {"drain_timeout", F_DUR, OFF(relay.drain_timeout_ms), 0, DUR_MAX, NULL},
-    {"kill_grace", F_DUR, OFF(relay.kill_grace_ms), 0, DUR_MAX, NULL},
+    {"drain_timeout", F_DUR, OFF(relay.engine.drain_ms), 0, DUR_MAX, NULL},
+    {"kill_grace", F_DUR, OFF(relay.engine.grace_ms), 0, DUR_MAX, NULL},
     {"topics", F_FN, 0, 0, 0, dec_relay_topics},
 };
 

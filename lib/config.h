@@ -18,6 +18,23 @@
 
 #define PD_CONFIG_DEFAULT_PATH "/etc/pendulum/pendulum.yaml"
 
+/*
+ * What the worker: and relay: sections share, and the flags of pd-worker and
+ * pd-relay that override them. -1: unset (pd_engine_cfg_init).
+ */
+struct pd_engine_cfg {
+	long long concurrency; /* children at once */
+	long long batch;       /* most claimed at once; 0 in the file: the concurrency */
+	long long poll_ms;     /* claim this often without a notification */
+	long long drain_ms;    /* drain_timeout: how long children may finish on SIGTERM */
+	long long grace_ms;    /* kill_grace: SIGTERM to SIGKILL for a child stopped */
+	int until_idle;	       /* a flag only: end once idle and nothing runs */
+};
+
+struct pd_retry_cfg {
+	long long base_ms, cap_ms; /* the backoff: base x 2^(attempt-1), jittered, capped */
+};
+
 struct pd_config {
 	char *path;	    /* file read, or NULL */
 	char *database_url; /* NULL unset */
@@ -25,22 +42,18 @@ struct pd_config {
 	struct {
 		char **queues; /* NULL-terminated, or NULL (unset) */
 		int nqueues;
-		int concurrency;
-		long long lease_ms, heartbeat_ms, poll_ms, drain_timeout_ms, kill_grace_ms;
-		int batch; /* 0: the same as concurrency */
+		struct pd_engine_cfg engine;
+		long long lease_ms, heartbeat_ms;
 		int reap;
 		long long result_limit; /* bytes */
 	} worker;
-	struct {
-		long long base_ms, cap_ms;
-	} retry;
+	struct pd_retry_cfg retry;
 	struct {
 		long long interval_ms;
 	} reaper;
 	struct {
-		int concurrency;
-		int batch; /* 0: the same as concurrency */
-		long long visibility_ms, poll_ms, timeout_ms, drain_timeout_ms, kill_grace_ms;
+		struct pd_engine_cfg engine;
+		long long visibility_ms, timeout_ms;
 		struct pd_handler *topics; /* relay.topics, in file order (no terminal codes) */
 		int ntopics;
 	} relay;
@@ -48,6 +61,12 @@ struct pd_config {
 	int nhandlers;
 	struct pd_ydoc doc; /* kept so later modules can read their own sections */
 };
+
+/* Every field unset. */
+void pd_engine_cfg_init(struct pd_engine_cfg *c);
+
+/* Fill c's unset fields from file's (a section of a loaded pd_config). */
+void pd_engine_cfg_settle(struct pd_engine_cfg *c, const struct pd_engine_cfg *file);
 
 /* Set the defaults: nothing to free yet. */
 void pd_config_init(struct pd_config *c);

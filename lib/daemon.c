@@ -36,7 +36,7 @@ int pd_daemon_db_failed(struct pd_daemon *d, const struct pd_err *e)
 /* LISTEN on every channel, then the engine's on_connect. */
 static int after_connect(struct pd_daemon *d, int first, struct pd_err *e)
 {
-	for (const char *const *ch = d->ops->listen; ch && *ch; ch++) {
+	for (const char *const *ch = d->ops->kind.listen; ch && *ch; ch++) {
 		struct pd_buf q = PD_BUF_INIT;
 		char *id = PQescapeIdentifier(d->db->conn, *ch, strlen(*ch));
 		int rc;
@@ -54,8 +54,10 @@ static int after_connect(struct pd_daemon *d, int first, struct pd_err *e)
 	if (d->ops->on_connect && d->ops->on_connect(d, first, e) < 0)
 		return -1;
 	pd_link_up(&d->link);
+	d->next_period = pd_now_ms(); /* things may have changed while the link was down */
+	d->wake = 1;		      /* what was notified while the link was down is not known */
 	pd_log(first ? PD_LOG_DEBUG : PD_LOG_INFO, first ? "connected" : "reconnected", "%s=%s",
-	       d->ops->name ? d->ops->name : "daemon", d->id);
+	       d->ops->kind.name ? d->ops->kind.name : "daemon", d->id);
 	return 0;
 }
 
@@ -70,27 +72,6 @@ static int reconnect(struct pd_daemon *d, struct pd_err *e)
 		return 0;
 	}
 	return 0;
-}
-
-void pd_engine_cfg_init(struct pd_engine_cfg *c)
-{
-	c->concurrency = c->batch = c->poll_ms = c->drain_ms = c->grace_ms = -1;
-	c->retry_base_ms = c->retry_cap_ms = -1;
-	c->until_idle = 0;
-}
-
-void pd_engine_cfg_settle(struct pd_engine_cfg *c, const struct pd_engine_cfg *file)
-{
-	long long *mine[] = {&c->concurrency, &c->poll_ms,	 &c->drain_ms,
-			     &c->grace_ms,    &c->retry_base_ms, &c->retry_cap_ms};
-	const long long theirs[] = {file->concurrency, file->poll_ms,	    file->drain_ms,
-				    file->grace_ms,    file->retry_base_ms, file->retry_cap_ms};
-
-	for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
-		if (*mine[i] < 0)
-			*mine[i] = theirs[i];
-	if (c->batch < 0)
-		c->batch = file->batch > 0 ? file->batch : c->concurrency;
 }
 
 void pd_daemon_init(struct pd_daemon *d, const struct pd_daemon_ops *ops, struct pd_db *db,
@@ -117,6 +98,7 @@ int pd_daemon_open(struct pd_daemon *d, struct pd_err *e)
 	d->notified = 0;
 	d->passes = 0;
 	d->open_ms = pd_now_ms();
+	d->next_period = d->open_ms;
 	d->phase = PD_DAEMON_SERVING;
 	d->drain_deadline = -1;
 	gethostname(d->host, sizeof(d->host) - 1);
@@ -150,8 +132,8 @@ static int deliver_notifies(struct pd_daemon *d)
 	int n = 0;
 
 	while (pd_daemon_up(d) && (nt = PQnotifies(d->db->conn)) != NULL) {
-		if (d->ops->on_notify)
-			d->ops->on_notify(d, nt->relname, nt->extra);
+		if (d->ops->on_notify == NULL || d->ops->on_notify(d, nt->relname, nt->extra))
+			d->wake = 1;
 		PQfreemem(nt);
 		n++;
 	}
@@ -166,11 +148,12 @@ static void log_stop(const struct pd_daemon *d, int sig)
 
 	if (d->stops > 1) {
 		snprintf(msg, sizeof(msg), "second signal: stopping %s now",
-			 d->ops->children ? d->ops->children : "children");
+			 d->ops->kind.children ? d->ops->kind.children : "children");
 		pd_log(PD_LOG_WARN, msg, "signal=%d", sig);
 		return;
 	}
-	snprintf(msg, sizeof(msg), "draining: no new %s", d->ops->work ? d->ops->work : "work");
+	snprintf(msg, sizeof(msg), "draining: no new %s",
+		 d->ops->kind.work ? d->ops->kind.work : "work");
 	pd_log(PD_LOG_INFO, msg, "signal=%d running=%d drain_timeout_ms=%lld", sig,
 	       pd_pool_busy(d->pool), d->drain_ms);
 }
@@ -243,6 +226,18 @@ static void pool_pass(struct pd_daemon *d, long long now)
 	}
 }
 
+/* on_period is due now: its next run is set a period on. */
+static int period_due(struct pd_daemon *d)
+{
+	long long now = pd_now_ms();
+
+	if (d->ops->on_period == NULL || d->period_ms <= 0 || (d->db && !pd_daemon_up(d)) ||
+	    now < d->next_period)
+		return 0;
+	d->next_period = now + d->period_ms;
+	return 1;
+}
+
 int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 {
 	int pool_fds = d->pool ? PD_PROC_MAX_FDS * d->pool->size : 0;
@@ -264,6 +259,10 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 			rc = -1;
 			break;
 		}
+		if (period_due(d) && d->ops->on_period(d, e) < 0) {
+			rc = -1;
+			break;
+		}
 		d->notified = 0;
 		again = deliver_notifies(d) > 0; /* arrived during the engine's queries */
 		if (finished(d))
@@ -281,6 +280,8 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 		if (d->ops->pollfds)
 			nfds += d->ops->pollfds(d, fds + nfds, cap - nfds);
 		deadline = d->ops->deadline ? d->ops->deadline(d) : -1;
+		if (d->ops->on_period && d->period_ms > 0 && (d->db == NULL || pd_daemon_up(d)))
+			deadline = pd_deadline_min(deadline, d->next_period);
 		if (d->pool) {
 			deadline = pd_deadline_min(deadline, pd_pool_deadline(d->pool));
 			if (d->phase == PD_DAEMON_DRAINING)

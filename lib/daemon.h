@@ -33,6 +33,7 @@
 
 #include <poll.h>
 
+#include "config.h"
 #include "db.h"
 #include "link.h"
 #include "pool.h"
@@ -47,13 +48,17 @@ enum pd_daemon_phase {
 	PD_DAEMON_STOPPING, /* the drain deadline passed: the children were stopped */
 };
 
-/* What a kind of daemon is, and what its engine does on the loop's events. Every hook may be NULL.
- */
-struct pd_daemon_ops {
+/* What a kind of daemon is called, and listens to. */
+struct pd_daemon_kind {
 	const char *name;	   /* for log lines: "worker", "relay", ... */
 	const char *const *listen; /* channels to LISTEN on, NULL-terminated, or NULL */
 	const char *work;	   /* for the drain's log lines: "jobs", "messages" */
 	const char *children;	   /* "handlers", "publish commands" */
+};
+
+/* A kind of daemon, and what its engine does on the loop's events. Every hook may be NULL. */
+struct pd_daemon_ops {
+	struct pd_daemon_kind kind;
 	/*
 	 * Connected (first: at open; else after a reconnect), LISTEN done.
 	 * Returns 0, or -1 with e filled: fatal when first or when e's code is
@@ -62,6 +67,13 @@ struct pd_daemon_ops {
 	int (*on_connect)(struct pd_daemon *d, int first, struct pd_err *e);
 	/* Do what is due at now (monotonic ms). -1 with e filled: the loop ends with e. */
 	int (*on_tick)(struct pd_daemon *d, long long now, struct pd_err *e);
+	/*
+	 * With period_ms: the periodic work, run while connected (always
+	 * without a database), first at once after open and each reconnect,
+	 * then every period_ms (after on_tick in the same pass). -1 with e
+	 * filled: the loop ends with e.
+	 */
+	int (*on_period)(struct pd_daemon *d, struct pd_err *e);
 	/* The monotonic ms at which on_tick must run again; -1: only on an event. */
 	long long (*deadline)(struct pd_daemon *d);
 	/* Descriptors to poll besides the daemon's own (at most max); how many. */
@@ -70,8 +82,11 @@ struct pd_daemon_ops {
 	void (*on_io)(struct pd_daemon *d, const struct pollfd *fds, int n);
 	/* SIGCHLD arrived: collect children. */
 	void (*on_child)(struct pd_daemon *d);
-	/* A notification on one of the LISTEN channels. */
-	void (*on_notify)(struct pd_daemon *d, const char *channel, const char *payload);
+	/*
+	 * A notification on one of the LISTEN channels: 1 if it may mean work
+	 * for this daemon (wake is set), 0 if not. NULL: every one may.
+	 */
+	int (*on_notify)(struct pd_daemon *d, const char *channel, const char *payload);
 	/* SIGTERM or SIGINT (after the drain moved on); count is 1 for the first, ... */
 	void (*on_stop)(struct pd_daemon *d, int sig, int count);
 	/* SIGHUP: reload (a later issue fills it in). */
@@ -92,7 +107,10 @@ struct pd_daemon {
 	struct pd_pool *pool; /* the engine's children, or NULL */
 	long long drain_ms;   /* how long children may finish after the first stop signal */
 	int until_idle;	      /* end once idle and nothing runs */
+	long long period_ms;  /* > 0: on_period's interval */
 	int idle;	      /* set by the engine: its last look found no work */
+	int wake;	      /* set by the loop at each connect and on a notification that
+				 may mean work; the engine clears it when it looks */
 	/* state, for reading */
 	char host[64];	   /* gethostname */
 	char id[128];	   /* "host:pid:xxxx", unique among the daemons of a database */
@@ -101,34 +119,12 @@ struct pd_daemon {
 	long long drain_deadline; /* DRAINING: when the children are stopped; -1: never */
 	struct pd_link link;
 	int sigfd;
-	int stops;	   /* stop signals received */
-	int notified;	   /* notifications delivered since the last on_tick */
-	long long passes;  /* loop passes, for tests */
-	long long open_ms; /* pd_now_ms() at open */
+	int stops;	       /* stop signals received */
+	int notified;	       /* notifications delivered since the last on_tick */
+	long long passes;      /* loop passes, for tests */
+	long long open_ms;     /* pd_now_ms() at open */
+	long long next_period; /* monotonic ms: on_period's next run */
 };
-
-/*
- * What pd-worker and pd-relay share: the pool of children and the loop
- * around it. A field of -1 is unset (pd_engine_cfg_init) until settled.
- */
-struct pd_engine_cfg {
-	long long concurrency; /* children at once */
-	long long batch;       /* most work claimed at once */
-	long long poll_ms;     /* claim this often without a notification */
-	long long drain_ms;    /* how long children may finish after the first stop signal */
-	long long grace_ms;    /* SIGTERM to SIGKILL for a child that is stopped */
-	long long retry_base_ms, retry_cap_ms;
-	int until_idle; /* end once idle and nothing runs */
-};
-
-/* Every field unset. */
-void pd_engine_cfg_init(struct pd_engine_cfg *c);
-
-/*
- * Fill c's unset fields from file (the configuration file's values, each
- * set); a batch of 0 there means the concurrency.
- */
-void pd_engine_cfg_settle(struct pd_engine_cfg *c, const struct pd_engine_cfg *file);
 
 /*
  * Set d up for pd_daemon_open: a daemon of the kind ops on db (NULL: none)

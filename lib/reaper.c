@@ -1,6 +1,5 @@
 #include <string.h>
 
-#include "clock.h"
 #include "daemon.h"
 #include "log.h"
 #include "reap.h"
@@ -10,7 +9,6 @@ struct reaper {
 	const struct pd_reaper_cfg *cfg;
 	struct pd_reaper_stats *st;
 	struct pd_daemon d;
-	long long next_pass; /* monotonic ms: when the next pass starts */
 };
 
 void pd_reaper_cfg_init(struct pd_reaper_cfg *r)
@@ -37,25 +35,13 @@ static int pass(struct pd_db *db, struct pd_reaper_stats *st, int *requeued, int
 	return 0;
 }
 
-/* A pass at once after every (re)connect: leases may have expired meanwhile. */
-static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
-{
-	struct reaper *r = d->ctx;
-
-	(void)first;
-	(void)e;
-	r->next_pass = pd_now_ms();
-	return 0;
-}
-
-static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
+/* A pass, at once after every (re)connect (leases may have expired meanwhile), then every interval.
+ */
+static int on_period(struct pd_daemon *d, struct pd_err *e)
 {
 	struct reaper *r = d->ctx;
 	int requeued, dead;
 
-	if (!pd_daemon_up(d) || now < r->next_pass)
-		return 0;
-	r->next_pass = now + r->cfg->interval_ms;
 	if (pass(d->db, r->st, &requeued, &dead, e) < 0)
 		return pd_daemon_db_failed(d, e); /* lost: reconnect and pass again */
 	if (requeued || dead)
@@ -64,21 +50,8 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 	return 0;
 }
 
-/* The next pass while connected; while not, the loop's reconnect deadline. */
-static long long deadline(struct pd_daemon *d)
-{
-	struct reaper *r = d->ctx;
-
-	return pd_daemon_up(d) ? r->next_pass : -1;
-}
-
 /* No finished hook: without a pool the loop ends at the first stop signal. */
-static const struct pd_daemon_ops reaper_ops = {
-    .name = "reaper",
-    .on_connect = on_connect,
-    .on_tick = on_tick,
-    .deadline = deadline,
-};
+static const struct pd_daemon_ops reaper_ops = {.kind = {"reaper"}, .on_period = on_period};
 
 int pd_reaper_run(const struct pd_reaper_cfg *cfg, struct pd_db *db, struct pd_reaper_stats *st,
 		  struct pd_err *e)
@@ -93,6 +66,7 @@ int pd_reaper_run(const struct pd_reaper_cfg *cfg, struct pd_db *db, struct pd_r
 	r.cfg = cfg;
 	r.st = st;
 	pd_daemon_init(&r.d, &reaper_ops, db, &r, NULL, NULL);
+	r.d.period_ms = cfg->interval_ms;
 	rc = pd_daemon_open(&r.d, e);
 	if (rc == 0) {
 		pd_log(PD_LOG_INFO, "reaper started", "interval_ms=%lld", cfg->interval_ms);

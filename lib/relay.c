@@ -23,7 +23,6 @@ struct relay {
 	struct pd_daemon d;
 	struct pd_pool pool;
 	struct pd_outbox_msg *msgs; /* msgs[i]: the message in pool slot i */
-	int wake;
 	long long next_claim;
 };
 
@@ -36,18 +35,12 @@ void pd_relay_cfg_init(struct pd_relay_cfg *r)
 
 int pd_relay_settle(struct pd_relay_cfg *r, const struct pd_config *cfg, struct pd_err *e)
 {
-	const struct pd_engine_cfg file = {
-	    .concurrency = cfg->relay.concurrency,
-	    .batch = cfg->relay.batch,
-	    .poll_ms = cfg->relay.poll_ms,
-	    .drain_ms = cfg->relay.drain_timeout_ms,
-	    .grace_ms = cfg->relay.kill_grace_ms > 0 ? cfg->relay.kill_grace_ms : 1,
-	    .retry_base_ms = cfg->retry.base_ms,
-	    .retry_cap_ms = cfg->retry.cap_ms,
-	};
 	char t[PD_DUR_MAX], g[PD_DUR_MAX], v[PD_DUR_MAX];
 
-	pd_engine_cfg_settle(&r->engine, &file);
+	pd_engine_cfg_settle(&r->engine, &cfg->relay.engine);
+	r->retry = cfg->retry;
+	if (r->engine.grace_ms <= 0)
+		r->engine.grace_ms = 1; /* a publish command is always given a moment */
 	if (r->visibility_ms < 0)
 		r->visibility_ms = cfg->relay.visibility_ms;
 	if (r->timeout_ms < 0)
@@ -143,7 +136,7 @@ static int write_outcome(struct relay *r, const struct pd_outbox_msg *m,
 		       "%s token=%lld", prefix, m->token);
 	else
 		log_outcome(prefix, o, state);
-	r->wake = 1; /* the next message for this key may be claimable now */
+	r->d.wake = 1; /* the next message for this key may be claimable now */
 	return 0;
 }
 
@@ -157,8 +150,8 @@ static void outcome_of(struct relay *r, int i, struct pd_outbox_outcome *o, stru
 	if (o->kind == PD_VERDICT_DEAD)
 		o->dead_reason = "terminal exit code";
 	else if (o->kind == PD_VERDICT_RETRY)
-		o->backoff_ms = pd_backoff_ms(&r->d.rng, r->cfg->engine.retry_base_ms,
-					      r->cfg->engine.retry_cap_ms, r->msgs[i].attempt);
+		o->backoff_ms = pd_backoff_ms(&r->d.rng, r->cfg->retry.base_ms,
+					      r->cfg->retry.cap_ms, r->msgs[i].attempt);
 	pd_buf_append(err, pd_buf_str(&ex->error), ex->error.len);
 	if ((o->kind == PD_VERDICT_DEAD || o->kind == PD_VERDICT_RETRY) && ex->last_line.len)
 		pd_buf_printf(err, ": %s", ex->last_line.data);
@@ -239,7 +232,7 @@ static int claim(struct relay *r, long long now, struct pd_err *e)
 	int free_slots = pd_pool_count(&r->pool, PD_SLOT_FREE), n = 0, dead = 0, want;
 
 	want = free_slots < r->cfg->engine.batch ? free_slots : (int)r->cfg->engine.batch;
-	r->wake = 0;
+	r->d.wake = 0;
 	r->next_claim = now + r->cfg->engine.poll_ms;
 	if (want <= 0)
 		return 0;
@@ -253,7 +246,7 @@ static int claim(struct relay *r, long long now, struct pd_err *e)
 		pd_log(PD_LOG_WARN, "dead-lettered: attempts used up and the last claim lapsed",
 		       "messages=%d", dead);
 	if (n + dead == want)
-		r->wake = 1; /* there may be more */
+		r->d.wake = 1; /* there may be more */
 	for (int k = 0; k < n; k++)
 		if (start_msg(r, &m[k], e) < 0) {
 			for (int j = k + 1; j < n; j++)
@@ -262,16 +255,6 @@ static int claim(struct relay *r, long long now, struct pd_err *e)
 			return -1;
 		}
 	free(m); /* the strings now belong to the slots */
-	return 0;
-}
-
-static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
-{
-	struct relay *r = d->ctx;
-
-	(void)first;
-	(void)e;
-	r->wake = 1;
 	return 0;
 }
 
@@ -284,7 +267,7 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 	if (flush_outcomes(r, e) < 0)
 		return -1;
 	if (pd_daemon_up(d) && r->d.phase == PD_DAEMON_SERVING &&
-	    (r->wake || now >= r->next_claim) && pd_pool_free_slot(&r->pool) >= 0 &&
+	    (r->d.wake || now >= r->next_claim) && pd_pool_free_slot(&r->pool) >= 0 &&
 	    claim(r, now, e) < 0)
 		return -1;
 	return 0;
@@ -297,7 +280,7 @@ static long long deadline(struct pd_daemon *d)
 
 	if (pd_daemon_up(d)) {
 		if (pd_pool_count(&r->pool, PD_SLOT_DONE) > 0 ||
-		    (r->wake && r->d.phase == PD_DAEMON_SERVING &&
+		    (r->d.wake && r->d.phase == PD_DAEMON_SERVING &&
 		     pd_pool_free_slot(&r->pool) >= 0))
 			return pd_now_ms();
 		if (r->d.phase == PD_DAEMON_SERVING)
@@ -306,35 +289,19 @@ static long long deadline(struct pd_daemon *d)
 	return t;
 }
 
-static void on_notify(struct pd_daemon *d, const char *channel, const char *payload)
-{
-	struct relay *r = d->ctx;
-
-	(void)channel;
-	(void)payload;
-	r->wake = 1;
-}
-
 static const char *const relay_channels[] = {"pendulum_outbox", NULL};
 
 static const struct pd_daemon_ops relay_ops = {
-    .name = "relay",
-    .listen = relay_channels,
-    .work = "messages",
-    .children = "publish commands",
-    .on_connect = on_connect,
+    .kind = {"relay", relay_channels, "messages", "publish commands"},
     .on_tick = on_tick,
     .deadline = deadline,
-    .on_notify = on_notify,
 };
 
 int pd_relay_run(const struct pd_relay_cfg *cfg, struct pd_db *db, struct pd_err *e)
 {
-	struct relay r;
+	struct relay r = {.cfg = cfg};
 	int rc;
 
-	memset(&r, 0, sizeof(r));
-	r.cfg = cfg;
 	pd_pool_init(&r.pool, (int)cfg->engine.concurrency, OUT_LIMIT, cfg->engine.grace_ms,
 		     "publish stderr");
 	r.msgs = pd_xcalloc((size_t)cfg->engine.concurrency, sizeof(*r.msgs));

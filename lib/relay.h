@@ -8,7 +8,6 @@
 #define PD_RELAY_H
 
 #include "config.h"
-#include "daemon.h"
 #include "db.h"
 #include "handler.h"
 
@@ -23,7 +22,8 @@ struct pd_relay_cfg {
 	int ntopics;
 	int any_topic; /* no filter */
 	struct pd_engine_cfg
-	    engine; /* until_idle: exit once nothing is claimable and nothing runs */
+	    engine;		   /* until_idle: exit once nothing is claimable and nothing runs */
+	struct pd_retry_cfg retry; /* the file's (retry:) */
 	long long visibility_ms, timeout_ms;
 	int once; /* claim one batch, publish it, exit */
 };

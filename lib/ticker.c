@@ -1,6 +1,5 @@
 #include <string.h>
 
-#include "clock.h"
 #include "daemon.h"
 #include "log.h"
 #include "ticker.h"
@@ -17,7 +16,6 @@ struct ticker {
 	struct pd_tick_stats *st; /* summed over the ticks */
 	struct pd_daemon d;
 	enum role role;
-	long long next_tick; /* monotonic ms: when the next tick starts */
 };
 
 void pd_ticker_cfg_init(struct pd_ticker_cfg *t)
@@ -65,7 +63,7 @@ static int elect(struct ticker *t, struct pd_err *e)
 	return 0;
 }
 
-/* A new session holds no lock: stand for election again, and tick at once. */
+/* A new session holds no lock: stand for election again (the daemon ticks at once). */
 static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 {
 	struct ticker *t = d->ctx;
@@ -73,18 +71,15 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 	(void)first;
 	(void)e;
 	t->role = ROLE_NONE;
-	t->next_tick = pd_now_ms();
 	return 0;
 }
 
-static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
+/* A tick: every interval while connected, the first at once. */
+static int on_period(struct pd_daemon *d, struct pd_err *e)
 {
 	struct ticker *t = d->ctx;
 	struct pd_tick_stats one;
 
-	if (!pd_daemon_up(d) || now < t->next_tick)
-		return 0;
-	t->next_tick = now + t->cfg->interval_ms;
 	if (elect(t, e) < 0)
 		return pd_daemon_db_failed(d, e); /* lost: reconnect, stand again */
 	switch (t->role) {
@@ -100,21 +95,9 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 	return 0;
 }
 
-/* The next tick while connected; while not, the loop's reconnect deadline. */
-static long long deadline(struct pd_daemon *d)
-{
-	struct ticker *t = d->ctx;
-
-	return pd_daemon_up(d) ? t->next_tick : -1;
-}
-
 /* No finished hook: without a pool the loop ends at the first stop signal. */
 static const struct pd_daemon_ops ticker_ops = {
-    .name = "ticker",
-    .on_connect = on_connect,
-    .on_tick = on_tick,
-    .deadline = deadline,
-};
+    .kind = {"ticker"}, .on_connect = on_connect, .on_period = on_period};
 
 int pd_ticker_run(const struct pd_ticker_cfg *cfg, struct pd_db *db, struct pd_tick_stats *st,
 		  struct pd_err *e)
@@ -130,6 +113,7 @@ int pd_ticker_run(const struct pd_ticker_cfg *cfg, struct pd_db *db, struct pd_t
 	t.st = st;
 	t.role = ROLE_NONE;
 	pd_daemon_init(&t.d, &ticker_ops, db, &t, NULL, NULL);
+	t.d.period_ms = cfg->interval_ms;
 	rc = pd_daemon_open(&t.d, e);
 	if (rc == 0) {
 		pd_log(PD_LOG_INFO, "ticker started", "interval_ms=%lld skip_grace_ms=%lld",

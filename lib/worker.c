@@ -74,7 +74,6 @@ struct worker {
 	int nfin, capfin;
 	const char **types; /* the claim's filter; NULL: any type */
 	int ntypes;
-	int wake; /* claim at the next pass */
 	long long next_claim, next_beat, next_reap, next_due;
 	/* moving averages, 0 until measured: a batch's round trip, a handler's run time */
 	long long rtt_us, run_us;
@@ -91,18 +90,10 @@ void pd_worker_cfg_init(struct pd_worker_cfg *w)
 
 int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struct pd_err *e)
 {
-	const struct pd_engine_cfg file = {
-	    .concurrency = cfg->worker.concurrency,
-	    .batch = cfg->worker.batch,
-	    .poll_ms = cfg->worker.poll_ms,
-	    .drain_ms = cfg->worker.drain_timeout_ms,
-	    .grace_ms = cfg->worker.kill_grace_ms,
-	    .retry_base_ms = cfg->retry.base_ms,
-	    .retry_cap_ms = cfg->retry.cap_ms,
-	};
 	int lease_given = w->lease_ms >= 0;
 
-	pd_engine_cfg_settle(&w->engine, &file);
+	pd_engine_cfg_settle(&w->engine, &cfg->worker.engine);
+	w->retry = cfg->retry;
 	if (w->lease_ms < 0)
 		w->lease_ms = cfg->worker.lease_ms;
 	if (w->heartbeat_ms < 0)
@@ -382,8 +373,8 @@ static void outcome_of(struct worker *w, struct finished *f, struct pd_job_outco
 		result_of(ex, o);
 		break;
 	case PD_VERDICT_RETRY:
-		o->backoff_ms = pd_backoff_ms(&w->d.rng, w->cfg->engine.retry_base_ms,
-					      w->cfg->engine.retry_cap_ms, f->job.attempt);
+		o->backoff_ms = pd_backoff_ms(&w->d.rng, w->cfg->retry.base_ms,
+					      w->cfg->retry.cap_ms, f->job.attempt);
 		break;
 	case PD_VERDICT_DEAD:
 		o->dead_reason = "terminal exit code";
@@ -425,7 +416,7 @@ static int want_claim(const struct worker *w, long long now)
 {
 	if (w->d.phase != PD_DAEMON_SERVING)
 		return 0;
-	if (!w->wake && now < w->next_claim && (w->next_due < 0 || now < w->next_due))
+	if (!w->d.wake && now < w->next_claim && (w->next_due < 0 || now < w->next_due))
 		return 0;
 	return 1;
 }
@@ -570,14 +561,14 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 	b->sent_ms = now;
 	w->flight = b;
 	if (s->claim > 0) {
-		w->wake = 0;
+		w->d.wake = 0;
 		w->next_claim = now + w->cfg->engine.poll_ms;
 	}
 	if (s->beat)
 		w->next_beat = now + w->cfg->heartbeat_ms;
 	if (pd_jobs_sync_send(w->d.db, s, e) < 0) {
 		batch_failed(w);
-		w->wake = 1;
+		w->d.wake = 1;
 		return pd_daemon_db_failed(&w->d, e);
 	}
 	return 0;
@@ -620,7 +611,7 @@ static void batch_done(struct worker *w)
 		if (w->fin[k].started == START_IN_FLIGHT)
 			w->fin[k].started = START_RECORDED;
 	if (s->claim > 0) {
-		w->wake = w->wake || s->nclaimed == s->claim; /* there may be more */
+		w->d.wake = w->d.wake || s->nclaimed == s->claim; /* there may be more */
 		if (w->next_due >= 0 && w->next_due <= b->sent_ms)
 			w->next_due = -1;
 	}
@@ -665,7 +656,7 @@ static void batch_done(struct worker *w)
 	}
 	free(s->claimed); /* the strings now belong to the slots and the ready jobs */
 	if (s->noutcomes > 0 || s->nlost > 0)
-		w->wake = 1; /* slots came free */
+		w->d.wake = 1; /* slots came free */
 	batch_free(b);
 }
 
@@ -684,7 +675,7 @@ static int sync_db(struct worker *w, long long now, struct pd_err *e)
 			return 0;
 		if (rc < 0) {
 			batch_failed(w);
-			w->wake = 1;
+			w->d.wake = 1;
 			return pd_daemon_db_failed(&w->d, e);
 		}
 		batch_done(w);
@@ -759,7 +750,6 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 			       w->cfg->nqueues, w->types ? w->types : any, w->types ? w->ntypes : 1,
 			       (int)w->cfg->engine.concurrency, e) < 0)
 		return -1;
-	w->wake = 1;
 	return 0;
 }
 
@@ -798,7 +788,7 @@ static long long deadline(struct pd_daemon *d)
 		return t; /* its results wake the loop */
 	if (pd_pool_count(&w->pool, PD_SLOT_DONE) > 0 || fin_unsent(w) || starts_to_send(w) ||
 	    (w->nready > 0 && w->d.phase != PD_DAEMON_SERVING) ||
-	    (w->wake && w->d.phase == PD_DAEMON_SERVING && pd_pool_free_slot(&w->pool) >= 0))
+	    (w->d.wake && w->d.phase == PD_DAEMON_SERVING && pd_pool_free_slot(&w->pool) >= 0))
 		return pd_now_ms(); /* written, released or claimed at once */
 	if (pd_pool_busy(&w->pool) > 0 || w->nready > 0)
 		t = pd_deadline_min(t, w->next_beat);
@@ -811,23 +801,21 @@ static long long deadline(struct pd_daemon *d)
 	return t;
 }
 
-static void on_notify(struct pd_daemon *d, const char *channel, const char *payload)
+static int on_notify(struct pd_daemon *d, const char *channel, const char *payload)
 {
 	struct worker *w = d->ctx;
 
 	(void)channel;
 	for (int i = 0; i < w->cfg->nqueues; i++)
 		if (payload == NULL || strcmp(payload, w->cfg->queues[i]) == 0)
-			w->wake = 1;
+			return 1;
+	return 0;
 }
 
 static const char *const worker_channels[] = {"pendulum_jobs", NULL};
 
 static const struct pd_daemon_ops worker_ops = {
-    .name = "worker",
-    .listen = worker_channels,
-    .work = "jobs",
-    .children = "handlers",
+    .kind = {"worker", worker_channels, "jobs", "handlers"},
     .on_connect = on_connect,
     .on_tick = on_tick,
     .deadline = deadline,
@@ -836,12 +824,9 @@ static const struct pd_daemon_ops worker_ops = {
 
 int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_err *e)
 {
-	struct worker w;
+	struct worker w = {.cfg = cfg, .next_due = -1};
 	int rc;
 
-	memset(&w, 0, sizeof(w));
-	w.cfg = cfg;
-	w.next_due = -1;
 	w.types = pd_xcalloc((size_t)cfg->nhandlers + 1, sizeof(*w.types));
 	for (int i = 0; i < cfg->nhandlers; i++) {
 		if (strcmp(cfg->handlers[i].name, "*") == 0) {

@@ -16,7 +16,6 @@
 #define PD_WORKER_H
 
 #include "config.h"
-#include "daemon.h"
 #include "db.h"
 #include "handler.h"
 
@@ -29,7 +28,8 @@ struct pd_worker_cfg {
 	const struct pd_handler *handlers; /* the first match for a type wins */
 	int nhandlers;
 	struct pd_engine_cfg
-	    engine; /* until_idle: exit once nothing is runnable and nothing runs */
+	    engine;		   /* until_idle: exit once nothing is runnable and nothing runs */
+	struct pd_retry_cfg retry; /* the file's (retry:) */
 	long long lease_ms, heartbeat_ms;
 	long long result_limit; /* bytes of stdout kept as the result */
 	int reap;		/* give back expired leases too */

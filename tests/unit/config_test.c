@@ -113,15 +113,15 @@ static void test_full(void)
 	is_str(c.worker.queues[0], "default", "worker.queues[0]");
 	is_str(c.worker.queues[1], "email", "worker.queues[1]");
 	ok(c.worker.queues[2] == NULL, "worker.queues is NULL-terminated");
-	is_int(c.worker.concurrency, 16, "worker.concurrency");
+	is_int(c.worker.engine.concurrency, 16, "worker.engine.concurrency");
 	is_int(c.worker.lease_ms, 120000, "worker.lease");
 	is_int(c.worker.heartbeat_ms, 20000, "worker.heartbeat");
-	is_int(c.worker.poll_ms, 250, "worker.poll");
-	is_int(c.worker.drain_timeout_ms, 90000, "worker.drain_timeout");
-	is_int(c.worker.batch, 32, "worker.batch");
+	is_int(c.worker.engine.poll_ms, 250, "worker.poll");
+	is_int(c.worker.engine.drain_ms, 90000, "worker.drain_timeout");
+	is_int(c.worker.engine.batch, 32, "worker.engine.batch");
 	is_int(c.worker.reap, 0, "worker.reap");
 	is_int(c.worker.result_limit, 65536, "worker.result_limit");
-	is_int(c.worker.kill_grace_ms, 3000, "worker.kill_grace (plain seconds)");
+	is_int(c.worker.engine.grace_ms, 3000, "worker.kill_grace (plain seconds)");
 	is_int(c.retry.base_ms, 1500, "retry.base (fractional seconds)");
 	is_int(c.retry.cap_ms, 7200000, "retry.cap");
 	is_int(c.reaper.interval_ms, 10000, "reaper.interval");
@@ -171,13 +171,13 @@ static void check_defaults(const struct pd_config *c, const char *what)
 
 	snprintf(name, sizeof(name), "%s: all defaults", what);
 	ok(c->database_url == NULL && c->log_level == -1 && c->worker.queues == NULL &&
-	       c->worker.nqueues == 0 && c->worker.concurrency == 4 &&
+	       c->worker.nqueues == 0 && c->worker.engine.concurrency == 4 &&
 	       c->worker.lease_ms == 30000 && c->worker.heartbeat_ms == -1 &&
-	       c->worker.poll_ms == 1000 && c->worker.drain_timeout_ms == 30000 &&
-	       c->worker.kill_grace_ms == 5000 && c->worker.batch == 0 && c->worker.reap == 1 &&
-	       c->worker.result_limit == 1048576 && c->retry.base_ms == 1000 &&
-	       c->retry.cap_ms == 3600000 && c->reaper.interval_ms == 5000 && c->handlers == NULL &&
-	       c->nhandlers == 0,
+	       c->worker.engine.poll_ms == 1000 && c->worker.engine.drain_ms == 30000 &&
+	       c->worker.engine.grace_ms == 5000 && c->worker.engine.batch == 0 &&
+	       c->worker.reap == 1 && c->worker.result_limit == 1048576 &&
+	       c->retry.base_ms == 1000 && c->retry.cap_ms == 3600000 &&
+	       c->reaper.interval_ms == 5000 && c->handlers == NULL && c->nhandlers == 0,
 	   name);
 }
 
@@ -208,13 +208,13 @@ static void test_lookup(void)
 	pd_config_init(&c);
 	ok(pd_config_load(&c, NULL, &e) == 0, "$PD_CONFIG is read");
 	is_str(c.path, other, "  path is $PD_CONFIG");
-	is_int(c.worker.concurrency, 7, "  its values are used");
+	is_int(c.worker.engine.concurrency, 7, "  its values are used");
 	pd_config_release(&c);
 
 	write_file(path, "worker:\n  concurrency: 9\n");
 	pd_config_init(&c);
 	ok(pd_config_load(&c, path, &e) == 0, "an explicit file wins over $PD_CONFIG");
-	is_int(c.worker.concurrency, 9, "  its values are used");
+	is_int(c.worker.engine.concurrency, 9, "  its values are used");
 	pd_config_release(&c);
 
 	pd_err_clear(&e);
@@ -415,10 +415,10 @@ static void test_relay(void)
 	const struct pd_handler *t;
 
 	pd_config_init(&c);
-	ok(c.relay.concurrency == 4 && c.relay.batch == 0 && c.relay.visibility_ms == 60000 &&
-	       c.relay.poll_ms == 1000 && c.relay.timeout_ms == 30000 &&
-	       c.relay.drain_timeout_ms == 30000 && c.relay.kill_grace_ms == 5000 &&
-	       c.relay.topics == NULL && c.relay.ntopics == 0,
+	ok(c.relay.engine.concurrency == 4 && c.relay.engine.batch == 0 &&
+	       c.relay.visibility_ms == 60000 && c.relay.engine.poll_ms == 1000 &&
+	       c.relay.timeout_ms == 30000 && c.relay.engine.drain_ms == 30000 &&
+	       c.relay.engine.grace_ms == 5000 && c.relay.topics == NULL && c.relay.ntopics == 0,
 	   "relay: the defaults");
 	ok(pd_config_topic(&c, "orders") == NULL, "relay: no topic command by default");
 	pd_config_release(&c);
@@ -442,13 +442,13 @@ static void test_relay(void)
 		     "      exec: /usr/local/bin/publish\n") == 0,
 		"relay: a section with every key loads"))
 		diag(e.msg);
-	is_int(c.relay.concurrency, 8, "relay.concurrency");
-	is_int(c.relay.batch, 16, "relay.batch");
+	is_int(c.relay.engine.concurrency, 8, "relay.engine.concurrency");
+	is_int(c.relay.engine.batch, 16, "relay.engine.batch");
 	is_int(c.relay.visibility_ms, 120000, "relay.visibility");
-	is_int(c.relay.poll_ms, 250, "relay.poll");
+	is_int(c.relay.engine.poll_ms, 250, "relay.poll");
 	is_int(c.relay.timeout_ms, 45000, "relay.timeout");
-	is_int(c.relay.drain_timeout_ms, 10000, "relay.drain_timeout");
-	is_int(c.relay.kill_grace_ms, 2000, "relay.kill_grace (plain seconds)");
+	is_int(c.relay.engine.drain_ms, 10000, "relay.drain_timeout");
+	is_int(c.relay.engine.grace_ms, 2000, "relay.kill_grace (plain seconds)");
 	is_int(c.relay.ntopics, 3, "relay.topics has three");
 	t = &c.relay.topics[0];
 	is_str(t->name, "orders", "topic 1 name");
@@ -468,12 +468,13 @@ static void test_relay(void)
 	   "topic '*' with a single exec string");
 	ok(pd_config_topic(&c, "hooks") == &c.relay.topics[1], "topic lookup: exact");
 	ok(pd_config_topic(&c, "other") == &c.relay.topics[2], "topic lookup: '*' otherwise");
-	ok(c.worker.concurrency == 4 && c.nhandlers == 0, "relay: leaves worker: alone");
+	ok(c.worker.engine.concurrency == 4 && c.nhandlers == 0, "relay: leaves worker: alone");
 	pd_config_release(&c);
 	ok(c.relay.topics == NULL && c.relay.ntopics == 0 && c.relay.visibility_ms == 60000,
 	   "relay: release frees the topics and restores the defaults");
 
-	ok(load(&c, &e, "relay:\nworker: {concurrency: 2}\n") == 0 && c.relay.concurrency == 4,
+	ok(load(&c, &e, "relay:\nworker: {concurrency: 2}\n") == 0 &&
+	       c.relay.engine.concurrency == 4,
 	   "relay: a null section is empty");
 	pd_config_release(&c);
 	ok(load(&c, &e, "relay: {topics: {}}\n") == 0 && c.relay.ntopics == 0,
@@ -678,6 +679,29 @@ static void test_yaml(void)
 	pd_ydoc_release(&d);
 }
 
+/* Flags over the file: pd_engine_cfg_settle fills only what the flags left unset. */
+static void test_engine_settle(void)
+{
+	struct pd_engine_cfg flags,
+	    file = {
+		.concurrency = 8, .batch = 0, .poll_ms = 250, .drain_ms = 9000, .grace_ms = 3000};
+
+	pd_engine_cfg_init(&flags);
+	flags.concurrency = 2;
+	flags.drain_ms = 0;
+	pd_engine_cfg_settle(&flags, &file);
+	is_int(flags.concurrency, 2, "engine: a flag's concurrency wins over the file's");
+	is_int(flags.batch, 2, "engine: a batch of 0 in the file is the concurrency");
+	is_int(flags.poll_ms, 250, "engine: the file's poll fills an unset flag");
+	is_int(flags.drain_ms, 0, "engine: a flag of 0 is set, not unset");
+	is_int(flags.grace_ms, 3000, "engine: the file's kill_grace");
+	pd_engine_cfg_init(&flags);
+	file.batch = 16;
+	pd_engine_cfg_settle(&flags, &file);
+	is_int(flags.batch, 16, "engine: the file's batch when given");
+	is_int(flags.until_idle, 0, "engine: until_idle stays off without the flag");
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -694,6 +718,7 @@ int main(void)
 	test_errors();
 	test_relay();
 	test_yaml();
+	test_engine_settle();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		diag("could not remove the temporary directory");

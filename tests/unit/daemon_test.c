@@ -59,7 +59,7 @@ static int deadline_done(struct pd_daemon *d)
 
 static void test_deadlines(void)
 {
-	static const struct pd_daemon_ops ops = {.name = "test",
+	static const struct pd_daemon_ops ops = {.kind = {"test"},
 						 .on_tick = deadline_tick,
 						 .deadline = deadline_next,
 						 .finished = deadline_done};
@@ -143,6 +143,46 @@ static int two_stops(struct pd_daemon *d)
 	return d->stops >= 2;
 }
 
+static int period_run(struct pd_daemon *d, struct pd_err *e)
+{
+	struct engine *g = d->ctx;
+
+	(void)e;
+	if (g->next < NDEADLINES)
+		g->ticked_at[g->next++] = pd_now_ms();
+	return 0;
+}
+
+static int periods_done(struct pd_daemon *d)
+{
+	struct engine *g = d->ctx;
+
+	return g->next == NDEADLINES;
+}
+
+/* on_period: at once after open, then every period_ms, never sooner. */
+static void test_period(void)
+{
+	static const struct pd_daemon_ops ops = {
+	    .kind = {"test"}, .on_period = period_run, .finished = periods_done};
+	struct engine g;
+	struct pd_daemon d;
+	struct pd_err e = PD_ERR_INIT;
+	int early = 0;
+
+	memset(&g, 0, sizeof(g));
+	pd_daemon_init(&d, &ops, NULL, &g, NULL, NULL);
+	d.period_ms = 30;
+	ok(pd_daemon_open(&d, &e) == 0, "period: open without a database");
+	ok(pd_daemon_run(&d, &e) == 0, "period: run until the last period");
+	ok(g.ticked_at[0] - d.open_ms < 30, "period: the first run at once after open");
+	for (int i = 1; i < NDEADLINES; i++)
+		early += g.ticked_at[i] - g.ticked_at[i - 1] < 30;
+	is_int(early, 0, "period: no run sooner than period_ms after the one before");
+	ok(d.passes < 4 * NDEADLINES, "period: the loop slept between runs");
+	pd_daemon_close(&d);
+}
+
 static void test_signals(void)
 {
 	static const struct pd_daemon_ops ops = {.on_tick = signal_tick,
@@ -184,5 +224,6 @@ int main(void)
 	is_int(pd_daemon_timeout(100 + (long long)INT_MAX * 4, 100), INT_MAX, "capped at INT_MAX");
 	test_deadlines();
 	test_signals();
+	test_period();
 	return done_testing();
 }
