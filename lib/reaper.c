@@ -56,15 +56,12 @@ static const struct pd_daemon_ops reaper_ops = {.kind = {"reaper"}, .on_period =
 int pd_reaper_run(const struct pd_reaper_cfg *cfg, struct pd_db *db, struct pd_reaper_stats *st,
 		  struct pd_err *e)
 {
-	struct reaper r;
+	struct reaper r = {.cfg = cfg, .st = st};
 	int rc, requeued, dead;
 
 	memset(st, 0, sizeof(*st));
 	if (cfg->once)
 		return pass(db, st, &requeued, &dead, e);
-	memset(&r, 0, sizeof(r));
-	r.cfg = cfg;
-	r.st = st;
 	pd_daemon_init(&r.d, &reaper_ops, db, &r, NULL, NULL);
 	r.d.period_ms = cfg->interval_ms;
 	rc = pd_daemon_open(&r.d, e);

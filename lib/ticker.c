@@ -102,16 +102,12 @@ static const struct pd_daemon_ops ticker_ops = {
 int pd_ticker_run(const struct pd_ticker_cfg *cfg, struct pd_db *db, struct pd_tick_stats *st,
 		  struct pd_err *e)
 {
-	struct ticker t;
+	struct ticker t = {.cfg = cfg, .st = st, .role = ROLE_NONE};
 	int rc;
 
 	memset(st, 0, sizeof(*st));
 	if (cfg->once)
 		return pd_sched_tick(db, cfg->grace_ms / 1000, st, e);
-	memset(&t, 0, sizeof(t));
-	t.cfg = cfg;
-	t.st = st;
-	t.role = ROLE_NONE;
 	pd_daemon_init(&t.d, &ticker_ops, db, &t, NULL, NULL);
 	t.d.period_ms = cfg->interval_ms;
 	rc = pd_daemon_open(&t.d, e);

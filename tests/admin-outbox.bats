@@ -3,23 +3,10 @@
 # dead letters and its refusals; --json everywhere; help and the man page.
 
 load helpers
-
-setup_file() {
-	pd_setup_db
-	pd-admin migrate >/dev/null
-}
-
-teardown_file() {
-	kill_all_bg
-	pd_teardown_db
-}
+pd_db_hooks
 
 setup() {
 	reset_outbox
-}
-
-teardown() {
-	kill_all_bg
 }
 
 # dead ID...: dead-letter these messages as the relay would.

@@ -7,23 +7,10 @@
 # shellcheck disable=SC2016
 
 load helpers
-
-setup_file() {
-	pd_setup_db
-	pd-admin migrate >/dev/null
-}
-
-teardown_file() {
-	kill_all_bg
-	pd_teardown_db
-}
+pd_db_hooks
 
 setup() {
 	reset_jobs
-}
-
-teardown() {
-	kill_all_bg
 }
 
 # jobs_ids ARGS...: the ids `pd-admin --json jobs ARGS` lists, space-separated.

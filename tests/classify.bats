@@ -7,16 +7,7 @@
 # shellcheck disable=SC2016,SC2154
 
 load helpers
-
-setup_file() {
-	pd_setup_db
-	pd-admin migrate >/dev/null
-}
-
-teardown_file() {
-	kill_all_bg
-	pd_teardown_db
-}
+pd_db_hooks
 
 setup() {
 	reset_jobs
@@ -24,10 +15,6 @@ setup() {
 	# fast retries: backoff at most 50 ms
 	CFG=$BATS_TEST_TMPDIR/pd.yaml
 	printf 'retry: {base: 10ms, cap: 50ms}\n' >"$CFG"
-}
-
-teardown() {
-	kill_all_bg
 }
 
 # worker ARGS...: one background worker with fast retries and polling.

@@ -7,24 +7,11 @@
 # shellcheck disable=SC2016,SC2154
 
 load helpers
-
-setup_file() {
-	pd_setup_db
-	pd-admin migrate >/dev/null
-}
-
-teardown_file() {
-	kill_all_bg
-	pd_teardown_db
-}
+pd_db_hooks
 
 setup() {
 	reset_jobs
 	LOG=$BATS_TEST_TMPDIR/exec.log
-}
-
-teardown() {
-	kill_all_bg
 }
 
 @test "kill -9 a worker with jobs in flight: every job still succeeds, on another worker" {

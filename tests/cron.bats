@@ -11,24 +11,11 @@
 # shellcheck disable=SC2154
 
 load helpers
-
-setup_file() {
-	pd_setup_db
-	pd-admin migrate >/dev/null
-}
-
-teardown_file() {
-	kill_all_bg
-	pd_teardown_db
-}
+pd_db_hooks
 
 setup() {
 	reset_jobs
 	sql "TRUNCATE pendulum.cron_schedules"
-}
-
-teardown() {
-	kill_all_bg
 }
 
 # outage NAME INTERVAL: as if the last tick was INTERVAL before the current

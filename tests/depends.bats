@@ -3,15 +3,7 @@
 # succeed, then runs like any other.
 
 load helpers
-
-setup_file() {
-	pd_setup_db
-	pd-admin migrate >/dev/null
-}
-
-teardown_file() {
-	pd_teardown_db
-}
+pd_db_hooks
 
 @test "a job --after two others is BLOCKED until both succeed, then runs after them" {
 	log=$BATS_TEST_TMPDIR/order

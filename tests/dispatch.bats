@@ -6,24 +6,11 @@
 # shellcheck disable=SC2016,SC2154
 
 load helpers
-
-setup_file() {
-	pd_setup_db
-	pd-admin migrate >/dev/null
-}
-
-teardown_file() {
-	kill_all_bg
-	pd_teardown_db
-}
+pd_db_hooks
 
 setup() {
 	reset_jobs
 	LOG=$BATS_TEST_TMPDIR/exec.log
-}
-
-teardown() {
-	kill_all_bg
 }
 
 # run_until_idle ARGS...: a foreground worker that exits once nothing is runnable.

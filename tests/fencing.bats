@@ -7,25 +7,11 @@
 # shellcheck disable=SC2016,SC2154
 
 load helpers
-
-setup_file() {
-	pd_setup_db
-	pd-admin migrate >/dev/null
-}
-
-teardown_file() {
-	kill_all_bg
-	pd_teardown_db
-}
+pd_db_hooks
 
 setup() {
 	reset_jobs
 	LOG=$BATS_TEST_TMPDIR/exec.log
-}
-
-teardown() {
-	# a stopped worker must not outlive the test: SIGKILL works on stopped processes
-	kill_all_bg
 }
 
 @test "a worker stopped past its lease is fenced off when it resumes: the new owner's result stands" {

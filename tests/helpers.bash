@@ -35,6 +35,23 @@ pd_teardown_db() {
 	fi
 }
 
+# The usual hooks of a file on its own database: create and migrate it once;
+# kill every background process after each test and at the end. Called
+# right after `load helpers`; a hook defined later in the file wins.
+pd_db_hooks() {
+	setup_file() {
+		pd_setup_db
+		pd-admin migrate >/dev/null
+	}
+	teardown_file() {
+		kill_all_bg
+		pd_teardown_db
+	}
+	teardown() {
+		kill_all_bg
+	}
+}
+
 # Query the test database; prints unaligned, tuples only.
 sql() {
 	psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL" -c "$1"

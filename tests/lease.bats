@@ -2,15 +2,7 @@
 # pd-admin lease check: a handler asks whether it still holds its lease.
 
 load helpers
-
-setup_file() {
-	pd_setup_db
-	pd-admin migrate >/dev/null
-}
-
-teardown_file() {
-	pd_teardown_db
-}
+pd_db_hooks
 
 @test "inside a handler, lease check exits 0 while the lease is held" {
 	id=$(pd-enqueue lc '{}')

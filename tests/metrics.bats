@@ -6,15 +6,7 @@
 # shellcheck disable=SC2089,SC2090
 
 load helpers
-
-setup_file() {
-	pd_setup_db
-	pd-admin migrate >/dev/null
-}
-
-teardown_file() {
-	pd_teardown_db
-}
+pd_db_hooks
 
 setup() {
 	reset_jobs

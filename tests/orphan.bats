@@ -9,18 +9,9 @@
 # shellcheck disable=SC2016,SC2154
 
 load helpers
+pd_db_hooks
 
 bats_require_minimum_version 1.5.0
-
-setup_file() {
-	pd_setup_db
-	pd-admin migrate >/dev/null
-}
-
-teardown_file() {
-	kill_all_bg
-	pd_teardown_db
-}
 
 setup() {
 	reset_jobs

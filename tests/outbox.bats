@@ -8,16 +8,7 @@
 # shellcheck disable=SC2016,SC2154
 
 load helpers
-
-setup_file() {
-	pd_setup_db
-	pd-admin migrate >/dev/null
-}
-
-teardown_file() {
-	kill_all_bg
-	pd_teardown_db
-}
+pd_db_hooks
 
 setup() {
 	reset_outbox
@@ -25,10 +16,6 @@ setup() {
 	CFG=$BATS_TEST_TMPDIR/pd.yaml
 	# fast retries, a short kill grace: the visibilities below can be short
 	printf 'retry: {base: 50ms, cap: 200ms}\nrelay: {kill_grace: 300ms}\n' >"$CFG"
-}
-
-teardown() {
-	kill_all_bg
 }
 
 @test "usage errors: no command, a timeout longer than the visibility, --once with --until-idle" {
