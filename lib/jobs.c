@@ -332,7 +332,7 @@ static const char finish_sql[] =
     " SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(id bigint, token bigint, kind text,"
     "  backoff_ms bigint, result jsonb, result_is_text boolean, result_truncated boolean,"
     "  error text, dead_reason text, outcome text, exit_code integer, signal integer,"
-    "  stderr_tail text)"
+    "  stderr_tail text, started_ago_ms bigint)"
     "), j AS ("
     " UPDATE pendulum.jobs j SET"
     "  state = CASE o.kind WHEN 'succeeded' THEN 'SUCCEEDED' WHEN 'dead' THEN 'DEAD_LETTERED'"
@@ -358,12 +358,16 @@ static const char finish_sql[] =
     "  finished_at = CASE WHEN o.kind IN ('succeeded', 'dead')"
     "   OR (o.kind = 'release' AND j.delivery = 'at-most-once')"
     "   OR (o.kind = 'retry' AND j.attempt >= j.max_attempts) THEN now() END,"
+    "  started_at = CASE WHEN o.started_ago_ms IS NULL THEN j.started_at"
+    "   ELSE now() - o.started_ago_ms * interval '1 millisecond' END,"
     "  lease_owner = NULL, lease_expires_at = NULL"
     " FROM o WHERE j.id = o.id AND j.lease_token = o.token AND j.state IN ('LEASED', 'RUNNING')"
     " RETURNING j.id, j.lease_token, j.state, j.run_at, j.queue, o.kind"
     "), a AS ("
     " UPDATE pendulum.job_attempts a SET finished_at = now(), outcome = o.outcome,"
-    "  exit_code = o.exit_code, signal = o.signal, stderr_tail = o.stderr_tail"
+    "  exit_code = o.exit_code, signal = o.signal, stderr_tail = o.stderr_tail,"
+    "  started_at = CASE WHEN o.started_ago_ms IS NULL THEN a.started_at"
+    "   ELSE now() - o.started_ago_ms * interval '1 millisecond' END"
     " FROM o JOIN j ON j.id = o.id AND j.lease_token = o.token"
     " WHERE a.job_id = o.id AND a.lease_token = o.token"
     "), s AS ("
@@ -442,6 +446,8 @@ static void outcome_json(struct pd_buf *b, const struct pd_job_outcome *x)
 		pd_buf_printf(b, ",\"exit_code\":%d", o->exit_code);
 	if (o->signal > 0)
 		pd_buf_printf(b, ",\"signal\":%d", o->signal);
+	if (o->started_ago_ms >= 0)
+		pd_buf_printf(b, ",\"started_ago_ms\":%lld", o->started_ago_ms);
 	pd_buf_puts(b, ",\"stderr_tail\":");
 	if (o->stderr_tail)
 		pd_json_quote(b, o->stderr_tail, strlen(o->stderr_tail));

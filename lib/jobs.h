@@ -44,6 +44,12 @@ struct pd_outcome {
 	int exit_code;		 /* -1: none */
 	int signal;		 /* 0: none */
 	const char *stderr_tail;
+	/*
+	 * -1: the start is recorded (RUNNING). Else the job is still LEASED in
+	 * the database and its handler started this many ms before the write:
+	 * the outcome records the start too (started_at), in the same update.
+	 */
+	long long started_ago_ms;
 };
 
 /* One job's outcome in a batch. */

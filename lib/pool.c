@@ -266,6 +266,7 @@ static void collect(struct pd_pool_slot *s)
 	x->signal = r.signal;
 	x->ran_ms = pd_now_ms() - s->proc.started_ms;
 	x->ran_us = pd_now_us() - s->started_us;
+	x->started_us = s->started_us;
 	x->out_truncated = s->proc.truncated;
 	if (s->proc.out.len)
 		pd_buf_append(&x->out, s->proc.out.data, s->proc.out.len);

@@ -76,14 +76,15 @@ enum pd_verdict pd_exit_verdict(enum pd_exit_class c);
 
 struct pd_pool_exit {
 	enum pd_exit_class cls;
-	int exit_code;	     /* -1: none (signalled, not started) */
-	int signal;	     /* 0: none */
-	long long ran_ms;    /* from start to exit */
-	long long ran_us;    /* the same in microseconds */
-	struct pd_buf out;   /* stdout, at most the pool's stdout_limit bytes */
-	int out_truncated;   /* stdout went past the limit */
-	struct pd_buf error; /* one line: "exit 3", "timeout after 2s", "could not start ..." */
-	struct pd_buf tail;  /* the last 4 KiB of stderr, valid UTF-8 */
+	int exit_code;	      /* -1: none (signalled, not started) */
+	int signal;	      /* 0: none */
+	long long ran_ms;     /* from start to exit */
+	long long ran_us;     /* the same in microseconds */
+	long long started_us; /* pd_now_us() at start */
+	struct pd_buf out;    /* stdout, at most the pool's stdout_limit bytes */
+	int out_truncated;    /* stdout went past the limit */
+	struct pd_buf error;  /* one line: "exit 3", "timeout after 2s", "could not start ..." */
+	struct pd_buf tail;   /* the last 4 KiB of stderr, valid UTF-8 */
 	struct pd_buf
 	    last_line; /* the last non-empty stderr line, valid UTF-8, at most 400 bytes */
 };

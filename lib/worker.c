@@ -22,7 +22,8 @@ extern char **environ;
 /* Whether the database knows that a slot's handler started. */
 enum start_record {
 	START_RECORDED,	 /* claimed straight to RUNNING, or the start was written */
-	START_TO_SEND,	 /* started from the ready jobs (LEASED): the next batch writes RUNNING */
+	START_TO_SEND,	 /* started from the ready jobs (LEASED): the next batch writes RUNNING,
+			    or, once the handler is over, its outcome records the start too */
 	START_IN_FLIGHT, /* in the batch in flight */
 };
 
@@ -362,6 +363,7 @@ static void outcome_of(struct worker *w, struct finished *f, struct pd_job_outco
 	memset(x, 0, sizeof(*x));
 	x->id = f->job.id;
 	x->token = f->job.token;
+	o->started_ago_ms = -1;
 	o->exit_code = ex->exit_code;
 	o->signal = ex->signal;
 	o->outcome = pd_exit_class_name(ex->cls);
@@ -429,6 +431,7 @@ static void ready_release(const struct pd_claimed *j, struct pd_job_outcome *x)
 	x->token = j->token;
 	x->o.kind = PD_VERDICT_RELEASE;
 	x->o.outcome = pd_exit_class_name(PD_EXIT_DRAINED);
+	x->o.started_ago_ms = -1;
 	x->o.exit_code = -1;
 }
 
@@ -492,18 +495,21 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 		if (bytes > MAX_BATCH_BYTES)
 			break; /* the rest in the next batch */
 		f->sending = 1;
-		if (f->started == START_TO_SEND) {
-			start_ids[nstart] = f->job.id;
-			start_tokens[nstart++] = f->job.token;
-			f->started = START_IN_FLIGHT;
-		}
 		if (f->exit.cls == PD_EXIT_LEASE_LOST) {
+			/* nothing of the job is written, its start neither */
+			if (f->started == START_TO_SEND)
+				f->started = START_IN_FLIGHT;
 			lost_ids[nlost] = f->job.id;
 			lost_tokens[nlost] = f->job.token;
 			b->lost_fin[nlost++] = k;
 			continue;
 		}
 		outcome_of(w, f, &b->outs[nout]);
+		if (f->started == START_TO_SEND) {
+			/* over before its start was written: the outcome records both */
+			b->outs[nout].o.started_ago_ms = (pd_now_us() - f->exit.started_us) / 1000;
+			f->started = START_IN_FLIGHT;
+		}
 		bytes += f->exit.out.len + f->exit.tail.len + 256;
 		b->out_fin[nout++] = k;
 	}
