@@ -2,7 +2,7 @@
 # The engine (lib/worker on lib/pool and lib/daemon): lease and heartbeat
 # defaults, a retry woken at its run_at rather than at the next poll, a
 # batch of outcomes with one stale token, and the ready jobs (claimed ahead of
-# a free slot) given back on a drain or after a crash.
+# a free slot) given back on a drain or after a crash, their starts recorded.
 
 # Handler command lines are single-quoted on purpose.
 # shellcheck disable=SC2016
@@ -89,4 +89,15 @@ setup() {
 	stop_worker b TERM
 	[ "$(bg_status b)" -eq 0 ]
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state <> 'SUCCEEDED'")" -eq 0 ]
+}
+
+@test "short jobs: every start is recorded, by the start write or by the outcome of a job over before it" {
+	make_jobs 300 PENDING >/dev/null
+	run --separate-stderr pd-worker -n 4 --until-idle --handler 't=true'
+	[ "$status" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'")" -eq 300 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE started_at IS NULL")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE started_at > finished_at")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE started_at < created_at")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE started_at > finished_at")" -eq 0 ]
 }
