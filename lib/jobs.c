@@ -199,7 +199,7 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 {
 	static const char sql[] =
 	    "WITH x AS ("
-	    " SELECT id, lease_token, lease_owner FROM pendulum.jobs"
+	    " SELECT id, lease_token, lease_owner, attempt, started_at FROM pendulum.jobs"
 	    " WHERE state IN ('LEASED', 'RUNNING') AND lease_expires_at < now()"
 	    " ORDER BY lease_expires_at LIMIT 1000 FOR UPDATE SKIP LOCKED"
 	    "), j AS ("
@@ -217,8 +217,11 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 	    " FROM x WHERE j.id = x.id"
 	    " RETURNING j.id, j.state, x.lease_token, x.lease_owner"
 	    "), a AS ("
-	    " UPDATE pendulum.job_attempts a SET finished_at = now(), outcome = 'lease_expired'"
-	    " FROM j WHERE a.job_id = j.id AND a.lease_token = j.lease_token"
+	    " INSERT INTO pendulum.attempt_rows (job_id, attempt, lease_token, worker, started_at,"
+	    "  finished_at, outcome)"
+	    " SELECT x.id, x.attempt, x.lease_token, x.lease_owner, coalesce(x.started_at, now()),"
+	    "  now(), 'lease_expired' FROM x JOIN j ON j.id = x.id"
+	    " ON CONFLICT (job_id, lease_token) DO NOTHING"
 	    "), n AS ("
 	    " SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT DISTINCT jj.queue"
 	    "  FROM pendulum.jobs jj JOIN j ON jj.id = j.id WHERE j.state = 'PENDING') q"
@@ -318,9 +321,10 @@ int pd_jobs_lease_held(struct pd_db *db, long long id, long long token, struct p
 }
 
 /*
- * The outcomes of one batch, fenced row by row: o is the batch, j the jobs it
- * changed (only those whose token still holds the lease), a their attempt
- * rows, u the BLOCKED jobs whose last dependency succeeded in this batch
+ * The outcomes of one batch ($1; $2 the worker), fenced row by row: o is the
+ * batch, j the jobs it changed (only those whose token still holds the
+ * lease), a their attempt rows (sql/008: none for a clean success, whose
+ * record is the job row), u the BLOCKED jobs whose last dependency succeeded in this batch
  * (a dependency succeeding here is SUCCEEDED for them, although the
  * statement's snapshot still shows it RUNNING), f the fenced-off rows
  * counted, n one wake-up per queue that got runnable work now. Each row of
@@ -360,16 +364,19 @@ static const char finish_sql[] =
     "   OR (o.kind = 'retry' AND j.attempt >= j.max_attempts) THEN now() END,"
     "  started_at = CASE WHEN o.started_ago_ms IS NULL THEN j.started_at"
     "   ELSE now() - o.started_ago_ms * interval '1 millisecond' END,"
-    "  lease_owner = NULL, lease_expires_at = NULL"
+    "  exit_code = o.exit_code,"
+    "  lease_owner = CASE o.kind WHEN 'succeeded' THEN j.lease_owner END, lease_expires_at = NULL"
     " FROM o WHERE j.id = o.id AND j.lease_token = o.token AND j.state IN ('LEASED', 'RUNNING')"
-    " RETURNING j.id, j.lease_token, j.state, j.run_at, j.queue, o.kind"
+    " RETURNING j.id, j.lease_token, j.state, j.run_at, j.queue, o.kind, j.started_at,"
+    "  CASE WHEN o.kind = 'release' AND j.delivery <> 'at-most-once' THEN j.attempt + 1"
+    "   ELSE j.attempt END AS attempt"
     "), a AS ("
-    " UPDATE pendulum.job_attempts a SET finished_at = now(), outcome = o.outcome,"
-    "  exit_code = o.exit_code, signal = o.signal, stderr_tail = o.stderr_tail,"
-    "  started_at = CASE WHEN o.started_ago_ms IS NULL THEN a.started_at"
-    "   ELSE now() - o.started_ago_ms * interval '1 millisecond' END"
+    " INSERT INTO pendulum.attempt_rows (job_id, attempt, lease_token, worker, started_at,"
+    "  finished_at, outcome, exit_code, signal, stderr_tail)"
+    " SELECT j.id, j.attempt, j.lease_token, $2, coalesce(j.started_at, now()), now(), o.outcome,"
+    "  o.exit_code, o.signal, o.stderr_tail"
     " FROM o JOIN j ON j.id = o.id AND j.lease_token = o.token"
-    " WHERE a.job_id = o.id AND a.lease_token = o.token"
+    " WHERE NOT (o.kind = 'succeeded' AND o.signal IS NULL AND o.stderr_tail IS NULL)"
     "), s AS ("
     " SELECT array_agg(id) AS ids FROM j WHERE state = 'SUCCEEDED'"
     "), u AS ("
@@ -396,10 +403,15 @@ static const char finish_sql[] =
  * ended now (also over the reaper's lease_expired: the worker was alive).
  */
 static const char lost_sql[] =
-    "UPDATE pendulum.job_attempts a SET finished_at = now(), outcome = 'lease_lost'"
-    " FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)"
-    " WHERE a.job_id = l.id AND a.lease_token = l.token"
-    "  AND (a.outcome IS NULL OR a.outcome = 'lease_expired')";
+    "INSERT INTO pendulum.attempt_rows AS a (job_id, attempt, lease_token, worker, started_at,"
+    " finished_at, outcome)"
+    " SELECT l.id, l.attempt::integer, l.token, $5, now() - l.ago * interval '1 millisecond', "
+    "now(),"
+    "  'lease_lost'"
+    " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS l(id, token,"
+    "  attempt, ago)"
+    " ON CONFLICT (job_id, lease_token) DO UPDATE SET finished_at = now(), outcome = 'lease_lost'"
+    " WHERE a.outcome IS NULL OR a.outcome = 'lease_expired'";
 
 /* Handlers started for LEASED jobs: RUNNING now, fenced (a lost lease shows at the heartbeat). */
 static const char start_sql[] =
@@ -460,11 +472,12 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 {
 	struct pd_db_stmt *st = s->st;
 	struct pd_buf batch = PD_BUF_INIT, lost_ids = PD_BUF_INIT, lost_tokens = PD_BUF_INIT;
+	struct pd_buf lost_attempts = PD_BUF_INIT, lost_ago = PD_BUF_INIT;
 	struct pd_buf start_ids = PD_BUF_INIT, start_tokens = PD_BUF_INIT;
 	struct pd_buf beat_ids = PD_BUF_INIT, beat_tokens = PD_BUF_INIT;
 	struct claim_args ca;
 	char lease[24], inflight[16];
-	const char *fp[1], *lp[2], *bp[5], *sp[2];
+	const char *fp[2], *lp[5], *bp[5], *sp[2];
 	int n = 0, rc;
 
 	s->fenced = 0;
@@ -488,17 +501,23 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 		}
 		pd_buf_putc(&batch, ']');
 		fp[0] = batch.data;
+		fp[1] = s->worker;
 		s->fi = n;
 		st[n++] =
-		    (struct pd_db_stmt){"pd_finish", finish_sql, 1, fp, PGRES_TUPLES_OK, NULL};
+		    (struct pd_db_stmt){"pd_finish", finish_sql, 2, fp, PGRES_TUPLES_OK, NULL};
 	}
 	if (s->nlost > 0) {
 		id_array(&lost_ids, s->lost_ids, s->nlost);
 		id_array(&lost_tokens, s->lost_tokens, s->nlost);
+		id_array(&lost_attempts, s->lost_attempts, s->nlost);
+		id_array(&lost_ago, s->lost_ago_ms, s->nlost);
 		lp[0] = lost_ids.data;
 		lp[1] = lost_tokens.data;
+		lp[2] = lost_attempts.data;
+		lp[3] = lost_ago.data;
+		lp[4] = s->worker;
 		st[n++] =
-		    (struct pd_db_stmt){"pd_lease_lost", lost_sql, 2, lp, PGRES_COMMAND_OK, NULL};
+		    (struct pd_db_stmt){"pd_lease_lost", lost_sql, 5, lp, PGRES_COMMAND_OK, NULL};
 	}
 	if (s->beat) {
 		id_array(&beat_ids, s->beat_ids, s->nbeat);
@@ -528,6 +547,8 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 	pd_buf_release(&start_tokens);
 	pd_buf_release(&lost_ids);
 	pd_buf_release(&lost_tokens);
+	pd_buf_release(&lost_attempts);
+	pd_buf_release(&lost_ago);
 	pd_buf_release(&beat_ids);
 	pd_buf_release(&beat_tokens);
 	claim_args_release(&ca);

@@ -77,7 +77,8 @@ struct pd_jobs_sync {
 	int nstart;
 	struct pd_job_outcome *outcomes;
 	int noutcomes;
-	const long long *lost_ids, *lost_tokens;
+	/* attempts ended by a lost lease: job, token, attempt number, ms since its start */
+	const long long *lost_ids, *lost_tokens, *lost_attempts, *lost_ago_ms;
 	int nlost;
 	int beat; /* send the heartbeat */
 	const long long *beat_ids, *beat_tokens;

@@ -48,7 +48,7 @@ struct batch {
 	struct pd_job_outcome *outs;
 	int *out_fin;	   /* outs[k] is fin[out_fin[k]]'s; -1: a ready job released */
 	int *lost_fin;	   /* the finished jobs whose lease_lost records are in it */
-	long long *ids;	   /* lost, beat and start ids and tokens */
+	long long *ids;	   /* lost, beat and start ids, tokens (and lost attempts, ages) */
 	int nrel;	   /* ready jobs released in it */
 	long long sent_us; /* pd_now_us() at send */
 	long long sent_ms; /* pd_now_ms() at send */
@@ -471,17 +471,19 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 	int nstart = 0, free_now, depth;
 	struct batch *b = pd_xcalloc(1, sizeof(*b));
 	struct pd_jobs_sync *s = &b->s;
-	long long *lost_ids, *lost_tokens, *beat_ids, *beat_tokens, *start_ids, *start_tokens;
+	long long *lost_ids, *lost_tokens, *lost_attempts, *lost_ago, *beat_ids, *beat_tokens;
+	long long *start_ids, *start_tokens;
 	size_t bytes = 0;
 
 	b->outs = pd_xcalloc((size_t)cap, sizeof(*b->outs));
 	b->out_fin = pd_xcalloc((size_t)cap, sizeof(int));
 	b->lost_fin = pd_xcalloc((size_t)cap, sizeof(int));
-	b->ids = pd_xcalloc((size_t)cap * 6, sizeof(long long));
+	b->ids = pd_xcalloc((size_t)cap * 8, sizeof(long long));
 	s->held = pd_xcalloc((size_t)cap, sizeof(int));
 	lost_ids = b->ids, lost_tokens = b->ids + cap, beat_ids = b->ids + 2 * cap;
 	beat_tokens = b->ids + 3 * cap, start_ids = b->ids + 4 * cap;
-	start_tokens = b->ids + 5 * cap;
+	start_tokens = b->ids + 5 * cap, lost_attempts = b->ids + 6 * cap;
+	lost_ago = b->ids + 7 * cap;
 	for (int i = 0; i < size; i++) {
 		if (w->pool.slots[i].state != PD_SLOT_FREE && w->started[i] == START_TO_SEND) {
 			start_ids[nstart] = w->jobs[i].id;
@@ -501,6 +503,8 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 				f->started = START_IN_FLIGHT;
 			lost_ids[nlost] = f->job.id;
 			lost_tokens[nlost] = f->job.token;
+			lost_attempts[nlost] = f->job.attempt;
+			lost_ago[nlost] = (pd_now_us() - f->exit.started_us) / 1000;
 			b->lost_fin[nlost++] = k;
 			continue;
 		}
@@ -553,6 +557,8 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 	s->noutcomes = nout;
 	s->lost_ids = lost_ids;
 	s->lost_tokens = lost_tokens;
+	s->lost_attempts = lost_attempts;
+	s->lost_ago_ms = lost_ago;
 	s->nlost = nlost;
 	s->beat_ids = beat_ids;
 	s->beat_tokens = beat_tokens;

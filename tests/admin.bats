@@ -159,7 +159,7 @@ jobs_ids() {
 @test "job show: every field, the result, and the attempt chain with stderr tails" {
 	id=$(make_job DEAD_LETTERED q9 boom acme)
 	sql "UPDATE pendulum.jobs SET attempt = 2, payload = '{\"n\": 1}', idempotency_key = 'k-1' WHERE id = $id"
-	sql "INSERT INTO pendulum.job_attempts (job_id, attempt, lease_token, worker, started_at,
+	sql "INSERT INTO pendulum.attempt_rows (job_id, attempt, lease_token, worker, started_at,
 	       finished_at, outcome, exit_code, signal, stderr_tail) VALUES
 	     ($id, 1, 101, 'w1', now() - interval '90 s', now() - interval '88 s', 'timeout', NULL, 15,
 	      E'first line\nkilled after 2s\n'),
@@ -359,7 +359,7 @@ jobs_ids() {
 @test "dlq delete: removes dead letters and their attempts, nothing else" {
 	d=$(make_job DEAD_LETTERED)
 	p=$(make_job PENDING)
-	sql "INSERT INTO pendulum.job_attempts (job_id, attempt, lease_token, outcome) VALUES ($d, 1, 1, 'terminal')"
+	sql "INSERT INTO pendulum.attempt_rows (job_id, attempt, lease_token, outcome) VALUES ($d, 1, 1, 'terminal')"
 	run --separate-stderr pd-admin dlq delete "$d" "$p"
 	[ "$status" -eq 1 ]
 	[ "$stderr" = "pd-admin: 1 of 2 not deleted: job $p is PENDING, not DEAD_LETTERED" ]
@@ -498,7 +498,7 @@ jobs_ids() {
 	make_jobs 2 PENDING >/dev/null
 	make_jobs 2 DEAD_LETTERED >/dev/null
 	d=$(make_job DEAD_LETTERED)
-	sql "INSERT INTO pendulum.job_attempts (job_id, attempt, lease_token, outcome, stderr_tail)
+	sql "INSERT INTO pendulum.attempt_rows (job_id, attempt, lease_token, outcome, stderr_tail)
 	     VALUES ($d, 1, 1, 'terminal', E'tab\there \"quoted\" \\\\ back\n\x01ctl')"
 	sql "INSERT INTO pendulum.workers (id, host, pid, queues, job_types, concurrency)
 	     VALUES ('h:1:a', 'h', 1, '{default}', '{*}', 1)"

@@ -37,9 +37,11 @@ attempts() {
 	worker --handler "t=$(counting_handler "$LOG" 'exit 0')"
 	id=$(pd-enqueue t '{}')
 	wait_final "$id"
+	# the lease is over; lease_owner names the worker that ran it (sql/008)
 	[ "$(sql "SELECT state || ' ' || attempt || ' ' || (last_error IS NULL) || ' ' || (dead_reason IS NULL)
-	          || ' ' || (finished_at IS NOT NULL) || ' ' || (lease_owner IS NULL) FROM pendulum.jobs WHERE id = $id")" = \
+	          || ' ' || (finished_at IS NOT NULL) || ' ' || (lease_expires_at IS NULL) FROM pendulum.jobs WHERE id = $id")" = \
 		"SUCCEEDED 1 true true true true" ]
+	[ "$(sql "SELECT lease_owner FROM pendulum.jobs WHERE id = $id")" = "$(worker_id w)" ]
 	[ "$(attempts "$id")" = "1:succeeded:0:-" ]
 	[ "$(lines "$LOG")" -eq 1 ]
 }

@@ -115,7 +115,7 @@ value() {
 	make_jobs 2 CANCELLED q2 >/dev/null
 	make_jobs 1 DEAD_LETTERED q3 >/dev/null
 	j=$(sql "SELECT min(id) FROM pendulum.jobs")
-	sql "INSERT INTO pendulum.job_attempts (job_id, attempt, lease_token, outcome)
+	sql "INSERT INTO pendulum.attempt_rows (job_id, attempt, lease_token, outcome)
 	     SELECT $j, g, g, (ARRAY['succeeded', 'succeeded', 'succeeded', 'failed', 'failed',
 	                             'lease_expired', 'timeout', NULL])[g]
 	     FROM generate_series(1, 8) g"
