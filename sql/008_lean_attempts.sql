@@ -64,6 +64,8 @@ DROP INDEX pendulum.jobs_state_idx;
 CREATE INDEX jobs_dead_idx ON pendulum.jobs (queue) WHERE state = 'DEAD_LETTERED';
 
 -- The claim without the attempt row (005, 007: same walk, same settings).
+-- Its plan is 005's without "CTE a -> Insert on job_attempts": the Update
+-- on jobs is the statement's main node; tests/claim-plan.bats checks it.
 CREATE OR REPLACE FUNCTION pendulum.claim_jobs(
     queues text[],
     types  text[],
