@@ -50,6 +50,20 @@ static void help(void)
 	    "enqueued), 69 database unavailable. See pd-enqueue(1).\n");
 }
 
+/* The long options without a short one (getopt_long's values). */
+enum {
+	O_RUN_AT = PD_APP_OPT_OWN,
+	O_DELAY,
+	O_MAX,
+	O_TIMEOUT,
+	O_AMO,
+	O_TP,
+	O_AFTER,
+	O_NDJSON,
+	O_JSON,
+	O_WAIT
+};
+
 struct opts {
 	struct pd_jobspec spec; /* the flags: defaults for every job */
 	long long after[MAX_AFTER];
@@ -74,28 +88,28 @@ static int job_option(struct opts *o, int ch, const char *arg, struct pd_err *e)
 			return e->code = PD_EX_USAGE, -1;
 		s->has_priority = 1;
 		return 1;
-	case 'R':
+	case O_RUN_AT:
 		if (pd_instant_parse(arg, &s->run_at_us, e) < 0)
 			return e->code = PD_EX_USAGE, -1;
 		s->has_run_at = 1;
 		return 1;
-	case 'D':
+	case O_DELAY:
 		return pd_cli_dur("--delay", arg, &s->delay_ms, e) < 0 ? -1 : 1;
-	case 'M':
+	case O_MAX:
 		return pd_cli_int("--max-attempts", arg, 1, 1000, &s->max_attempts, e) < 0 ? -1 : 1;
-	case 'T':
+	case O_TIMEOUT:
 		if (pd_cli_dur("--timeout", arg, &s->timeout_ms, e) < 0)
 			return -1;
 		if (s->timeout_ms == 0)
 			return pd_errf(e, PD_EX_USAGE, "option --timeout: must be positive");
 		return 1;
-	case 'O':
+	case O_AMO:
 		s->delivery = "at-most-once";
 		return 1;
-	case 'P':
+	case O_TP:
 		s->traceparent = arg;
 		return 1;
-	case 'A':
+	case O_AFTER:
 		if (s->nafter == MAX_AFTER)
 			return pd_errf(e, PD_EX_USAGE, "at most %d --after options", MAX_AFTER);
 		if (pd_cli_int("--after", arg, 1, __LONG_LONG_MAX__, &o->after[s->nafter], e) < 0)
@@ -147,19 +161,18 @@ static int check_args(int argc, char **argv, struct opts *o, struct pd_err *e)
 /* Options into o; returns -1 after printing a usage error, 1 after --help/--version, 0 to go on. */
 static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, struct pd_err *e)
 {
-	enum { O_NDJSON = PD_APP_OPT_OWN, O_JSON, O_WAIT };
 	static const struct option opts[] = {
 	    {"tenant", required_argument, NULL, 't'},
 	    {"queue", required_argument, NULL, 'q'},
 	    {"priority", required_argument, NULL, 'p'},
-	    {"run-at", required_argument, NULL, 'R'},
-	    {"delay", required_argument, NULL, 'D'},
+	    {"run-at", required_argument, NULL, O_RUN_AT},
+	    {"delay", required_argument, NULL, O_DELAY},
 	    {"idempotency-key", required_argument, NULL, 'k'},
-	    {"max-attempts", required_argument, NULL, 'M'},
-	    {"timeout", required_argument, NULL, 'T'},
-	    {"at-most-once", no_argument, NULL, 'O'},
-	    {"traceparent", required_argument, NULL, 'P'},
-	    {"after", required_argument, NULL, 'A'},
+	    {"max-attempts", required_argument, NULL, O_MAX},
+	    {"timeout", required_argument, NULL, O_TIMEOUT},
+	    {"at-most-once", no_argument, NULL, O_AMO},
+	    {"traceparent", required_argument, NULL, O_TP},
+	    {"after", required_argument, NULL, O_AFTER},
 	    {"ndjson", no_argument, NULL, O_NDJSON},
 	    {"json", no_argument, NULL, O_JSON},
 	    {"wait", no_argument, NULL, O_WAIT},
@@ -168,7 +181,6 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 	};
 	int ch, rc;
 
-	/* The capitals are long options' values only: the short option string leaves them out. */
 	while ((ch = getopt_long(argc, argv, ":t:q:p:k:c:d:vhV", opts, NULL)) != -1) {
 		if ((rc = job_option(o, ch, optarg, e)) != 0) {
 			if (rc < 0)

@@ -9,8 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "enqueue.h"
 #include "json.h"
+#include "log.h"
 
 /* COPY data is sent in pieces of about this size. */
 #define COPY_CHUNK (256 * 1024)
@@ -220,26 +222,33 @@ static int copy_jobs(struct pd_enqueue *q, struct pd_db *db, int *line, struct p
  */
 static int run_copy(struct pd_enqueue *q, struct pd_db *db, int *line, struct pd_err *e)
 {
+	static const char stage_sql[] =
+	    "CREATE TEMP TABLE pendulum_stage OF pendulum.job_input ON COMMIT DROP";
 	struct pd_err ignore = PD_ERR_INIT;
 	PGresult *r = NULL;
+	long long t0 = pd_now_us(), t1 = 0, t2 = 0;
 	int rc = -1;
 
 	if (pd_db_exec_script(db, "BEGIN", e) < 0)
 		return -1;
-	if (pd_db_exec_script(
-		db, "CREATE TEMP TABLE pendulum_stage OF pendulum.job_input ON COMMIT DROP", e) <
-		0 ||
-	    copy_jobs(q, db, line, e) < 0 ||
-	    pd_db_exec(db, "SELECT ord, id, created FROM pendulum.enqueue_staged()", 0, NULL,
+	if (pd_db_exec_script(db, stage_sql, e) < 0 || copy_jobs(q, db, line, e) < 0)
+		goto out;
+	t1 = pd_now_us();
+	if (pd_db_exec(db, "SELECT ord, id, created FROM pendulum.enqueue_staged()", 0, NULL,
 		       PGRES_TUPLES_OK, &r, e) < 0 ||
 	    take_ids(q, r, e) < 0)
 		goto out;
+	t2 = pd_now_us();
 	rc = pd_db_exec_script(db, "COMMIT", e);
 out:
 	if (r)
 		PQclear(r);
 	if (rc < 0 && pd_db_ok(db))
 		pd_db_exec_script(db, "ROLLBACK", &ignore);
+	if (rc == 0)
+		pd_log(PD_LOG_DEBUG, "jobs copied and enqueued",
+		       "jobs=%d copy_ms=%lld insert_ms=%lld commit_ms=%lld", q->n, (t1 - t0) / 1000,
+		       (t2 - t1) / 1000, (pd_now_us() - t2) / 1000);
 	return rc;
 }
 
