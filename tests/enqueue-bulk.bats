@@ -232,3 +232,27 @@ EOF
 	[ "$(sql "SELECT count(*) FROM (SELECT * FROM by_sql EXCEPT SELECT * FROM by_cli) d")" -eq 0 ]
 	sql "DROP TABLE by_cli, by_sql"
 }
+
+# hold_key NAME KEY: another session enqueues a job with KEY and commits
+# after 2 s; returns once its transaction holds the key.
+hold_key() {
+	start_bg "$1" psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL application_name=$1" \
+		-c "BEGIN" -c "SELECT pendulum.enqueue_many('[{\"type\": \"held\", \"idempotency_key\": \"$2\"}]')" \
+		-c "SELECT pg_sleep(2)" -c "COMMIT"
+	wait_for 10 backend_waiting "$1"
+}
+
+@test "a key another transaction is enqueueing: pd-enqueue waits for its commit, then prints that job's id" {
+	hold_key holder1 race1
+	run --separate-stderr pd-enqueue --ndjson < <(keyed_lines 300 300 | sed 's/"k150"/"race1"/')
+	[ "$status" -eq 0 ]
+	held=$(sql "SELECT id FROM pendulum.jobs WHERE idempotency_key = 'race1'")
+	[ "$(sql "SELECT job_type FROM pendulum.jobs WHERE id = $held")" = held ]
+	[ "${lines[150]}" = "$held" ]
+	[ "$stderr" = "pd-enqueue: idempotency key already used in tenant 'default': existing job $held" ]
+	hold_key holder2 race2
+	run --separate-stderr pd-enqueue --ndjson < <(printf '%s\n' '{"type": "t"}' '{"type": "t", "idempotency_key": "race2"}')
+	[ "$status" -eq 0 ]
+	[ "${lines[1]}" = "$(sql "SELECT id FROM pendulum.jobs WHERE idempotency_key = 'race2'")" ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE idempotency_key IN ('race1', 'race2')")" -eq 2 ]
+}
