@@ -139,6 +139,16 @@ BEGIN
 END
 $$;
 
+-- What is wrong with the string key of the job object j, or NULL: a value
+-- (null counts as absent) that is not a string, or an empty one. Inlined.
+CREATE FUNCTION pendulum.string_key_problem(j jsonb, key text) RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN jsonb_typeof(j->key) NOT IN ('string', 'null') THEN
+                    format('key ''%s'': expected a string', key)
+                WHEN j->>key = '' THEN format('key ''%s'': must not be empty', key)
+           END
+$$;
+
 -- The elements of jobs, a JSON array of job objects, checked, as job_input
 -- rows in array order. Keys: type (required), payload, tenant, queue,
 -- priority (an integer from -1000000 to 1000000, or "high" 10, "normal" 0,
@@ -161,40 +171,32 @@ LANGUAGE sql STABLE AS $$
             WHEN v.j - v.known <> '{}' THEN
                 format('unknown key ''%s''', (SELECT min(k) FROM jsonb_object_keys(v.j - v.known) k))
             WHEN v.job_type IS NULL THEN 'missing key ''type'''
-            WHEN jsonb_typeof(v.j->'type') <> 'string' THEN 'key ''type'': expected a string'
-            WHEN v.job_type = '' THEN 'key ''type'': must not be empty'
-            WHEN jsonb_typeof(v.j->'tenant') NOT IN ('string', 'null') THEN
-                'key ''tenant'': expected a string'
-            WHEN v.tenant_id = '' THEN 'key ''tenant'': must not be empty'
-            WHEN jsonb_typeof(v.j->'queue') NOT IN ('string', 'null') THEN
-                'key ''queue'': expected a string'
-            WHEN v.queue = '' THEN 'key ''queue'': must not be empty'
-            WHEN jsonb_typeof(v.j->'idempotency_key') NOT IN ('string', 'null') THEN
-                'key ''idempotency_key'': expected a string'
-            WHEN v.idempotency_key = '' THEN 'key ''idempotency_key'': must not be empty'
-            WHEN jsonb_typeof(v.j->'traceparent') NOT IN ('string', 'null') THEN
-                'key ''traceparent'': expected a string'
-            WHEN v.traceparent = '' THEN 'key ''traceparent'': must not be empty'
-            WHEN jsonb_typeof(v.j->'delivery') NOT IN ('string', 'null')
-                 OR v.delivery NOT IN ('at-least-once', 'at-most-once') THEN
-                'key ''delivery'': expected "at-least-once" or "at-most-once"'
-            WHEN jsonb_typeof(v.j->'priority') <> 'null' AND v.priority IS NULL THEN
-                format('key ''priority'': invalid priority ''%s'': expected an integer (higher '
-                       'runs first) or high, normal, low', v.j->>'priority')
-            WHEN jsonb_typeof(v.j->'max_attempts') <> 'null' AND v.max_attempts IS NULL THEN
-                'key ''max_attempts'': expected an integer 1-1000'
-            WHEN jsonb_typeof(v.j->'run_at') <> 'null' AND v.run_at IS NULL THEN
-                format('key ''run_at'': invalid instant %s: expected an ISO 8601 time with Z '
-                       'or an offset, or a date', v.j->'run_at')
-            WHEN jsonb_typeof(v.j->'delay') <> 'null' AND v.delay IS NULL THEN
-                format('key ''delay'': invalid duration %s: expected a number with ms, s, m, '
-                       'h or d', v.j->'delay')
-            WHEN jsonb_typeof(v.j->'timeout') <> 'null' AND v.timeout IS NULL THEN
-                format('key ''timeout'': invalid duration %s: expected a number with ms, s, '
-                       'm, h or d', v.j->'timeout')
-            WHEN v.timeout = interval '0' THEN 'key ''timeout'': must be positive'
-            WHEN jsonb_typeof(v.j->'depends_on') <> 'null' AND v.depends_on IS NULL THEN
-                'key ''depends_on'': expected an array of job ids'
+            ELSE COALESCE(
+                pendulum.string_key_problem(v.j, 'type'),
+                pendulum.string_key_problem(v.j, 'tenant'),
+                pendulum.string_key_problem(v.j, 'queue'),
+                pendulum.string_key_problem(v.j, 'idempotency_key'),
+                pendulum.string_key_problem(v.j, 'traceparent'),
+                pendulum.string_key_problem(v.j, 'delivery'),
+                CASE WHEN v.delivery NOT IN ('at-least-once', 'at-most-once') THEN
+                    'key ''delivery'': expected "at-least-once" or "at-most-once"' END,
+                CASE WHEN jsonb_typeof(v.j->'priority') <> 'null' AND v.priority IS NULL THEN
+                    format('key ''priority'': invalid priority ''%s'': expected an integer '
+                           '(higher runs first) or high, normal, low', v.j->>'priority') END,
+                CASE WHEN jsonb_typeof(v.j->'max_attempts') <> 'null' AND v.max_attempts IS NULL
+                    THEN 'key ''max_attempts'': expected an integer 1-1000' END,
+                CASE WHEN jsonb_typeof(v.j->'run_at') <> 'null' AND v.run_at IS NULL THEN
+                    format('key ''run_at'': invalid instant %s: expected an ISO 8601 time with '
+                           'Z or an offset, or a date', v.j->'run_at') END,
+                CASE WHEN jsonb_typeof(v.j->'delay') <> 'null' AND v.delay IS NULL THEN
+                    format('key ''delay'': invalid duration %s: expected a number with ms, s, '
+                           'm, h or d', v.j->'delay') END,
+                CASE WHEN jsonb_typeof(v.j->'timeout') <> 'null' AND v.timeout IS NULL THEN
+                    format('key ''timeout'': invalid duration %s: expected a number with ms, '
+                           's, m, h or d', v.j->'timeout')
+                     WHEN v.timeout = interval '0' THEN 'key ''timeout'': must be positive' END,
+                CASE WHEN jsonb_typeof(v.j->'depends_on') <> 'null' AND v.depends_on IS NULL THEN
+                    'key ''depends_on'': expected an array of job ids' END)
             END AS problem
         FROM (
             SELECT e.ord::integer AS ord, e.j,

@@ -12,10 +12,6 @@ setup() {
 	reset_jobs
 }
 
-njobs() {
-	sql "SELECT count(*) FROM pendulum.jobs"
-}
-
 # keyed_lines N KEYS: N job lines whose idempotency keys cycle through KEYS
 # keys (k0, k1, ...), payload {"n": line number}.
 keyed_lines() {

@@ -37,8 +37,8 @@ static void refused(const char *text, const char *want)
 	pd_enqueue_release(&q);
 }
 
-/* The COPY row of the one job in text. */
-static void copy_row(const char *text, const char *want)
+/* The one job in text as a COPY row (copy) or as a JSON array element. */
+static void written(int copy, const char *text, const char *want)
 {
 	struct pd_enqueue q;
 	struct pd_jobspec d;
@@ -48,28 +48,11 @@ static void copy_row(const char *text, const char *want)
 	pd_enqueue_init(&q);
 	pd_jobspec_init(&d);
 	if (ok(ndjson(&q, &d, text, &e) == 0 && q.n == 1, "one job")) {
-		pd_jobspec_copy(&q.jobs[0], 7, &b);
-		is_str(b.data, want, "  its COPY row");
-	} else {
-		diag(e.msg);
-	}
-	pd_buf_release(&b);
-	pd_enqueue_release(&q);
-}
-
-/* The JSON element of the one job in text. */
-static void json_elem(const char *text, const char *want)
-{
-	struct pd_enqueue q;
-	struct pd_jobspec d;
-	struct pd_err e = PD_ERR_INIT;
-	struct pd_buf b = PD_BUF_INIT;
-
-	pd_enqueue_init(&q);
-	pd_jobspec_init(&d);
-	if (ok(ndjson(&q, &d, text, &e) == 0 && q.n == 1, "one job")) {
-		pd_jobspec_json(&q.jobs[0], &b);
-		is_str(b.data, want, "  its JSON element");
+		if (copy)
+			pd_jobspec_copy(&q.jobs[0], 7, &b);
+		else
+			pd_jobspec_json(&q.jobs[0], &b);
+		is_str(b.data, want, copy ? "  its COPY row" : "  its JSON element");
 	} else {
 		diag(e.msg);
 	}
@@ -142,14 +125,16 @@ int main(void)
 
 	/* The COPY row: ord, tenant, queue, type, payload, priority, run_at, delay, key,
 	 * max_attempts, timeout, delivery, traceparent, depends_on; NULL is \N. */
-	copy_row("{\"type\":\"a\"}",
-		 "7\t\\N\t\\N\ta\t{}\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\n");
-	copy_row(
+	written(1, "{\"type\":\"a\"}",
+		"7\t\\N\t\\N\ta\t{}\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\n");
+	written(
+	    1,
 	    "{\"type\":\"a\\tb\",\"tenant\":\"x\\\\y\",\"queue\":\"l1\\nl2\\r\","
 	    "\"payload\":{\"s\":\"a\\\\b\",\t\"t\":1}}",
 	    "7\tx\\\\y\tl1\\nl2\\r\ta\\tb\t{\"s\":\"a\\\\\\\\b\",\\t\"t\":1}\t\\N\t\\N\t\\N\t\\N\t"
 	    "\\N\t\\N\t\\N\t\\N\t\\N\n");
-	copy_row(
+	written(
+	    1,
 	    "{\"type\":\"a\",\"priority\":\"high\",\"run_at\":\"2026-03-29T03:30:00+02:00\","
 	    "\"delay\":\"1m30s250ms\",\"idempotency_key\":\"k\",\"max_attempts\":3,"
 	    "\"timeout\":2,\"delivery\":\"at-most-once\",\"traceparent\":\"tp\","
@@ -158,13 +143,14 @@ int main(void)
 	    "\t{4,5}\n");
 
 	/* The JSON element pendulum.enqueue_many reads: durations as seconds. */
-	json_elem("{\"type\":\"a\",\"payload\":[1],\"delay\":\"250ms\",\"timeout\":\"1h\","
-		  "\"priority\":-3,\"depends_on\":[9]}",
-		  "{\"type\":\"a\",\"payload\":[1],\"priority\":-3,\"delay\":0.250,"
-		  "\"timeout\":3600.000,\"depends_on\":[9]}");
-	json_elem("{\"type\":\"a\\u00e9\",\"tenant\":\"t\\\"q\",\"run_at\":\"2026-01-02\"}",
-		  "{\"type\":\"a\xc3\xa9\",\"payload\":{},\"tenant\":\"t\\\"q\","
-		  "\"run_at\":\"2026-01-02T00:00:00Z\"}");
+	written(0,
+		"{\"type\":\"a\",\"payload\":[1],\"delay\":\"250ms\",\"timeout\":\"1h\","
+		"\"priority\":-3,\"depends_on\":[9]}",
+		"{\"type\":\"a\",\"payload\":[1],\"priority\":-3,\"delay\":0.250,"
+		"\"timeout\":3600.000,\"depends_on\":[9]}");
+	written(0, "{\"type\":\"a\\u00e9\",\"tenant\":\"t\\\"q\",\"run_at\":\"2026-01-02\"}",
+		"{\"type\":\"a\xc3\xa9\",\"payload\":{},\"tenant\":\"t\\\"q\","
+		"\"run_at\":\"2026-01-02T00:00:00Z\"}");
 
 	/* One job from a payload. */
 	pd_enqueue_release(&q);
