@@ -197,11 +197,16 @@ static int run_json(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e)
 /* Copy every job into the staging table, in pieces of COPY_CHUNK; *line as pd_db_copy_end. */
 static int copy_jobs(struct pd_enqueue *q, struct pd_db *db, int *line, struct pd_err *e)
 {
+	/* The columns of pendulum.job_input, as pd_jobspec_copy writes them; id is the default. */
+	static const char copy_sql[] =
+	    "COPY pendulum_stage (ord, tenant_id, queue, job_type, payload, priority, run_at, "
+	    "delay, "
+	    "idempotency_key, max_attempts, timeout, delivery, traceparent, depends_on) FROM STDIN";
 	struct pd_buf chunk = PD_BUF_INIT;
 	int rc = 0;
 
 	*line = 0;
-	if (pd_db_copy_begin(db, "COPY pendulum_stage FROM STDIN", e) < 0)
+	if (pd_db_copy_begin(db, copy_sql, e) < 0)
 		return -1;
 	for (int i = 0; i < q->n && rc == 0; i++) {
 		pd_jobspec_copy(&q->jobs[i], i + 1, &chunk);
@@ -217,13 +222,12 @@ static int copy_jobs(struct pd_enqueue *q, struct pd_db *db, int *line, struct p
 }
 
 /*
- * A large batch, in a transaction: COPY into a temporary staging table (of
- * the type pendulum.job_input, dropped at commit), then enqueue_staged.
+ * A large batch, in a transaction: COPY into the temporary staging table of
+ * pendulum.enqueue_stage (dropped at commit), then enqueue_staged.
  */
 static int run_copy(struct pd_enqueue *q, struct pd_db *db, int *line, struct pd_err *e)
 {
-	static const char stage_sql[] =
-	    "CREATE TEMP TABLE pendulum_stage OF pendulum.job_input ON COMMIT DROP";
+	static const char stage_sql[] = "SELECT pendulum.enqueue_stage()";
 	struct pd_err ignore = PD_ERR_INIT;
 	PGresult *r = NULL;
 	long long t0 = pd_now_us(), t1 = 0, t2 = 0;

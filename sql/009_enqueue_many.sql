@@ -1,14 +1,15 @@
 -- 009_enqueue_many: many jobs in one statement, for applications
 -- (pendulum.enqueue_many) and for `pd-enqueue --ndjson` (COPY into a
--- staging table, then pendulum.enqueue_staged). One statement does the work
--- for both, pendulum.enqueue_rows, so the two paths cannot drift.
+-- staging table, then pendulum.enqueue_staged). The statement is written
+-- once, below, for both, so the two paths cannot drift.
 --
 -- pendulum.enqueue_many(jobs jsonb) RETURNS bigint[]: jobs is a JSON array
 -- of the objects `pd-enqueue --ndjson` reads, one a line; the result holds
 -- the jobs' ids in the order of the array. pendulum.enqueue_many_ex(jobs)
 -- returns (ord, id, created) rows instead, ord from 1, in that order,
 -- created false where an idempotency key gave an existing job. Both run in
--- the caller's transaction, which they neither open nor commit.
+-- the caller's transaction, which they neither open nor commit, and use no
+-- temporary table (a transaction that touched one cannot be PREPAREd).
 --
 -- What a call does, set-based rather than job by job (enqueue_ex):
 --
@@ -20,11 +21,12 @@
 --     order;
 --   * the jobs without an idempotency key go in with one INSERT (no
 --     ON CONFLICT, so no speculative insertion for them); the first job of
---     each (tenant, key) in a second INSERT with ON CONFLICT DO NOTHING. A
---     later job with the same tenant and key gets the first one's id, and a
---     job whose key is already in the table gets that job's id (created
---     false). A key that another transaction committed while the statement
---     ran is not in its snapshot: it is looked up again afterwards;
+--     each (tenant, key) in a second INSERT with ON CONFLICT DO NOTHING, in
+--     key order (two batches lock their keys in the same order: no
+--     deadlock). A later job with the same tenant and key gets the first
+--     one's id, and a job whose key is already in the table gets that job's
+--     id (created false), also when another transaction committed it while
+--     the statement waited for it;
 --   * depends_on naming a job that does not exist raises 23503
 --     (foreign_key_violation), as enqueue_ex does; a job that waits for one
 --     not yet SUCCEEDED starts BLOCKED;
@@ -34,9 +36,8 @@
 --     job.
 
 -- One job as the bulk statement reads it: a checked element of the array
--- (enqueue_parse) or a row that pd-enqueue copied into its staging table
--- (CREATE TEMP TABLE pendulum_stage OF pendulum.job_input). NULL means the
--- default, as for enqueue_ex.
+-- (enqueue_parse) or a row pd-enqueue copied into its staging table
+-- (enqueue_stage). NULL means the default, as for enqueue_ex.
 CREATE TYPE pendulum.job_input AS (
     ord             integer, -- position in the input, from 1
     tenant_id       text,
@@ -237,24 +238,6 @@ LANGUAGE sql STABLE AS $$
     WHERE c.problem IS NULL OR pendulum.enqueue_reject(c.ord, c.problem)
 $$;
 
--- The rows to enqueue: enqueue_parse(jobs), or with jobs NULL the session's
--- staging table pg_temp.pendulum_stage (pd-enqueue's COPY), in ord order.
--- plpgsql, so that the staging table is looked up only when it is read.
-CREATE FUNCTION pendulum.enqueue_input(jobs jsonb) RETURNS SETOF pendulum.job_input
-LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    IF jobs IS NULL THEN
-        RETURN QUERY SELECT * FROM pg_temp.pendulum_stage s ORDER BY s.ord;
-    ELSE
-        IF jsonb_typeof(jobs) <> 'array' THEN
-            RAISE EXCEPTION 'expected a JSON array of jobs, not %', jsonb_typeof(jobs)
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        RETURN QUERY SELECT * FROM pendulum.enqueue_parse(jobs);
-    END IF;
-END
-$$;
-
 -- Wake the workers of these queues (distinct names) when the transaction
 -- commits: one pg_notify('pendulum_jobs', queue) each. Returns how many
 -- it sent. The bulk statement calls it once, with the queues that got
@@ -279,16 +262,25 @@ BEGIN
 END
 $$;
 
--- The bulk statement (see the top of this file): enqueue_input(jobs) into
--- pendulum.jobs; (ord, id, created) for each row, in ord order.
-CREATE FUNCTION pendulum.enqueue_rows(jobs jsonb)
-RETURNS TABLE (ord integer, id bigint, created boolean)
-LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-BEGIN
-    RETURN QUERY
-    WITH src AS MATERIALIZED (
-        SELECT s.ord, nextval('pendulum.jobs_id_seq') AS id,
+-- The bulk statement (see the top of this file), written once and made into
+-- two functions, each with a plan of its own for its source of rows:
+--
+--   enqueue_many_ex(jobs): the checked elements of the array, materialized
+--     once with their ids (nextval in array order);
+--   enqueue_staged(): pd-enqueue's staging table, read where it is needed
+--     (NOT MATERIALIZED: no copy of 100,000 rows), with the ids its COPY gave
+--     the rows in input order (a column default).
+--
+-- It returns (ord, id, created) for each row, in ord order. The later rows
+-- of a key, and the rows whose key is in the table, get the id of the job
+-- that has the key: the first row's, or the existing job's (job_by_key).
+-- Data-modifying CTEs run to the end whether read or not; notified is read
+-- (CROSS JOIN) so that the workers are woken.
+DO $migration$
+DECLARE
+    core CONSTANT text := $core$
+    WITH src AS %1$s (
+        SELECT s.ord, %2$s AS id,
                COALESCE(s.tenant_id, 'default') AS tenant_id,
                COALESCE(s.queue, 'default') AS queue, s.job_type,
                COALESCE(s.payload, '{}') AS payload, COALESCE(s.priority, 0) AS priority,
@@ -298,7 +290,7 @@ BEGIN
                COALESCE(s.max_attempts, 5) AS max_attempts, s.timeout,
                COALESCE(s.delivery, 'at-least-once') AS delivery, s.idempotency_key,
                s.traceparent, s.depends_on
-        FROM pendulum.enqueue_input(jobs) s
+        FROM %3$s s
     ),
     plain AS (
         INSERT INTO pendulum.jobs (id, tenant_id, queue, job_type, payload, priority, state,
@@ -339,31 +331,58 @@ BEGIN
     LEFT JOIN firsts f ON f.tenant_id = s.tenant_id AND f.idempotency_key = s.idempotency_key
     LEFT JOIN keyed k ON k.id = f.id
     CROSS JOIN notified n
-    ORDER BY s.ord;
+    ORDER BY s.ord
+    $core$;
+BEGIN
+    EXECUTE format($fn$
+        CREATE FUNCTION pendulum.enqueue_many_ex(jobs jsonb)
+        RETURNS TABLE (ord integer, id bigint, created boolean)
+        LANGUAGE plpgsql STRICT AS $body$
+        #variable_conflict use_column
+        BEGIN
+            IF jsonb_typeof(jobs) <> 'array' THEN
+                RAISE EXCEPTION 'expected a JSON array of jobs, not %%', jsonb_typeof(jobs)
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            RETURN QUERY %s;
+        END
+        $body$ $fn$,
+        format(core, 'MATERIALIZED', $$nextval('pendulum.jobs_id_seq')$$,
+               'pendulum.enqueue_parse(jobs)'));
+    EXECUTE format($fn$
+        CREATE FUNCTION pendulum.enqueue_staged()
+        RETURNS TABLE (ord integer, id bigint, created boolean)
+        LANGUAGE plpgsql AS $body$
+        #variable_conflict use_column
+        BEGIN
+            RETURN QUERY %s;
+        END
+        $body$ $fn$,
+        format(core, 'NOT MATERIALIZED', 's.id', 'pg_temp.pendulum_stage'));
 END
-$$;
+$migration$;
 
 -- jit off: a statement over many rows is costed high enough to be
 -- JIT-compiled, which takes longer than it saves here. work_mem: the sorts
 -- by ord of 100,000 rows stay in memory.
-ALTER FUNCTION pendulum.enqueue_rows(jsonb) SET jit = off;
-ALTER FUNCTION pendulum.enqueue_rows(jsonb) SET work_mem = '64MB';
-
-CREATE FUNCTION pendulum.enqueue_many_ex(jobs jsonb)
-RETURNS TABLE (ord integer, id bigint, created boolean)
-LANGUAGE sql STRICT AS $$
-    SELECT * FROM pendulum.enqueue_rows(jobs)
-$$;
+ALTER FUNCTION pendulum.enqueue_many_ex(jsonb) SET jit = off;
+ALTER FUNCTION pendulum.enqueue_many_ex(jsonb) SET work_mem = '64MB';
+ALTER FUNCTION pendulum.enqueue_staged() SET jit = off;
+ALTER FUNCTION pendulum.enqueue_staged() SET work_mem = '64MB';
 
 CREATE FUNCTION pendulum.enqueue_many(jobs jsonb) RETURNS bigint[]
 LANGUAGE sql STRICT AS $$
-    SELECT COALESCE(array_agg(e.id ORDER BY e.ord), '{}') FROM pendulum.enqueue_rows(jobs) e
+    SELECT COALESCE(array_agg(e.id ORDER BY e.ord), '{}') FROM pendulum.enqueue_many_ex(jobs) e
 $$;
 
--- pd-enqueue's path: the rows it copied into pg_temp.pendulum_stage (a
--- temporary table OF pendulum.job_input) in this transaction.
-CREATE FUNCTION pendulum.enqueue_staged()
-RETURNS TABLE (ord integer, id bigint, created boolean)
-LANGUAGE sql AS $$
-    SELECT * FROM pendulum.enqueue_rows(NULL)
+-- pd-enqueue's staging table, pg_temp.pendulum_stage, for enqueue_staged:
+-- the columns of job_input, and id, which its COPY fills in row order from
+-- the identity sequence of pendulum.jobs. Dropped when the transaction ends.
+CREATE FUNCTION pendulum.enqueue_stage() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    CREATE TEMP TABLE pendulum_stage (LIKE pendulum.job_input,
+                                      id bigint NOT NULL DEFAULT nextval('pendulum.jobs_id_seq'))
+        ON COMMIT DROP;
+END
 $$;
