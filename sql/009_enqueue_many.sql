@@ -87,7 +87,7 @@ $$;
 -- which is midnight UTC. NULL for a time without a zone (ambiguous), for a
 -- day or time that does not exist, and for anything else.
 CREATE FUNCTION pendulum.parse_instant(s text) RETURNS timestamptz
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
 DECLARE
     m text[] := regexp_match(s, '^([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[Tt ]([0-9]{2}):([0-9]{2})'
                                 '(?::([0-9]{2})(?:[.,]([0-9]+))?)?([Zz]|([-+])([0-9]{2})(?::?([0-9]{2}))?))?$');

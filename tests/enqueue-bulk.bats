@@ -209,21 +209,26 @@ SQL
 {"type": "c", "priority": -7, "run_at": "2031-05-06T07:08:09.5+02:00", "delivery": "at-most-once"}
 {"type": "d", "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "depends_on": [$dep]}
 {"type": "e", "payload": [1, 2.50, null, "\\u00e9"], "idempotency_key": "same", "tenant": "x"}
+{"type": "f", "delay": "1m30s500ms", "timeout": 12}
+{"type": "g", "delay": 1.5, "timeout": "250ms", "priority": "7"}
+{"type": "h", "run_at": "2031-05-06 07:08Z"}
+{"type": "i", "run_at": "2031-05-06"}
+{"type": "j", "run_at": "2031-05-06t07:08:09.1234567-0130", "delay": "1d"}
 EOF
 	# run_in: a delay, from the transaction's clock; run_at: a time given
 	rows="tenant_id, queue, job_type, payload, priority, state,
 	      CASE WHEN run_at < now() + interval '1 year' THEN run_at - created_at END AS run_in,
 	      CASE WHEN run_at > now() + interval '1 year' THEN run_at END AS run_at, max_attempts,
 	      timeout, delivery, traceparent, depends_on, idempotency_key"
-	# 300 copies of the five lines: the COPY path
-	for i in $(seq 1 60); do cat "$BATS_TEST_TMPDIR/jobs.ndjson"; done | pd-enqueue --ndjson >/dev/null
+	# 300 copies of the ten lines: the COPY path
+	for i in $(seq 1 30); do cat "$BATS_TEST_TMPDIR/jobs.ndjson"; done | pd-enqueue --ndjson >/dev/null
 	sql "CREATE TABLE by_cli AS SELECT DISTINCT $rows FROM pendulum.jobs WHERE id <> $dep"
 	sql "DELETE FROM pendulum.jobs WHERE id <> $dep"
 	jq -s -c . "$BATS_TEST_TMPDIR/jobs.ndjson" >"$BATS_TEST_TMPDIR/jobs.json"
 	psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL" -v "jobs=$(cat "$BATS_TEST_TMPDIR/jobs.json")" \
 		>/dev/null <<<"SELECT pendulum.enqueue_many(:'jobs');"
 	sql "CREATE TABLE by_sql AS SELECT DISTINCT $rows FROM pendulum.jobs WHERE id <> $dep"
-	[ "$(sql "SELECT count(*) FROM by_cli")" -eq 5 ]
+	[ "$(sql "SELECT count(*) FROM by_cli")" -eq 10 ]
 	[ "$(sql "SELECT count(*) FROM (SELECT * FROM by_cli EXCEPT SELECT * FROM by_sql) d")" -eq 0 ]
 	[ "$(sql "SELECT count(*) FROM (SELECT * FROM by_sql EXCEPT SELECT * FROM by_cli) d")" -eq 0 ]
 	sql "DROP TABLE by_cli, by_sql"
