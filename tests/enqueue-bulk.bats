@@ -19,7 +19,7 @@ keyed_lines() {
 		printf "{\"type\": \"t\", \"idempotency_key\": \"k%d\", \"payload\": {\"n\": %d}}\n", (i - 1) % k, i }'
 }
 
-@test "100,000 lines with invalid JSON on line 99,999: exit 65 naming line 99999, zero rows" {
+@test "100,000 lines with invalid JSON, or a bad field, on line 99,999: exit 65 naming line 99999, zero rows" {
 	awk 'BEGIN { for (i = 1; i <= 100000; i++)
 		print (i == 99999 ? "{\"type\": \"t\", \"payload\": {\"n\": 1}," : "{\"type\": \"t\", \"payload\": {\"n\": " i "}}") }' \
 		>"$BATS_TEST_TMPDIR/in.ndjson"
@@ -27,6 +27,12 @@ keyed_lines() {
 	[ "$status" -eq 65 ]
 	[ -z "$output" ]
 	[[ "$stderr" == "pd-enqueue: invalid JSON on stdin line 99999, column "* ]]
+	[ "$(njobs)" -eq 0 ]
+	# a bad field is named with its line the same way
+	sed -i '99999s/.*/{"type": "t", "priority": "urgent"}/' "$BATS_TEST_TMPDIR/in.ndjson"
+	run --separate-stderr pd-enqueue --ndjson <"$BATS_TEST_TMPDIR/in.ndjson"
+	[ "$status" -eq 65 ]
+	[[ "$stderr" == "pd-enqueue: stdin line 99999: key 'priority': invalid priority 'urgent'"* ]]
 	[ "$(njobs)" -eq 0 ]
 }
 
@@ -50,7 +56,7 @@ keyed_lines() {
 	[ "${#lines[@]}" -eq 100000 ]
 	[ "$(njobs)" -eq 100000 ]
 	# ids grow with the line, and each is the job of its line
-	printf '%s\n' "${lines[@]}" | sort -n -c
+	printf '%s\n' "${lines[@]}" | sort -n -c -u
 	printf '%s\n' "${lines[@]}" | awk '{ print NR "\t" $1 }' >"$BATS_TEST_TMPDIR/ids.tsv"
 	sql "CREATE TABLE line_ids (line int, id bigint)"
 	psql -X -q -d "$PD_DATABASE_URL" -c "\\copy line_ids FROM '$BATS_TEST_TMPDIR/ids.tsv'"
