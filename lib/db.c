@@ -148,6 +148,54 @@ int pd_db_exec_script(struct pd_db *db, const char *sql, struct pd_err *e)
 	return 0;
 }
 
+int pd_db_copy_begin(struct pd_db *db, const char *sql, struct pd_err *e)
+{
+	PGresult *r;
+
+	if (db->conn == NULL)
+		return fail(db, NULL, e);
+	r = PQexec(db->conn, sql);
+	if (r == NULL || PQresultStatus(r) != PGRES_COPY_IN)
+		return fail(db, r, e);
+	PQclear(r);
+	return 0;
+}
+
+int pd_db_copy_put(struct pd_db *db, const char *data, size_t n, struct pd_err *e)
+{
+	while (n > 0) {
+		int part = n > (1 << 30) ? 1 << 30 : (int)n;
+
+		if (PQputCopyData(db->conn, data, part) != 1)
+			return fail(db, NULL, e);
+		data += part;
+		n -= (size_t)part;
+	}
+	return 0;
+}
+
+int pd_db_copy_end(struct pd_db *db, int *line, struct pd_err *e)
+{
+	PGresult *r, *more;
+	const char *ctx, *at;
+
+	if (line)
+		*line = 0;
+	if (PQputCopyEnd(db->conn, NULL) != 1)
+		return fail(db, NULL, e);
+	r = PQgetResult(db->conn);
+	while ((more = PQgetResult(db->conn)) != NULL)
+		PQclear(more);
+	if (r != NULL && PQresultStatus(r) == PGRES_COMMAND_OK) {
+		PQclear(r);
+		return 0;
+	}
+	ctx = r ? PQresultErrorField(r, PG_DIAG_CONTEXT) : NULL;
+	if (line && ctx && strncmp(ctx, "COPY ", 5) == 0 && (at = strstr(ctx, ", line ")) != NULL)
+		*line = atoi(at + 7);
+	return fail(db, r, e);
+}
+
 int pd_db_value(struct pd_db *db, const char *sql, int n, const char *const *params, char **out,
 		struct pd_err *e)
 {

@@ -62,6 +62,20 @@ int pd_db_value(struct pd_db *db, const char *sql, int n, const char *const *par
 		struct pd_err *e);
 
 /*
+ * COPY ... FROM STDIN in text format, in three steps: begin runs sql (which
+ * must start a COPY FROM STDIN), put sends data (any split: rows may
+ * straddle calls), end finishes the copy and reads its result. Each returns
+ * 0, or -1 with e filled as pd_db_exec fills it; a failed begin or put
+ * leaves nothing to end (put fails only when the connection is gone: the
+ * server's verdict on the data comes from end). On a refused row, *line (if
+ * not NULL) gets the 1-based data line the server named ("COPY t, line N"),
+ * else 0.
+ */
+int pd_db_copy_begin(struct pd_db *db, const char *sql, struct pd_err *e);
+int pd_db_copy_put(struct pd_db *db, const char *data, size_t n, struct pd_err *e);
+int pd_db_copy_end(struct pd_db *db, int *line, struct pd_err *e);
+
+/*
  * One statement of a pipeline. With a name, it is prepared once per
  * connection (the name must be a string constant: it is kept) and executed
  * as prepared afterwards; without one it is sent as PQexecParams would.

@@ -3,8 +3,25 @@
 #include <string.h>
 
 #include "dur.h"
-#include "json.h"
 #include "jobspec.h"
+
+void pd_jobspec_mem_keep(struct pd_jobspec_mem *m, void *p)
+{
+	if (m->n == m->cap) {
+		m->cap = m->cap ? 2 * m->cap : 64;
+		m->p = pd_xrealloc(m->p, m->cap * sizeof(*m->p));
+	}
+	m->p[m->n++] = p;
+}
+
+void pd_jobspec_mem_release(struct pd_jobspec_mem *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->p[i]);
+	free(m->p);
+	m->p = NULL;
+	m->n = m->cap = 0;
+}
 
 void pd_jobspec_init(struct pd_jobspec *s)
 {
@@ -34,6 +51,151 @@ int pd_priority_parse(const char *s, long long *out, struct pd_err *e)
 	return 0;
 }
 
+/* A duration value: "5m" or a number of seconds. */
+static int parse_dur(const struct pd_json *j, int t, long long *ms, struct pd_err *e)
+{
+	char *s;
+	int rc;
+
+	if (j->tok[t].type != PD_JSON_STRING && j->tok[t].type != PD_JSON_NUMBER)
+		return pd_errf(e, PD_EX_DATAERR, "expected a duration such as \"30s\"");
+	s = pd_json_str(j, t);
+	rc = pd_dur_parse(s, ms, e);
+	free(s);
+	return rc;
+}
+
+/* depends_on: an array of job ids (positive integers), kept in mem. */
+static int parse_after(const struct pd_json *j, int t, struct pd_jobspec *s,
+		       struct pd_jobspec_mem *mem, struct pd_err *e)
+{
+	long long *ids;
+	int n = j->tok[t].size, k = t + 1;
+
+	if (j->tok[t].type != PD_JSON_ARRAY)
+		return pd_errf(e, PD_EX_DATAERR, "expected an array of job ids");
+	ids = pd_xcalloc(n ? (size_t)n : 1, sizeof(*ids));
+	pd_jobspec_mem_keep(mem, ids);
+	for (int i = 0; i < n; i++, k = pd_json_skip(j, k))
+		if (pd_json_int(j, k, &ids[i]) < 0 || ids[i] < 1)
+			return pd_errf(e, PD_EX_DATAERR,
+				       "expected an array of job ids (positive integers)");
+	s->after = ids;
+	s->nafter = n;
+	return 0;
+}
+
+/* A string key's value: a non-empty string, kept in mem; delivery one of two. */
+static int parse_string(const struct pd_json *j, int t, const char *key, const char **out,
+			struct pd_jobspec_mem *mem, struct pd_err *e)
+{
+	char *v;
+
+	if (j->tok[t].type != PD_JSON_STRING)
+		return pd_errf(e, PD_EX_DATAERR, "expected a string");
+	v = pd_json_str(j, t);
+	pd_jobspec_mem_keep(mem, v);
+	if (*v == '\0')
+		return pd_errf(e, PD_EX_DATAERR, "must not be empty");
+	if (strcmp(key, "delivery") == 0 && strcmp(v, "at-least-once") != 0 &&
+	    strcmp(v, "at-most-once") != 0)
+		return pd_errf(e, PD_EX_DATAERR, "expected \"at-least-once\" or \"at-most-once\"");
+	*out = v;
+	return 0;
+}
+
+/* The value v of a known key into s; e without the key's name. */
+static int parse_key(const struct pd_json *j, const char *key, int v, struct pd_jobspec *s,
+		     struct pd_jobspec_mem *mem, struct pd_err *e)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} strings[] = {
+	    {"type", offsetof(struct pd_jobspec, type)},
+	    {"tenant", offsetof(struct pd_jobspec, tenant)},
+	    {"queue", offsetof(struct pd_jobspec, queue)},
+	    {"idempotency_key", offsetof(struct pd_jobspec, idempotency_key)},
+	    {"delivery", offsetof(struct pd_jobspec, delivery)},
+	    {"traceparent", offsetof(struct pd_jobspec, traceparent)},
+	};
+	char *p;
+	int rc;
+
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+		if (strcmp(key, strings[i].key) == 0)
+			return parse_string(j, v, key, (const char **)((char *)s + strings[i].off),
+					    mem, e);
+	if (strcmp(key, "payload") == 0) {
+		pd_json_span(j, v, &s->payload, &s->payload_len);
+		return 0;
+	}
+	if (strcmp(key, "max_attempts") == 0) {
+		if (pd_json_int(j, v, &s->max_attempts) < 0 || s->max_attempts < 1 ||
+		    s->max_attempts > 1000)
+			return pd_errf(e, PD_EX_DATAERR, "expected an integer 1-1000");
+		return 0;
+	}
+	if (strcmp(key, "priority") == 0) {
+		p = pd_json_str(j, v);
+		rc = pd_priority_parse(p, &s->priority, e);
+		free(p);
+		s->has_priority = 1;
+		return rc;
+	}
+	if (strcmp(key, "run_at") == 0) {
+		if (j->tok[v].type != PD_JSON_STRING)
+			return pd_errf(e, PD_EX_DATAERR, "expected a string");
+		p = pd_json_str(j, v);
+		rc = pd_instant_parse(p, &s->run_at_us, e);
+		free(p);
+		s->has_run_at = 1;
+		return rc;
+	}
+	if (strcmp(key, "delay") == 0)
+		return parse_dur(j, v, &s->delay_ms, e);
+	if (strcmp(key, "timeout") == 0) {
+		if (parse_dur(j, v, &s->timeout_ms, e) < 0)
+			return -1;
+		return s->timeout_ms == 0 ? pd_errf(e, PD_EX_DATAERR, "must be positive") : 0;
+	}
+	return parse_after(j, v, s, mem, e); /* depends_on */
+}
+
+int pd_jobspec_parse(const struct pd_json *j, struct pd_jobspec *s, struct pd_jobspec_mem *mem,
+		     struct pd_err *e)
+{
+	static const char *const keys[] = {"type",	   "payload", "tenant",	  "queue",
+					   "priority",	   "run_at",  "delay",	  "idempotency_key",
+					   "max_attempts", "timeout", "delivery", "traceparent",
+					   "depends_on",   NULL};
+	int t = 1;
+
+	if (j->tok[0].type != PD_JSON_OBJECT)
+		return pd_errf(e, PD_EX_DATAERR,
+			       "expected an object {\"type\": ..., \"payload\": ...}");
+	for (int k = 0; k < j->tok[0].size; k++, t = pd_json_skip(j, t + 1)) {
+		struct pd_err inner = PD_ERR_INIT;
+		char *key = pd_json_str(j, t);
+		int known = 0, rc = 0;
+
+		for (int i = 0; keys[i]; i++)
+			known |= strcmp(key, keys[i]) == 0;
+		if (!known)
+			rc = pd_errf(e, PD_EX_DATAERR, "unknown key '%s'", key);
+		else if (j->tok[t + 1].type != PD_JSON_NULL &&
+			 parse_key(j, key, t + 1, s, mem, &inner) < 0)
+			rc = pd_errf(e, inner.code, "key '%s': %.400s", key, inner.msg);
+		free(key);
+		if (rc < 0)
+			return -1;
+	}
+	if (s->type == NULL)
+		return pd_errf(e, PD_EX_DATAERR,
+			       "missing key 'type' (or give TYPE on the command line)");
+	return 0;
+}
+
 static void put_str(struct pd_buf *b, const char *key, const char *v)
 {
 	if (v == NULL)
@@ -58,17 +220,19 @@ void pd_jobspec_json(const struct pd_jobspec *s, struct pd_buf *b)
 		pd_instant_format(s->run_at_us, at, sizeof(at));
 		put_str(b, "run_at", at);
 	}
+	/* Durations as seconds with a millisecond fraction: 1500 ms is 1.500. */
 	if (s->delay_ms >= 0)
-		pd_buf_printf(b, ",\"delay_ms\":%lld", s->delay_ms);
+		pd_buf_printf(b, ",\"delay\":%lld.%03lld", s->delay_ms / 1000, s->delay_ms % 1000);
 	put_str(b, "idempotency_key", s->idempotency_key);
 	if (s->max_attempts > 0)
 		pd_buf_printf(b, ",\"max_attempts\":%lld", s->max_attempts);
 	if (s->timeout_ms >= 0)
-		pd_buf_printf(b, ",\"timeout_ms\":%lld", s->timeout_ms);
+		pd_buf_printf(b, ",\"timeout\":%lld.%03lld", s->timeout_ms / 1000,
+			      s->timeout_ms % 1000);
 	put_str(b, "delivery", s->delivery);
 	put_str(b, "traceparent", s->traceparent);
 	if (s->nafter > 0) {
-		pd_buf_puts(b, ",\"after\":[");
+		pd_buf_puts(b, ",\"depends_on\":[");
 		for (int i = 0; i < s->nafter; i++)
 			pd_buf_printf(b, "%s%lld", i ? "," : "", s->after[i]);
 		pd_buf_putc(b, ']');
@@ -76,36 +240,91 @@ void pd_jobspec_json(const struct pd_jobspec *s, struct pd_buf *b)
 	pd_buf_putc(b, '}');
 }
 
-static const char batch_sql[] =
-    "SELECT r.id, r.created FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS u(j, ord) "
-    "CROSS JOIN LATERAL pendulum.enqueue_ex("
-    " u.j->>'tenant', u.j->>'type', u.j->'payload', u.j->>'queue',"
-    " (u.j->>'priority')::integer, (u.j->>'run_at')::timestamptz,"
-    " (u.j->>'delay_ms')::bigint * interval '1 millisecond', u.j->>'idempotency_key',"
-    " (u.j->>'max_attempts')::integer, (u.j->>'timeout_ms')::bigint * interval '1 millisecond',"
-    " u.j->>'delivery', u.j->>'traceparent',"
-    " CASE WHEN u.j ? 'after' THEN ARRAY(SELECT jsonb_array_elements_text(u.j->'after')::bigint)"
-    " END) r "
-    "ORDER BY u.ord";
-
-int pd_enqueue_batch(struct pd_db *db, const char *array, int n, long long *ids, int *created,
-		     struct pd_err *e)
+/* A COPY text field: s (n bytes) with backslash, tab, newline and CR escaped. */
+static void copy_text(struct pd_buf *b, const char *s, size_t n)
 {
-	const char *params[1] = {array};
-	PGresult *r;
+	size_t run = 0;
 
-	if (pd_db_exec(db, batch_sql, 1, params, PGRES_TUPLES_OK, &r, e) < 0)
-		return -1;
-	if (PQntuples(r) != n || PQnfields(r) != 2) {
-		int got = PQntuples(r);
+	for (size_t i = 0; i < n; i++) {
+		const char *esc;
 
-		PQclear(r);
-		return pd_errf(e, PD_EX_SOFTWARE, "enqueue returned %d rows for %d jobs", got, n);
+		switch (s[i]) {
+		case '\\':
+			esc = "\\\\";
+			break;
+		case '\t':
+			esc = "\\t";
+			break;
+		case '\n':
+			esc = "\\n";
+			break;
+		case '\r':
+			esc = "\\r";
+			break;
+		default:
+			continue;
+		}
+		pd_buf_append(b, s + run, i - run);
+		pd_buf_append(b, esc, 2);
+		run = i + 1;
 	}
-	for (int i = 0; i < n; i++) {
-		ids[i] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-		created[i] = PQgetvalue(r, i, 1)[0] == 't';
+	pd_buf_append(b, s + run, n - run);
+}
+
+/* A tab, then the string field v or \N. */
+static void copy_str(struct pd_buf *b, const char *v)
+{
+	pd_buf_putc(b, '\t');
+	if (v)
+		copy_text(b, v, strlen(v));
+	else
+		pd_buf_append(b, "\\N", 2);
+}
+
+/* A tab, then ms as an interval in seconds ("1.500") or \N when negative. */
+static void copy_dur(struct pd_buf *b, long long ms)
+{
+	if (ms < 0)
+		pd_buf_append(b, "\t\\N", 3);
+	else
+		pd_buf_printf(b, "\t%lld.%03lld", ms / 1000, ms % 1000);
+}
+
+void pd_jobspec_copy(const struct pd_jobspec *s, int ord, struct pd_buf *b)
+{
+	pd_buf_printf(b, "%d", ord);
+	copy_str(b, s->tenant);
+	copy_str(b, s->queue);
+	copy_str(b, s->type);
+	pd_buf_putc(b, '\t');
+	copy_text(b, s->payload, s->payload_len);
+	if (s->has_priority)
+		pd_buf_printf(b, "\t%lld", s->priority);
+	else
+		pd_buf_append(b, "\t\\N", 3);
+	if (s->has_run_at) {
+		char at[PD_INSTANT_MAX];
+
+		pd_instant_format(s->run_at_us, at, sizeof(at));
+		copy_str(b, at);
+	} else {
+		copy_str(b, NULL);
 	}
-	PQclear(r);
-	return 0;
+	copy_dur(b, s->delay_ms);
+	copy_str(b, s->idempotency_key);
+	if (s->max_attempts > 0)
+		pd_buf_printf(b, "\t%lld", s->max_attempts);
+	else
+		pd_buf_append(b, "\t\\N", 3);
+	copy_dur(b, s->timeout_ms);
+	copy_str(b, s->delivery);
+	copy_str(b, s->traceparent);
+	if (s->nafter > 0) {
+		pd_buf_append(b, "\t{", 2);
+		for (int i = 0; i < s->nafter; i++)
+			pd_buf_printf(b, "%s%lld", i ? "," : "", s->after[i]);
+		pd_buf_append(b, "}\n", 2);
+	} else {
+		pd_buf_append(b, "\t\\N\n", 4);
+	}
 }

@@ -1,14 +1,18 @@
 /*
  * jobspec: a job as the user describes it (pd-enqueue's flags or one NDJSON
- * line), checked in C before anything reaches the database, and turned into
- * one canonical JSON object that the batch enqueue statement reads.
+ * line), checked in C before anything reaches the database, and written in
+ * the two forms the bulk statement of sql/009_enqueue_many.sql reads: an
+ * element of the JSON array pendulum.enqueue_many_ex takes, or a COPY row of
+ * the staging table pendulum.enqueue_staged reads (pendulum.job_input).
  */
 #ifndef PD_JOBSPEC_H
 #define PD_JOBSPEC_H
 
+#include <stddef.h>
+
 #include "buf.h"
-#include "db.h"
 #include "err.h"
+#include "json.h"
 
 struct pd_jobspec {
 	const char *type;
@@ -26,24 +30,51 @@ struct pd_jobspec {
 	long long timeout_ms;	/* -1 = none */
 	const char *delivery;	/* NULL = at-least-once */
 	const char *traceparent;
-	const long long *after; /* dependencies */
+	const long long *after; /* depends_on: job ids */
 	int nafter;
 };
+
+/*
+ * The memory a batch of jobspecs points into (strings, dependency lists):
+ * each block kept is freed by release.
+ */
+struct pd_jobspec_mem {
+	void **p;
+	size_t n, cap;
+};
+
+#define PD_JOBSPEC_MEM_INIT                                                                        \
+	{                                                                                          \
+		NULL, 0, 0                                                                         \
+	}
+
+void pd_jobspec_mem_keep(struct pd_jobspec_mem *m, void *p);
+void pd_jobspec_mem_release(struct pd_jobspec_mem *m);
 
 void pd_jobspec_init(struct pd_jobspec *s);
 
 /* "high" 10, "normal" 0, "low" -10, or an integer. Code 65 otherwise. */
 int pd_priority_parse(const char *s, long long *out, struct pd_err *e);
 
-/* Append s as a JSON object to b (the canonical form enqueue_batch reads). */
+/*
+ * Read the JSON object of j's root token (one NDJSON line) into s, which
+ * holds the defaults: the keys of pendulum.enqueue_many (type, payload,
+ * tenant, queue, priority, run_at, delay, idempotency_key, max_attempts,
+ * timeout, delivery, traceparent, depends_on) override them, a null value
+ * counts as absent, any other key is an error. The strings and lists s
+ * then points to are kept in mem; the payload points into j's source.
+ * Code 65 with "unknown key 'x'", "key 'x': why", "missing key 'type' ...".
+ */
+int pd_jobspec_parse(const struct pd_json *j, struct pd_jobspec *s, struct pd_jobspec_mem *mem,
+		     struct pd_err *e);
+
+/* Append s as one object of the JSON array pendulum.enqueue_many takes. */
 void pd_jobspec_json(const struct pd_jobspec *s, struct pd_buf *b);
 
 /*
- * Enqueue the jobs in `array` (a JSON array of canonical objects, n of them)
- * with one statement; ids[i] and created[i] receive each job's id and
- * whether it was new. Runs in the caller's transaction, if any.
+ * Append s as one line of COPY text format for the staging table (the
+ * columns of pendulum.job_input, ord first), NULLs as \N.
  */
-int pd_enqueue_batch(struct pd_db *db, const char *array, int n, long long *ids, int *created,
-		     struct pd_err *e);
+void pd_jobspec_copy(const struct pd_jobspec *s, int ord, struct pd_buf *b);
 
 #endif

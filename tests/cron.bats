@@ -34,10 +34,6 @@ jobs_of() {
 	     WHERE s.name = '$1' ORDER BY j.run_at"
 }
 
-njobs() {
-	sql "SELECT count(*) FROM pendulum.jobs"
-}
-
 # A cron expression firing once an hour, at the minute half an hour away
 # from the database's current minute: its latest occurrence is about 30
 # minutes old whenever the test looks.

@@ -13,10 +13,6 @@ setup() {
 	reset_jobs
 }
 
-njobs() {
-	sql "SELECT count(*) FROM pendulum.jobs"
-}
-
 @test "an invalid JSON payload: exit 65 naming line and column, nothing enqueued" {
 	run --separate-stderr pd-enqueue t '{"a" 1}'
 	[ "$status" -eq 65 ]

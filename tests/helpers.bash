@@ -197,6 +197,11 @@ fenced() {
 	sql "SELECT value FROM pendulum.counters WHERE name = 'writes_fenced'"
 }
 
+# njobs: the number of jobs.
+njobs() {
+	sql "SELECT count(*) FROM pendulum.jobs"
+}
+
 # job_state ID: the job's state.
 job_state() {
 	sql "SELECT state FROM pendulum.jobs WHERE id = $1"

@@ -1,0 +1,370 @@
+/*
+ * enqueue: read and check pd-enqueue's input, enqueue it in one transaction
+ * through the bulk statement of sql/009_enqueue_many.sql, wait for a job.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "enqueue.h"
+#include "json.h"
+#include "log.h"
+
+/* COPY data is sent in pieces of about this size. */
+#define COPY_CHUNK (256 * 1024)
+
+void pd_enqueue_init(struct pd_enqueue *q)
+{
+	memset(q, 0, sizeof(*q));
+}
+
+void pd_enqueue_release(struct pd_enqueue *q)
+{
+	pd_jobspec_mem_release(&q->mem);
+	free(q->jobs);
+	free(q->lines);
+	free(q->ids);
+	free(q->created);
+	pd_enqueue_init(q);
+}
+
+static void add(struct pd_enqueue *q, const struct pd_jobspec *s, int line)
+{
+	if (q->n == q->cap) {
+		q->cap = q->cap ? 2 * q->cap : 16;
+		q->jobs = pd_xrealloc(q->jobs, (size_t)q->cap * sizeof(*q->jobs));
+		q->lines = pd_xrealloc(q->lines, (size_t)q->cap * sizeof(*q->lines));
+	}
+	q->jobs[q->n] = *s;
+	q->lines[q->n++] = line;
+}
+
+int pd_enqueue_read(int fd, struct pd_buf *b, struct pd_err *e)
+{
+	for (;;) {
+		char *p = pd_buf_grow(b, 65536);
+		ssize_t n = read(fd, p, 65536);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return pd_errf(e, PD_EX_DATAERR, "cannot read stdin: %s", strerror(errno));
+		if (n == 0)
+			break;
+		b->len += (size_t)n;
+	}
+	pd_buf_grow(b, 0);
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+static int blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
+			return 0;
+	return 1;
+}
+
+/*
+ * A JSON error for where: "invalid JSON on stdin line 3, column 7: ..."
+ * (line_based: the text is that line) or "invalid JSON in PAYLOAD at line
+ * 1, column 6: ...".
+ */
+static int json_error(struct pd_err *e, const struct pd_err *je, const char *where, int line_based)
+{
+	int l = 0, c = 0, off = 0;
+
+	if (sscanf(je->msg, "invalid JSON at line %d, column %d: %n", &l, &c, &off) == 2 &&
+	    off > 0) {
+		if (line_based)
+			return pd_errf(e, PD_EX_DATAERR, "invalid JSON on %s, column %d: %s", where,
+				       c, je->msg + off);
+		return pd_errf(e, PD_EX_DATAERR, "invalid JSON in %s at line %d, column %d: %s",
+			       where, l, c, je->msg + off);
+	}
+	return pd_errf(e, PD_EX_DATAERR, "%s: %s", where, je->msg);
+}
+
+int pd_enqueue_one(struct pd_enqueue *q, const struct pd_jobspec *defaults, const char *text,
+		   size_t len, const char *where, int blank_is_empty, struct pd_err *e)
+{
+	struct pd_json j = PD_JSON_INIT;
+	struct pd_err je = PD_ERR_INIT;
+	struct pd_jobspec s = *defaults;
+
+	if (text == NULL || (blank_is_empty && blank(text, len))) {
+		text = "{}";
+		len = 2;
+	}
+	if (pd_json_parse(&j, text, len, &je) < 0)
+		return json_error(e, &je, where, 0);
+	pd_json_release(&j);
+	s.payload = text;
+	s.payload_len = len;
+	add(q, &s, 0);
+	return 0;
+}
+
+int pd_enqueue_ndjson(struct pd_enqueue *q, const struct pd_jobspec *defaults, const char *text,
+		      size_t len, struct pd_err *e)
+{
+	const char *line = text, *end = text + len;
+	int lineno = 0;
+
+	while (line < end) {
+		const char *nl = memchr(line, '\n', (size_t)(end - line));
+		size_t n = nl ? (size_t)(nl - line) : (size_t)(end - line);
+		struct pd_json j = PD_JSON_INIT;
+		struct pd_err je = PD_ERR_INIT;
+		struct pd_jobspec s = *defaults;
+		char where[64];
+		int rc = 0;
+
+		lineno++;
+		if (!blank(line, n)) {
+			snprintf(where, sizeof(where), "stdin line %d", lineno);
+			if (pd_json_parse(&j, line, n, &je) < 0)
+				return json_error(e, &je, where, 1);
+			if (defaults->type) {
+				pd_json_span(&j, 0, &s.payload, &s.payload_len);
+			} else {
+				s.payload = "{}";
+				s.payload_len = 2;
+				rc = pd_jobspec_parse(&j, &s, &q->mem, &je);
+			}
+			pd_json_release(&j);
+			if (rc < 0)
+				return pd_errf(e, PD_EX_DATAERR, "%s: %s", where, je.msg);
+			add(q, &s, lineno);
+		}
+		line = nl ? nl + 1 : end;
+	}
+	if (q->n == 0)
+		return pd_errf(e, PD_EX_DATAERR, "no jobs on stdin");
+	return 0;
+}
+
+/* The (ord, id, created) rows of the bulk statement into q->ids, q->created. */
+static int take_ids(struct pd_enqueue *q, PGresult *r, struct pd_err *e)
+{
+	int rows = PQntuples(r);
+
+	if (rows != q->n || PQnfields(r) != 3)
+		return pd_errf(e, PD_EX_SOFTWARE, "enqueue returned %d rows for %d jobs", rows,
+			       q->n);
+	for (int i = 0; i < rows; i++) {
+		long ord = strtol(PQgetvalue(r, i, 0), NULL, 10);
+
+		if (ord < 1 || ord > q->n || PQgetisnull(r, i, 1))
+			return pd_errf(e, PD_EX_SOFTWARE, "enqueue returned a bad row %d", i + 1);
+		q->ids[ord - 1] = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+		q->created[ord - 1] = PQgetvalue(r, i, 2)[0] == 't';
+	}
+	return 0;
+}
+
+/* A small batch: one JSON array, one statement (its own transaction). */
+static int run_json(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e)
+{
+	struct pd_buf arr = PD_BUF_INIT;
+	const char *params[1];
+	PGresult *r;
+	int rc;
+
+	pd_buf_putc(&arr, '[');
+	for (int i = 0; i < q->n; i++) {
+		if (i)
+			pd_buf_putc(&arr, ',');
+		pd_jobspec_json(&q->jobs[i], &arr);
+	}
+	pd_buf_putc(&arr, ']');
+	params[0] = arr.data;
+	rc = pd_db_exec(db, "SELECT ord, id, created FROM pendulum.enqueue_many_ex($1::jsonb)", 1,
+			params, PGRES_TUPLES_OK, &r, e);
+	pd_buf_release(&arr);
+	if (rc < 0)
+		return -1;
+	rc = take_ids(q, r, e);
+	PQclear(r);
+	return rc;
+}
+
+/* Copy every job into the staging table, in pieces of COPY_CHUNK; *line as pd_db_copy_end. */
+static int copy_jobs(struct pd_enqueue *q, struct pd_db *db, int *line, struct pd_err *e)
+{
+	/* The columns of pendulum.job_input, as pd_jobspec_copy writes them; id is the default. */
+	static const char copy_sql[] =
+	    "COPY pendulum_stage (ord, tenant_id, queue, job_type, payload, priority, run_at, "
+	    "delay, "
+	    "idempotency_key, max_attempts, timeout, delivery, traceparent, depends_on) FROM STDIN";
+	struct pd_buf chunk = PD_BUF_INIT;
+	int rc = 0;
+
+	*line = 0;
+	if (pd_db_copy_begin(db, copy_sql, e) < 0)
+		return -1;
+	for (int i = 0; i < q->n && rc == 0; i++) {
+		pd_jobspec_copy(&q->jobs[i], i + 1, &chunk);
+		if (chunk.len >= COPY_CHUNK || i == q->n - 1) {
+			rc = pd_db_copy_put(db, chunk.data, chunk.len, e);
+			pd_buf_reset(&chunk);
+		}
+	}
+	pd_buf_release(&chunk);
+	if (rc < 0)
+		return -1;
+	return pd_db_copy_end(db, line, e);
+}
+
+/*
+ * A large batch, in a transaction: COPY into the temporary staging table of
+ * pendulum.enqueue_stage (dropped at commit), then enqueue_staged.
+ */
+static int run_copy(struct pd_enqueue *q, struct pd_db *db, int *line, struct pd_err *e)
+{
+	static const char stage_sql[] = "SELECT pendulum.enqueue_stage()";
+	struct pd_err ignore = PD_ERR_INIT;
+	PGresult *r = NULL;
+	long long t0 = pd_now_us(), t1 = 0, t2 = 0;
+	int rc = -1;
+
+	if (pd_db_exec_script(db, "BEGIN", e) < 0)
+		return -1;
+	if (pd_db_exec_script(db, stage_sql, e) < 0 || copy_jobs(q, db, line, e) < 0)
+		goto out;
+	t1 = pd_now_us();
+	if (pd_db_exec(db, "SELECT ord, id, created FROM pendulum.enqueue_staged()", 0, NULL,
+		       PGRES_TUPLES_OK, &r, e) < 0 ||
+	    take_ids(q, r, e) < 0)
+		goto out;
+	t2 = pd_now_us();
+	rc = pd_db_exec_script(db, "COMMIT", e);
+out:
+	if (r)
+		PQclear(r);
+	if (rc < 0 && pd_db_ok(db))
+		pd_db_exec_script(db, "ROLLBACK", &ignore);
+	if (rc == 0)
+		pd_log(PD_LOG_DEBUG, "jobs copied and enqueued",
+		       "jobs=%d copy_ms=%lld insert_ms=%lld commit_ms=%lld", q->n, (t1 - t0) / 1000,
+		       (t2 - t1) / 1000, (pd_now_us() - t2) / 1000);
+	return rc;
+}
+
+int pd_enqueue_run(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e)
+{
+	struct pd_err inner = PD_ERR_INIT;
+	int line = 0, rc;
+
+	free(q->ids);
+	free(q->created);
+	q->ids = pd_xcalloc(q->n ? (size_t)q->n : 1, sizeof(*q->ids));
+	q->created = pd_xcalloc(q->n ? (size_t)q->n : 1, sizeof(*q->created));
+	if (q->n <= PD_ENQUEUE_COPY_MIN)
+		rc = run_json(q, db, &inner);
+	else
+		rc = run_copy(q, db, &line, &inner);
+	if (rc == 0)
+		return 0;
+	if (strcmp(inner.sqlstate, "23503") == 0)
+		inner.code = PD_EX_NOTFOUND;
+	else if (strncmp(inner.sqlstate, "22", 2) == 0 || strncmp(inner.sqlstate, "23", 2) == 0)
+		inner.code = PD_EX_DATAERR;
+	/* A row the COPY refused is job number line, from input line q->lines[line - 1]. */
+	if (line >= 1 && line <= q->n && q->lines[line - 1] > 0)
+		pd_errf(e, inner.code, "stdin line %d: %s", q->lines[line - 1], inner.msg);
+	else if (line >= 1 && line <= q->n)
+		pd_errf(e, inner.code, "job %d: %s", line, inner.msg);
+	pd_errf(e, inner.code, "%s", inner.msg);
+	snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", inner.sqlstate);
+	return -1;
+}
+
+void pd_enqueue_end_release(struct pd_enqueue_end *end)
+{
+	free(end->result);
+	free(end->reason);
+	free(end->last_error);
+	memset(end, 0, sizeof(*end));
+}
+
+int pd_enqueue_wait(struct pd_db *db, long long id, struct pd_enqueue_end *end, struct pd_err *e)
+{
+	static const char sql[] =
+	    "SELECT j.state, j.result::text, j.result_is_text, j.result #>> '{}', "
+	    "COALESCE(j.dead_reason, ''), COALESCE(j.last_error, ''), a.exit_code, a.signal "
+	    "FROM pendulum.jobs j LEFT JOIN LATERAL (SELECT exit_code, signal FROM "
+	    "pendulum.job_attempts WHERE job_id = j.id ORDER BY started_at DESC, lease_token "
+	    "DESC LIMIT 1) a ON true WHERE j.id = $1";
+	char idstr[24];
+	const char *params[1] = {idstr};
+	long long delay_ms = 20;
+
+	memset(end, 0, sizeof(*end));
+	snprintf(idstr, sizeof(idstr), "%lld", id);
+	for (;;) {
+		PGresult *r;
+		const char *state;
+		struct timespec ts;
+
+		if (pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e) < 0)
+			return -1;
+		if (PQntuples(r) != 1) {
+			PQclear(r);
+			return pd_errf(e, PD_EX_NOTFOUND, "job %lld not found", id);
+		}
+		state = PQgetvalue(r, 0, 0);
+		if (strcmp(state, "SUCCEEDED") == 0) {
+			end->succeeded = 1;
+			end->result_is_text = PQgetvalue(r, 0, 2)[0] == 't';
+			if (!PQgetisnull(r, 0, 1))
+				end->result =
+				    pd_xstrdup(PQgetvalue(r, 0, end->result_is_text ? 3 : 1));
+			PQclear(r);
+			return 0;
+		}
+		if (strcmp(state, "DEAD_LETTERED") == 0 || strcmp(state, "CANCELLED") == 0) {
+			end->cancelled = state[0] == 'C';
+			end->reason = pd_xstrdup(PQgetvalue(r, 0, 4));
+			end->last_error = pd_xstrdup(PQgetvalue(r, 0, 5));
+			end->status = 1;
+			if (!PQgetisnull(r, 0, 6) && atoi(PQgetvalue(r, 0, 6)) > 0)
+				end->status = atoi(PQgetvalue(r, 0, 6));
+			else if (!PQgetisnull(r, 0, 7) && atoi(PQgetvalue(r, 0, 7)) > 0)
+				end->status = 128 + atoi(PQgetvalue(r, 0, 7));
+			PQclear(r);
+			return 0;
+		}
+		PQclear(r);
+		ts.tv_sec = 0;
+		ts.tv_nsec = delay_ms * 1000000L;
+		nanosleep(&ts, NULL);
+		if (delay_ms < 250)
+			delay_ms += 10;
+	}
+}
+
+int pd_enqueue_rows(struct pd_db *db, const long long *ids, int n, PGresult **res, struct pd_err *e)
+{
+	struct pd_buf arr = PD_BUF_INIT;
+	const char *params[1];
+	int rc;
+
+	pd_buf_putc(&arr, '{');
+	for (int i = 0; i < n; i++)
+		pd_buf_printf(&arr, "%s%lld", i ? "," : "", ids[i]);
+	pd_buf_putc(&arr, '}');
+	params[0] = arr.data;
+	rc =
+	    pd_db_exec(db,
+		       "SELECT row_to_json(j) FROM unnest($1::bigint[]) WITH ORDINALITY u(id, ord) "
+		       "JOIN pendulum.jobs j ON j.id = u.id ORDER BY u.ord",
+		       1, params, PGRES_TUPLES_OK, res, e);
+	pd_buf_release(&arr);
+	return rc;
+}

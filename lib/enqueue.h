@@ -1,0 +1,94 @@
+/*
+ * enqueue: what pd-enqueue does, from its input to the ids.
+ *
+ * A batch is read and checked in C first (invalid JSON and bad keys are
+ * reported with the input line; nothing reaches the database), then
+ * enqueued all or nothing, in one transaction, by the bulk statement of
+ * sql/009_enqueue_many.sql: a small batch as one JSON array passed to
+ * pendulum.enqueue_many_ex, a large one copied (COPY FROM STDIN) into a
+ * temporary staging table that pendulum.enqueue_staged reads. Either way the
+ * ids come back in input order, a repeated idempotency key (in the batch or
+ * already in the table) gives the existing job's id, and each queue that got
+ * jobs is notified once.
+ *
+ *   struct pd_enqueue q;
+ *   pd_enqueue_init(&q);
+ *   if (pd_enqueue_ndjson(&q, &defaults, in.data, in.len, &e) < 0 ||
+ *       pd_enqueue_run(&q, &db, &e) < 0) ...
+ *   for (int i = 0; i < q.n; i++) printf("%lld\n", q.ids[i]);
+ *   pd_enqueue_release(&q);
+ */
+#ifndef PD_ENQUEUE_H
+#define PD_ENQUEUE_H
+
+#include "buf.h"
+#include "db.h"
+#include "err.h"
+#include "jobspec.h"
+
+/* Batches of more jobs than this are copied into a staging table. */
+#define PD_ENQUEUE_COPY_MIN 200
+
+struct pd_enqueue {
+	struct pd_jobspec *jobs; /* in input order */
+	int *lines;		 /* jobs[i] is on input line lines[i] (0: not NDJSON) */
+	int n, cap;
+	struct pd_jobspec_mem mem; /* what the jobs point into, but for the input */
+	long long *ids;		   /* after pd_enqueue_run: jobs[i]'s id */
+	int *created;		   /* 1: new; 0: the job an idempotency key named */
+};
+
+void pd_enqueue_init(struct pd_enqueue *q);
+void pd_enqueue_release(struct pd_enqueue *q);
+
+/* Read all of fd into b (NUL-terminated). Code 65 on a read error. */
+int pd_enqueue_read(int fd, struct pd_buf *b, struct pd_err *e);
+
+/*
+ * One job: defaults with the payload text (len bytes, not NUL-terminated),
+ * checked to be JSON; NULL, or with blank_is_empty nothing but white space,
+ * is {}. where names the text in errors ("PAYLOAD", "stdin"). The text must
+ * outlive q.
+ */
+int pd_enqueue_one(struct pd_enqueue *q, const struct pd_jobspec *defaults, const char *text,
+		   size_t len, const char *where, int blank_is_empty, struct pd_err *e);
+
+/*
+ * Jobs from NDJSON text (len bytes, which must outlive q): one job a line,
+ * blank lines skipped. With defaults->type set each line is a payload,
+ * otherwise an object of job keys (pd_jobspec_parse) over the defaults.
+ * Errors name the line, code 65: "invalid JSON on stdin line 3, column 7:
+ * ...", "stdin line 2: unknown key 'x'", "no jobs on stdin".
+ */
+int pd_enqueue_ndjson(struct pd_enqueue *q, const struct pd_jobspec *defaults, const char *text,
+		      size_t len, struct pd_err *e);
+
+/*
+ * Enqueue q's jobs in one transaction of their own, all or nothing; fills
+ * q->ids and q->created. Codes: 2 when a dependency does not exist, 65 when
+ * the database refuses a value (naming the input line when it can), 69, 70.
+ */
+int pd_enqueue_run(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e);
+
+/* How a job ended (pd_enqueue_wait). */
+struct pd_enqueue_end {
+	int succeeded; /* else DEAD_LETTERED or CANCELLED */
+	int cancelled; /* CANCELLED */
+	char *result;  /* SUCCEEDED: the result as text (a JSON line, or the handler's
+			  output when it was not JSON), or NULL when it wrote nothing */
+	int result_is_text;
+	char *reason;	  /* dead_reason, "" if none */
+	char *last_error; /* "" if none */
+	int status;	  /* the exit status to report: 0, the last attempt's exit status,
+			     128 + its signal, or 1 */
+};
+
+/* Poll until job id ends (SUCCEEDED, DEAD_LETTERED, CANCELLED). Code 2 if it does not exist. */
+int pd_enqueue_wait(struct pd_db *db, long long id, struct pd_enqueue_end *end, struct pd_err *e);
+void pd_enqueue_end_release(struct pd_enqueue_end *end);
+
+/* The rows of pendulum.jobs of ids[0..n) as JSON text, one row each in that order. */
+int pd_enqueue_rows(struct pd_db *db, const long long *ids, int n, PGresult **res,
+		    struct pd_err *e);
+
+#endif

@@ -1,0 +1,167 @@
+/*
+ * enqueue_test: what pd-enqueue checks and writes before it reaches the
+ * database: NDJSON lines into jobs (line numbers, keys, defaults), and the
+ * two forms the bulk statement reads, the JSON array element and the COPY
+ * row with its escapes.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "enqueue.h"
+#include "tap.h"
+
+/* Read text as NDJSON over defaults; returns pd_enqueue_ndjson's result, e filled. */
+static int ndjson(struct pd_enqueue *q, const struct pd_jobspec *defaults, const char *text,
+		  struct pd_err *e)
+{
+	pd_enqueue_release(q);
+	pd_err_clear(e);
+	return pd_enqueue_ndjson(q, defaults, text, strlen(text), e);
+}
+
+static void refused(const char *text, const char *want)
+{
+	struct pd_enqueue q;
+	struct pd_jobspec d;
+	struct pd_err e = PD_ERR_INIT;
+	char name[160];
+
+	pd_enqueue_init(&q);
+	pd_jobspec_init(&d);
+	snprintf(name, sizeof(name), "refused: %.100s", text);
+	for (char *c = name; *c; c++)
+		if (*c == '\n')
+			*c = '|';
+	ok(ndjson(&q, &d, text, &e) == -1 && e.code == PD_EX_DATAERR, name);
+	is_str(e.msg, want, "  with the message");
+	pd_enqueue_release(&q);
+}
+
+/* The one job in text as a COPY row (copy) or as a JSON array element. */
+static void written(int copy, const char *text, const char *want)
+{
+	struct pd_enqueue q;
+	struct pd_jobspec d;
+	struct pd_err e = PD_ERR_INIT;
+	struct pd_buf b = PD_BUF_INIT;
+
+	pd_enqueue_init(&q);
+	pd_jobspec_init(&d);
+	if (ok(ndjson(&q, &d, text, &e) == 0 && q.n == 1, "one job")) {
+		if (copy)
+			pd_jobspec_copy(&q.jobs[0], 7, &b);
+		else
+			pd_jobspec_json(&q.jobs[0], &b);
+		is_str(b.data, want, copy ? "  its COPY row" : "  its JSON element");
+	} else {
+		diag(e.msg);
+	}
+	pd_buf_release(&b);
+	pd_enqueue_release(&q);
+}
+
+int main(void)
+{
+	struct pd_enqueue q;
+	struct pd_jobspec d;
+	struct pd_err e = PD_ERR_INIT;
+	static const long long after[] = {4, 5};
+
+	pd_enqueue_init(&q);
+	pd_jobspec_init(&d);
+
+	/* Lines, blank lines, line numbers. */
+	ok(ndjson(&q, &d, "{\"type\":\"a\"}\n\n  \r\n{\"type\":\"b\"}\r\n{\"type\":\"c\"}", &e) ==
+	       0,
+	   "three jobs among blank lines, CRLF and no final newline");
+	is_int(q.n, 3, "  three jobs");
+	is_int(q.lines[1], 4, "  the second on line 4");
+	is_int(q.lines[2], 5, "  the third on line 5");
+	is_str(q.jobs[2].type, "c", "  in input order");
+	ok(q.jobs[0].payload_len == 2 && memcmp(q.jobs[0].payload, "{}", 2) == 0,
+	   "  payload {} by default");
+	ok(ndjson(&q, &d, "\n \n", &e) == -1, "only blank lines: refused");
+	is_str(e.msg, "no jobs on stdin", "  no jobs on stdin");
+
+	/* The defaults (the flags), and a line's keys over them. */
+	d.queue = "flagq";
+	d.after = after;
+	d.nafter = 2;
+	d.delay_ms = 5000;
+	ok(ndjson(&q, &d, "{\"type\":\"a\",\"queue\":\"own\",\"delay\":null}\n{\"type\":\"b\"}",
+		  &e) == 0,
+	   "a line's keys over the flags");
+	is_str(q.jobs[0].queue, "own", "  its own queue");
+	is_str(q.jobs[1].queue, "flagq", "  the flag's queue");
+	is_int(q.jobs[0].delay_ms, 5000, "  null is absent: the flag's delay");
+	is_int(q.jobs[1].nafter, 2, "  --after for every line");
+	d.type = "t";
+	ok(ndjson(&q, &d, "[1, {\"a\": 2}]\n\"x\"", &e) == 0 && q.n == 2,
+	   "with TYPE each line is a payload");
+	ok(q.jobs[0].payload_len == 13 && memcmp(q.jobs[0].payload, "[1, {\"a\": 2}]", 13) == 0,
+	   "  kept as written");
+	pd_jobspec_init(&d);
+
+	/* Refused lines name their line and the key. */
+	refused("{\"type\":\"a\"}\n{\"type\":\"b\", \"x\": null}", "stdin line 2: unknown key 'x'");
+	refused("{\"type\":\"a\"}\n\n{\"type\":\"b\",}",
+		"invalid JSON on stdin line 3, column 13: expected a string key");
+	refused("[]", "stdin line 1: expected an object {\"type\": ..., \"payload\": ...}");
+	refused("{\"payload\":{}}",
+		"stdin line 1: missing key 'type' (or give TYPE on the command line)");
+	refused("{\"type\":\"\"}", "stdin line 1: key 'type': must not be empty");
+	refused("{\"type\":1}", "stdin line 1: key 'type': expected a string");
+	refused("{\"type\":\"a\",\"depends_on\":[1,0]}",
+		"stdin line 1: key 'depends_on': expected an array of job ids (positive integers)");
+	refused("{\"type\":\"a\",\"depends_on\":3}",
+		"stdin line 1: key 'depends_on': expected an array of job ids");
+	refused("{\"type\":\"a\",\"delivery\":\"twice\"}",
+		"stdin line 1: key 'delivery': expected \"at-least-once\" or \"at-most-once\"");
+	refused("{\"type\":\"a\",\"timeout\":0}", "stdin line 1: key 'timeout': must be positive");
+	refused("{\"type\":\"a\",\"max_attempts\":1001}",
+		"stdin line 1: key 'max_attempts': expected an integer 1-1000");
+	refused("{\"type\":\"a\",\"traceparent\":\"\"}",
+		"stdin line 1: key 'traceparent': must not be empty");
+
+	/* The COPY row: ord, tenant, queue, type, payload, priority, run_at, delay, key,
+	 * max_attempts, timeout, delivery, traceparent, depends_on; NULL is \N. */
+	written(1, "{\"type\":\"a\"}",
+		"7\t\\N\t\\N\ta\t{}\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\n");
+	written(
+	    1,
+	    "{\"type\":\"a\\tb\",\"tenant\":\"x\\\\y\",\"queue\":\"l1\\nl2\\r\","
+	    "\"payload\":{\"s\":\"a\\\\b\",\t\"t\":1}}",
+	    "7\tx\\\\y\tl1\\nl2\\r\ta\\tb\t{\"s\":\"a\\\\\\\\b\",\\t\"t\":1}\t\\N\t\\N\t\\N\t\\N\t"
+	    "\\N\t\\N\t\\N\t\\N\t\\N\n");
+	written(
+	    1,
+	    "{\"type\":\"a\",\"priority\":\"high\",\"run_at\":\"2026-03-29T03:30:00+02:00\","
+	    "\"delay\":\"1m30s250ms\",\"idempotency_key\":\"k\",\"max_attempts\":3,"
+	    "\"timeout\":2,\"delivery\":\"at-most-once\",\"traceparent\":\"tp\","
+	    "\"depends_on\":[4,5]}",
+	    "7\t\\N\t\\N\ta\t{}\t10\t2026-03-29T01:30:00Z\t90.250\tk\t3\t2.000\tat-most-once\ttp"
+	    "\t{4,5}\n");
+
+	/* The JSON element pendulum.enqueue_many reads: durations as seconds. */
+	written(0,
+		"{\"type\":\"a\",\"payload\":[1],\"delay\":\"250ms\",\"timeout\":\"1h\","
+		"\"priority\":-3,\"depends_on\":[9]}",
+		"{\"type\":\"a\",\"payload\":[1],\"priority\":-3,\"delay\":0.250,"
+		"\"timeout\":3600.000,\"depends_on\":[9]}");
+	written(0, "{\"type\":\"a\\u00e9\",\"tenant\":\"t\\\"q\",\"run_at\":\"2026-01-02\"}",
+		"{\"type\":\"a\xc3\xa9\",\"payload\":{},\"tenant\":\"t\\\"q\","
+		"\"run_at\":\"2026-01-02T00:00:00Z\"}");
+
+	/* One job from a payload. */
+	pd_enqueue_release(&q);
+	d.type = "t";
+	ok(pd_enqueue_one(&q, &d, "  \n", 3, "stdin", 1, &e) == 0 && q.n == 1 &&
+	       memcmp(q.jobs[0].payload, "{}", 2) == 0,
+	   "a blank stdin is {}");
+	pd_err_clear(&e);
+	ok(pd_enqueue_one(&q, &d, "{\"a\" 1}", 7, "PAYLOAD", 0, &e) == -1, "bad JSON is refused");
+	is_str(e.msg, "invalid JSON in PAYLOAD at line 1, column 6: expected ':'",
+	       "  naming where, line and column");
+	pd_enqueue_release(&q);
+	return done_testing();
+}
