@@ -197,14 +197,27 @@ static void bad_line(struct pd_stream *s, const char *what, const char *line, si
 	terminate(s, "protocol error");
 }
 
+static void too_long(struct pd_stream *s, const char *line, size_t n)
+{
+	char what[96];
+
+	snprintf(what, sizeof(what), "a line longer than %zu bytes", s->line_max);
+	bad_line(s, what, line, n);
+}
+
 /* One line of stdout, without its '\n'. */
 static void answer(struct pd_stream *s, const char *line, size_t n)
 {
 	struct pd_err e = PD_ERR_INIT;
 	struct pd_stream_answer a;
 	struct pd_pool_exit *x;
-	int rc = pd_stream_parse(line, n, &a, &e), k;
+	int rc, k;
 
+	if (n > s->line_max) {
+		too_long(s, line, n);
+		return;
+	}
+	rc = pd_stream_parse(line, n, &a, &e);
 	if (rc == 0)
 		return;
 	if (rc < 0) {
@@ -263,10 +276,7 @@ static void on_stdout(void *ctx, const char *data, size_t n)
 		s->line.data[s->line.len] = '\0';
 	}
 	if (s->line.len > s->line_max) {
-		char what[96];
-
-		snprintf(what, sizeof(what), "a line longer than %zu bytes", s->line_max);
-		bad_line(s, what, s->line.data, s->line.len);
+		too_long(s, s->line.data, s->line.len);
 		pd_buf_reset(&s->line);
 	}
 }
