@@ -426,15 +426,39 @@ void pd_stream_stop(struct pd_stream *s, enum pd_stop_reason why)
 	s->stopped = 1;
 }
 
+/*
+ * Stderr first: pd_proc_io acts on the descriptors in this order, so a
+ * stderr line written before the answer is read while its job is still in
+ * flight, and kept with it.
+ */
 int pd_stream_pollfds(const struct pd_stream *s, struct pollfd *fds, int max)
 {
-	return pd_stream_live(s) ? pd_proc_pollfds(&s->proc, fds, max) : 0;
+	int n = pd_stream_live(s) ? pd_proc_pollfds(&s->proc, fds, max) : 0;
+
+	for (int i = 1; i < n; i++) {
+		if (fds[i].fd == s->proc.err_fd) {
+			struct pollfd err = fds[i];
+
+			memmove(fds + 1, fds, (size_t)i * sizeof(*fds));
+			fds[0] = err;
+			break;
+		}
+	}
+	return n;
 }
 
 void pd_stream_io(struct pd_stream *s, const struct pollfd *fds, int n)
 {
 	if (pd_stream_live(s))
 		pd_proc_io(&s->proc, fds, n);
+}
+
+void pd_stream_read(struct pd_stream *s)
+{
+	struct pollfd f = {.fd = s->proc.out_fd, .events = POLLIN, .revents = POLLIN};
+
+	if (pd_stream_live(s) && f.fd >= 0)
+		pd_proc_io(&s->proc, &f, 1);
 }
 
 int pd_stream_reap(struct pd_stream *s, pid_t pid, int wstatus)

@@ -183,6 +183,12 @@ void pd_stream_stop(struct pd_stream *s, enum pd_stop_reason why);
 int pd_stream_pollfds(const struct pd_stream *s, struct pollfd *fds, int max);
 void pd_stream_io(struct pd_stream *s, const struct pollfd *fds, int n);
 
+/*
+ * Read the answers the process has written so far, without waiting (one
+ * read, as if poll(2) said stdout was readable).
+ */
+void pd_stream_read(struct pd_stream *s);
+
 /* A pid the owner reaped (waitpid): 1 if it was this stream's process. */
 int pd_stream_reap(struct pd_stream *s, pid_t pid, int wstatus);
 

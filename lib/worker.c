@@ -879,10 +879,12 @@ static void batch_done(struct worker *w)
 		}
 	}
 	for (int k = 0; k < s->nlost; k++) {
-		const struct pd_claimed *j = &w->fin[b->lost_fin[k]].job;
+		const struct finished *f = &w->fin[b->lost_fin[k]];
 
-		pd_log(PD_LOG_WARN, "lease lost: handler stopped, nothing written",
-		       "job=%lld attempt=%d", j->id, j->attempt);
+		pd_log(PD_LOG_WARN,
+		       f->stream ? "lease lost: the answer dropped, nothing written"
+				 : "lease lost: handler stopped, nothing written",
+		       "job=%lld attempt=%d", f->job.id, f->job.attempt);
 	}
 	fin_written(w);
 	/* Idle: the claim found nothing after every outcome so far was written. */
@@ -920,6 +922,14 @@ static void batch_done(struct worker *w)
  */
 static int sync_db(struct worker *w, long long now, struct pd_err *e)
 {
+	/*
+	 * Before a heartbeat, the answers stream handlers have written already
+	 * (a worker resumed after SIGSTOP): those jobs are over, and their
+	 * outcomes go through the fence rather than being dropped as lost leases.
+	 */
+	if (now >= w->next_beat)
+		for (int k = 0; k < w->nstreams; k++)
+			pd_stream_read(&w->streams[k]);
 	harvest(w);
 	start_ready(w);
 	if (w->flight) {
