@@ -479,20 +479,21 @@ static void start_job(struct worker *w, struct held *r, enum start_record rec)
  */
 static void start_ready(struct worker *w)
 {
-	int kept = 0, nfree;
+	int kept = 0, nfree, k;
 
 	if (w->d.phase != PD_DAEMON_SERVING || w->nready == 0)
 		return;
 	nfree = runs_free(w);
-	for (int k = 0; k < w->nready; k++) {
-		if (nfree > 0 && can_start(w, &w->ready[k])) {
+	for (k = 0; k < w->nready && nfree > 0; k++) {
+		if (can_start(w, &w->ready[k])) {
 			start_job(w, &w->ready[k], START_TO_SEND);
 			nfree--;
 			continue;
 		}
 		w->ready[kept++] = w->ready[k];
 	}
-	w->nready = kept;
+	memmove(w->ready + kept, w->ready + k, (size_t)(w->nready - k) * sizeof(*w->ready));
+	w->nready = kept + (w->nready - k);
 }
 
 /* A ready job would start now. */
@@ -633,7 +634,7 @@ static long long start_due(const struct worker *w, int i)
 {
 	const struct run *r = &w->runs[i];
 
-	if (r->kind == RUN_FREE || r->started != START_TO_SEND)
+	if (r->kind == RUN_FREE || r->started != START_TO_SEND || r->lost)
 		return -1;
 	return r->kind == RUN_STREAM ? r->since_us + w->rtt_us : r->since_us;
 }
