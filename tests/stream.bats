@@ -28,6 +28,12 @@ handler() {
 	chmod +x "$1"
 }
 
+# readme_example LANG FILE: the README's stream handler example in LANG (the
+# code block after its "<!-- stream example: LANG" marker) into FILE, executable.
+readme_example() {
+	sed -n "/<!-- stream example: $1/,/^\`\`\`\$/p" "$PD_ROOT/README.md" | sed '1,2d;$d' | handler "$2"
+}
+
 # A sh + jq handler: records "ID ATTEMPT" in $T_DIR/ran and its pid in
 # $T_DIR/pids; a job whose payload has hang: true hangs on its first attempt
 # (touching $T_DIR/hanging), one with bad: true writes a line that is not
@@ -133,28 +139,34 @@ EOF
 	grep -q 'msg="handler stderr" stream=t pid=[0-9]* line="a line about nothing in particular"' <<<"$stderr"
 }
 
-@test "the README's stream handlers, in sh and in Python, work" {
-	sh_h=$BATS_TEST_TMPDIR/halve.sh
-	sed -n '/<!-- stream example: sh/,/^```$/p' "$PD_ROOT/README.md" | sed '1,2d;$d' | handler "$sh_h"
-	[ "$(head -n 1 "$sh_h")" = '#!/bin/sh' ]
+# readme_jobs LANG: the README's example in LANG as the handler of three
+# jobs: a width ($a), no width ($b), a width that is a string ($c).
+readme_jobs() {
+	h=$BATS_TEST_TMPDIR/halve.$1
+	readme_example "$1" "$h"
 	a=$(pd-enqueue halve '{"width": 641}')
 	b=$(pd-enqueue halve '{"height": 1}')
-	run --separate-stderr pd-worker --until-idle --stream-exec "halve=$sh_h"
+	c=$(pd-enqueue halve '{"width": "wide"}')
+	run --separate-stderr pd-worker --until-idle --stream-exec "halve=$h"
+}
+
+@test "the README's stream handler in sh and jq works" {
+	readme_jobs sh
 	[ "$status" -eq 0 ]
+	[ "$(head -n 1 "$h")" = '#!/bin/sh' ]
 	[ "$(sql "SELECT state || ' ' || result::text FROM pendulum.jobs WHERE id = $a")" = 'SUCCEEDED {"width": 320}' ]
 	[ "$(sql "SELECT state || ' ' || last_error FROM pendulum.jobs WHERE id = $b")" = 'DEAD_LETTERED no width' ]
+	[ "$(sql "SELECT state || ' ' || last_error FROM pendulum.jobs WHERE id = $c")" = 'DEAD_LETTERED no width' ]
+}
 
+@test "the README's stream handler in Python works" {
 	command -v python3 >/dev/null || skip "python3 not installed"
-	py_h=$BATS_TEST_TMPDIR/halve.py
-	sed -n '/<!-- stream example: python/,/^```$/p' "$PD_ROOT/README.md" | sed '1,2d;$d' | handler "$py_h"
-	[ "$(head -n 1 "$py_h")" = '#!/usr/bin/env python3' ]
-	c=$(pd-enqueue halve '{"width": 100}')
-	d=$(pd-enqueue halve '{"width": "wide"}')
-	run --separate-stderr pd-worker --until-idle --stream-exec "halve=$py_h"
+	readme_jobs python
 	[ "$status" -eq 0 ]
-	[ "$(sql "SELECT state || ' ' || result::text FROM pendulum.jobs WHERE id = $c")" = 'SUCCEEDED {"width": 50}' ]
-	[ "$(sql "SELECT state FROM pendulum.jobs WHERE id = $d")" = DEAD_LETTERED ]
-	[[ "$(sql "SELECT last_error FROM pendulum.jobs WHERE id = $d")" == "no width: TypeError"* ]]
+	[ "$(head -n 1 "$h")" = '#!/usr/bin/env python3' ]
+	[ "$(sql "SELECT state || ' ' || result::text FROM pendulum.jobs WHERE id = $a")" = 'SUCCEEDED {"width": 320}' ]
+	[ "$(sql "SELECT state || ' ' || last_error FROM pendulum.jobs WHERE id = $b")" = "DEAD_LETTERED no width: KeyError('width')" ]
+	[[ "$(sql "SELECT last_error FROM pendulum.jobs WHERE id = $c")" == "no width: TypeError"* ]]
 }
 
 @test "10,000 jobs through 4 slots: each runs exactly once" {

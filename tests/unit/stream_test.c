@@ -24,6 +24,16 @@ static struct pd_rng rng;
 
 static void test_parse(void)
 {
+	static const struct {
+		const char *line, *why, *name;
+	} bad[] = {
+	    {"{\"id\":1,", "invalid JSON at line 1", "truncated JSON is a bad line"},
+	    {"[1,2]", "not a JSON object", "an array is a bad line"},
+	    {"{\"result\":1}", "no integer \"id\"", "no id is a bad line"},
+	    {"{\"id\":\"1\"}", "no integer \"id\"", "a string id is a bad line"},
+	    {"{\"id\":1.5}", "no integer \"id\"", "a fractional id is a bad line"},
+	    {"{\"id\":1} {\"id\":2}", "invalid JSON", "two objects on a line are a bad line"},
+	};
 	struct pd_err e = PD_ERR_INIT;
 	struct pd_stream_answer a;
 	const char *l;
@@ -70,39 +80,18 @@ static void test_parse(void)
 	is_int(pd_stream_parse("", 0, &a, &e), 0, "an empty line is skipped");
 	is_int(pd_stream_parse(" \t\r", 3, &a, &e), 0, "a blank line is skipped");
 
-	l = "{\"id\":1,";
-	is_int(pd_stream_parse(l, strlen(l), &a, &e), -1, "truncated JSON is a bad line");
-	like(e.msg, "invalid JSON at line 1", "with where");
-	pd_err_clear(&e);
-	l = "[1,2]";
-	is_int(pd_stream_parse(l, strlen(l), &a, &e), -1, "an array is a bad line");
-	is_str(e.msg, "not a JSON object", "not an object");
-	pd_err_clear(&e);
-	l = "{\"result\":1}";
-	is_int(pd_stream_parse(l, strlen(l), &a, &e), -1, "no id is a bad line");
-	like(e.msg, "no integer \"id\"", "no id");
-	pd_err_clear(&e);
-	l = "{\"id\":\"1\"}";
-	is_int(pd_stream_parse(l, strlen(l), &a, &e), -1, "a string id is a bad line");
-	pd_err_clear(&e);
-	l = "{\"id\":1.5}";
-	is_int(pd_stream_parse(l, strlen(l), &a, &e), -1, "a fractional id is a bad line");
-	pd_err_clear(&e);
-	l = "{\"id\":1} {\"id\":2}";
-	is_int(pd_stream_parse(l, strlen(l), &a, &e), -1, "two objects on a line are a bad line");
-	pd_err_clear(&e);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		is_int(pd_stream_parse(bad[i].line, strlen(bad[i].line), &a, &e), -1, bad[i].name);
+		like(e.msg, bad[i].why, "  with why");
+		pd_err_clear(&e);
+	}
 }
 
+/* A stream handler running cmd with sh -c. */
 static struct pd_handler sh(const char *cmd)
 {
-	struct pd_handler h;
-
-	memset(&h, 0, sizeof(h));
-	h.name = (char *)"t";
-	h.run = (char *)cmd;
-	h.timeout_ms = -1;
-	h.mode = PD_HANDLER_STREAM;
-	return h;
+	return (struct pd_handler){
+	    .name = (char *)"t", .run = (char *)cmd, .timeout_ms = -1, .mode = PD_HANDLER_STREAM};
 }
 
 static void init(struct pd_stream *s, const struct pd_handler *h, size_t result_limit)
