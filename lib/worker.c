@@ -1178,6 +1178,21 @@ static int finished(struct pd_daemon *d)
 	return d->until_idle && d->idle && pd_daemon_up(d);
 }
 
+/* A stop signal: the daemon logged its pool's children; say what the stream handlers hold. */
+static void on_stop(struct pd_daemon *d, int sig, int count)
+{
+	struct worker *w = d->ctx;
+	int n = 0;
+
+	(void)sig;
+	if (w->nstreams == 0)
+		return;
+	for (int k = 0; k < w->nstreams; k++)
+		n += pd_stream_inflight(&w->streams[k]);
+	pd_log(PD_LOG_INFO, count > 1 ? "stream handlers stopped now" : "stream handlers draining",
+	       "in_flight=%d", n);
+}
+
 static const char *const worker_channels[] = {"pendulum_jobs", NULL};
 
 static const struct pd_daemon_ops worker_ops = {
@@ -1188,6 +1203,7 @@ static const struct pd_daemon_ops worker_ops = {
     .pollfds = pollfds,
     .on_io = on_io,
     .on_notify = on_notify,
+    .on_stop = on_stop,
     .finished = finished,
 };
 
