@@ -1,7 +1,7 @@
 /*
  * pd-worker: flags and configuration in, lib/worker does the rest (claim,
- * run each handler as a child process, keep the leases alive, record the
- * outcome with the lease token).
+ * run each handler as a child process or hand the job to a stream handler,
+ * keep the leases alive, record the outcome with the lease token).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -26,8 +26,11 @@ static void help(void)
 	    "      --handler TYPE=COMMAND  run COMMAND with /bin/sh -c for jobs of TYPE ('*': "
 	    "any)\n"
 	    "      --exec TYPE=PATH        exec PATH (no shell) for jobs of TYPE\n"
+	    "      --stream TYPE=COMMAND   one long-lived /bin/sh -c COMMAND for jobs of TYPE,\n"
+	    "                              a JSON line per job each way\n"
+	    "      --stream-exec TYPE=PATH the same, exec PATH (no shell)\n"
 	    "  -q, --queue QUEUE           queue to serve (repeatable; default 'default')\n"
-	    "  -n, --concurrency N         handlers at once (default 4)\n"
+	    "  -n, --concurrency N         jobs in flight at once (default 4)\n"
 	    "      --lease DURATION        lease length (default 30s)\n"
 	    "      --heartbeat DURATION    lease renewal interval (default: a third of the lease)\n"
 	    "      --poll DURATION         poll interval when no notification comes (default 1s)\n"
@@ -53,8 +56,9 @@ struct handlers {
 	char *argv[MAX_HANDLERS][2];
 };
 
-/* TYPE=VALUE */
-static int add_handler(struct handlers *hs, const char *arg, int exec, struct pd_err *e)
+/* TYPE=VALUE for option (--handler, --exec, --stream, --stream-exec). */
+static int add_handler(struct handlers *hs, const char *option, const char *arg, int exec,
+		       enum pd_handler_mode mode, struct pd_err *e)
 {
 	struct pd_handler *h;
 	char *owned, *eq;
@@ -65,8 +69,8 @@ static int add_handler(struct handlers *hs, const char *arg, int exec, struct pd
 	eq = strchr(owned, '=');
 	if (eq == NULL || eq == owned || eq[1] == '\0') {
 		free(owned);
-		return pd_errf(e, PD_EX_USAGE, "--%s '%s': expected TYPE=%s",
-			       exec ? "exec" : "handler", arg, exec ? "PATH" : "COMMAND");
+		return pd_errf(e, PD_EX_USAGE, "%s '%s': expected TYPE=%s", option, arg,
+			       exec ? "PATH" : "COMMAND");
 	}
 	*eq = '\0';
 	h = &hs->v[hs->n];
@@ -74,6 +78,7 @@ static int add_handler(struct handlers *hs, const char *arg, int exec, struct pd
 	hs->owned[hs->n] = owned;
 	h->name = owned;
 	h->timeout_ms = -1;
+	h->mode = mode;
 	if (exec) {
 		hs->argv[hs->n][0] = eq + 1;
 		h->exec_argv = hs->argv[hs->n];
@@ -90,6 +95,8 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 	enum {
 		O_HANDLER = PD_APP_OPT_OWN,
 		O_EXEC,
+		O_STREAM,
+		O_STREAM_EXEC,
 		O_LEASE,
 		O_BEAT,
 		O_NOREAP,
@@ -97,6 +104,8 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 	static const struct option opts[] = {
 	    {"handler", required_argument, NULL, O_HANDLER},
 	    {"exec", required_argument, NULL, O_EXEC},
+	    {"stream", required_argument, NULL, O_STREAM},
+	    {"stream-exec", required_argument, NULL, O_STREAM_EXEC},
 	    {"queue", required_argument, NULL, 'q'},
 	    {"lease", required_argument, NULL, O_LEASE},
 	    {"heartbeat", required_argument, NULL, O_BEAT},
@@ -105,13 +114,21 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 	    PD_APP_LONG_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
+	static const char *const handler_opts[] = {"--handler", "--exec", "--stream",
+						   "--stream-exec"};
 	int ch, rc;
 
 	while ((ch = getopt_long(argc, argv, "+:q:n:c:d:vhV", opts, NULL)) != -1) {
 		switch (ch) {
 		case O_HANDLER:
 		case O_EXEC:
-			if (add_handler(hs, optarg, ch == O_EXEC, e) < 0)
+		case O_STREAM:
+		case O_STREAM_EXEC:
+			if (add_handler(hs, handler_opts[ch - O_HANDLER], optarg,
+					ch == O_EXEC || ch == O_STREAM_EXEC,
+					ch == O_STREAM || ch == O_STREAM_EXEC ? PD_HANDLER_STREAM
+									      : PD_HANDLER_PROCESS,
+					e) < 0)
 				return -1;
 			break;
 		case 'q':
@@ -172,6 +189,7 @@ int main(int argc, char **argv)
 	}
 	if (hs.n == 0) {
 		rc = pd_cli_usage(SYNOPSIS, "no handlers: give --handler TYPE=COMMAND, --exec "
+					    "TYPE=PATH, --stream TYPE=COMMAND, --stream-exec "
 					    "TYPE=PATH, or a handlers: map in the config file");
 		goto out;
 	}

@@ -308,7 +308,8 @@ static int dec_log_level(struct pd_config *c, const struct pd_ynode *n, struct p
 static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
 		       struct pd_handler *h, struct pd_err *e)
 {
-	static const char *const known[] = {"run", "exec", "timeout", "terminal_exit_codes", NULL};
+	static const char *const known[] = {"run",  "exec", "timeout", "terminal_exit_codes",
+					    "mode", NULL};
 	const struct pd_ydoc *d = &c->doc;
 	const struct pd_ynode *v;
 	const char *s;
@@ -337,8 +338,23 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 	if ((v = pd_y_get(n, "timeout")) != NULL &&
 	    dur_range(d, v, 1, DUR_MAX, &h->timeout_ms, e) < 0)
 		return -1;
+	if ((v = pd_y_get(n, "mode")) != NULL) {
+		if (pd_y_str(d, v, &s, CODE, e) < 0)
+			return -1;
+		if (strcmp(s, "stream") == 0)
+			h->mode = PD_HANDLER_STREAM;
+		else if (strcmp(s, "process") != 0)
+			return pd_y_errf(d, v, CODE, e, "%s: expected process or stream, got '%s'",
+					 pd_y_describe(v, desc, sizeof(desc)), s);
+	}
 	if ((v = pd_y_get(n, "terminal_exit_codes")) != NULL) {
 		const struct pd_ynode *const *items = (const struct pd_ynode *const *)&v;
+
+		if (h->mode == PD_HANDLER_STREAM)
+			return pd_y_errf(d, v, CODE, e,
+					 "%s: a stream handler has no exit status per job (its "
+					 "answers say \"terminal\": true)",
+					 pd_y_describe(v, desc, sizeof(desc)));
 		int k = 1;
 
 		if (v->type != PD_Y_SCALAR) {

@@ -8,6 +8,12 @@
 
 #define PD_HANDLER_MAX_CODES 32
 
+/* How a worker runs a handler's jobs (pd-worker(1)). */
+enum pd_handler_mode {
+	PD_HANDLER_PROCESS, /* a process per job: payload on stdin, the exit status classifies */
+	PD_HANDLER_STREAM,  /* one long-lived process, a JSON line per job each way (lib/stream) */
+};
+
 struct pd_handler {
 	char *name;	      /* job type or topic, or "*" for every name */
 	char *run;	      /* shell command for /bin/sh -c, or NULL */
@@ -15,6 +21,7 @@ struct pd_handler {
 	long long timeout_ms; /* -1 unset: the program's default */
 	int terminal_codes[PD_HANDLER_MAX_CODES]; /* exit codes that dead-letter at once */
 	int nterminal;
+	enum pd_handler_mode mode; /* zeroed: PD_HANDLER_PROCESS */
 };
 
 /* The handler for name among v[0..n): an exact match, else the first "*", else NULL. */

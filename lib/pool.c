@@ -231,6 +231,8 @@ void pd_pool_reap(struct pd_pool *p)
 		for (int i = 0; i < p->size && !mine; i++)
 			if (live(&p->slots[i]))
 				mine = pd_proc_reap(&p->slots[i].proc, pid, st);
+		if (!mine && p->adopt)
+			mine = p->adopt(p->adopt_ctx, pid, st);
 		if (!mine)
 			pd_log(PD_LOG_DEBUG, "reaped an unknown child", "pid=%d", (int)pid);
 	}

@@ -108,6 +108,13 @@ struct pd_pool {
 	size_t stdout_limit;	/* 0: PD_PROC_STDOUT_LIMIT_DEFAULT */
 	long long grace_ms;	/* SIGTERM to SIGKILL; 0: PD_PROC_GRACE_DEFAULT_MS */
 	const char *stderr_msg; /* the log message for a stderr line */
+	/*
+	 * The owner's other children (lib/stream), which pd_pool_reap's
+	 * waitpid(-1) collects too: each pid not the pool's is offered here
+	 * with its status; 1 if it was the owner's. NULL: none.
+	 */
+	int (*adopt)(void *ctx, pid_t pid, int wstatus);
+	void *adopt_ctx;
 };
 
 /* What to start in a slot. */
@@ -143,7 +150,10 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j);
 int pd_pool_pollfds(const struct pd_pool *p, struct pollfd *fds, int max);
 void pd_pool_io(struct pd_pool *p, const struct pollfd *fds, int n);
 
-/* Collect every exited child (waitpid, WNOHANG); for SIGCHLD. Unknown pids are logged. */
+/*
+ * Collect every exited child (waitpid, WNOHANG); for SIGCHLD. Pids not the
+ * pool's go to adopt; unknown ones are logged.
+ */
 void pd_pool_reap(struct pd_pool *p);
 
 /* The monotonic ms at which pd_pool_tick must run next, -1 for none. */

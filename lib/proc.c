@@ -216,6 +216,8 @@ static void init(struct pd_proc *p, const struct pd_proc_spec *s)
 	p->out_limit = s->stdout_limit ? s->stdout_limit : PD_PROC_STDOUT_LIMIT_DEFAULT;
 	pd_tail_init(&p->err_tail);
 	p->on_stderr_line = s->on_stderr_line;
+	p->on_stdout = s->on_stdout;
+	p->keep_stdin = s->keep_stdin;
 	p->ctx = s->ctx;
 	p->timeout_at = p->kill_at = p->eof_at = -1;
 	p->grace_ms = s->kill_grace_ms > 0 ? s->kill_grace_ms : PD_PROC_GRACE_DEFAULT_MS;
@@ -306,7 +308,7 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 	set_nonblock(p->err_fd);
 	if (s->input_len > 0)
 		pd_buf_append(&p->input, s->input, s->input_len);
-	else
+	else if (!p->keep_stdin)
 		close_fd(&p->in_fd);
 	p->started_ms = pd_now_ms();
 	if (s->timeout_ms > 0)
@@ -328,7 +330,7 @@ int pd_proc_pollfds(const struct pd_proc *p, struct pollfd *fds, int max)
 {
 	int n = 0;
 
-	if (p->in_fd >= 0 && n < max)
+	if (p->in_fd >= 0 && p->input_off < p->input.len && n < max)
 		fds[n++] = (struct pollfd){.fd = p->in_fd, .events = POLLOUT};
 	if (p->out_fd >= 0 && n < max)
 		fds[n++] = (struct pollfd){.fd = p->out_fd, .events = POLLIN};
@@ -344,23 +346,62 @@ static void close_input(struct pd_proc *p)
 	p->input_off = 0;
 }
 
-static void write_input(struct pd_proc *p)
+/* One write of what is left; returns 1 if the pipe may take more now. */
+static int write_input(struct pd_proc *p)
 {
 	size_t left = p->input.len - p->input_off;
 	ssize_t n;
 
 	if (left > CHUNK)
 		left = CHUNK;
-	n = write(p->in_fd, p->input.data + p->input_off, left);
+	n = left > 0 ? write(p->in_fd, p->input.data + p->input_off, left) : 0;
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
-			return;
+			return 0;
 		close_input(p); /* EPIPE: the child does not want the rest */
-		return;
+		return 0;
 	}
 	p->input_off += (size_t)n;
-	if (p->input_off == p->input.len)
+	if (p->input_off < p->input.len)
+		return (size_t)n == left;
+	if (p->keep_stdin && !p->input_eof) {
+		pd_buf_reset(&p->input); /* all written: the buffer starts over */
+		p->input_off = 0;
+	} else {
 		close_input(p);
+	}
+	return 0;
+}
+
+void pd_proc_write(struct pd_proc *p, const char *data, size_t n)
+{
+	if (p->in_fd < 0 || p->input_eof)
+		return;
+	if (p->input_off > 0 && p->input_off >= p->input.len / 2) {
+		/* keep the unwritten part at the front */
+		memmove(p->input.data, p->input.data + p->input_off, p->input.len - p->input_off);
+		p->input.len -= p->input_off;
+		p->input_off = 0;
+	}
+	pd_buf_append(&p->input, data, n);
+}
+
+void pd_proc_flush(struct pd_proc *p)
+{
+	while (p->in_fd >= 0 && p->input_off < p->input.len && write_input(p))
+		;
+}
+
+void pd_proc_close_input(struct pd_proc *p)
+{
+	p->input_eof = 1;
+	if (p->in_fd >= 0 && p->input_off >= p->input.len)
+		close_input(p);
+}
+
+size_t pd_proc_pending(const struct pd_proc *p)
+{
+	return p->in_fd >= 0 ? p->input.len - p->input_off : 0;
 }
 
 /* One read of stdout; returns what read(2) returned. */
@@ -369,7 +410,13 @@ static ssize_t read_out(struct pd_proc *p)
 	size_t room = p->out_limit > p->out.len ? p->out_limit - p->out.len : 0;
 	ssize_t n;
 
-	if (room > 0) {
+	if (p->on_stdout) {
+		char tmp[CHUNK];
+
+		n = read(p->out_fd, tmp, sizeof(tmp));
+		if (n > 0)
+			p->on_stdout(p->ctx, tmp, (size_t)n);
+	} else if (room > 0) {
 		char *dst = pd_buf_grow(&p->out, room < CHUNK ? room : CHUNK);
 
 		n = read(p->out_fd, dst, room < CHUNK ? room : CHUNK);

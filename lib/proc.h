@@ -40,6 +40,13 @@
  * and signalling it after the pid was reused would hit a stranger.
  *
  * pd_proc_run() does all of that for a caller with nothing else to watch.
+ *
+ * A long-lived child that takes its input piece by piece (lib/stream) sets
+ * keep_stdin and on_stdout: stdin then stays open after the initial input,
+ * more is queued with pd_proc_write() and sent with pd_proc_flush() (or when
+ * poll(2) says the pipe has room), and end of file comes with
+ * pd_proc_close_input(); stdout goes to on_stdout as it is read instead of
+ * being captured.
  */
 #ifndef PD_PROC_H
 #define PD_PROC_H
@@ -83,6 +90,17 @@ struct pd_proc_spec {
 	 * '\n' comes at EOF. May be NULL. It may call pd_proc_kill().
 	 */
 	void (*on_stderr_line)(void *ctx, const char *line, size_t n);
+	/*
+	 * Stdin stays open once input is written: more comes with
+	 * pd_proc_write(), end of file with pd_proc_close_input().
+	 */
+	int keep_stdin;
+	/*
+	 * Called with stdout's bytes as they are read (in pieces of any size),
+	 * instead of capturing them; stdout_limit is then unused. May be NULL.
+	 * It may call pd_proc_kill().
+	 */
+	void (*on_stdout)(void *ctx, const char *data, size_t n);
 	void *ctx;
 };
 
@@ -99,6 +117,8 @@ struct pd_proc {
 
 	struct pd_buf input; /* what is left to write is input.data + input_off */
 	size_t input_off;
+	int keep_stdin; /* stdin stays open when input runs out */
+	int input_eof;	/* keep_stdin: close stdin once input is written */
 
 	struct pd_buf out; /* captured stdout, at most out_limit bytes */
 	size_t out_limit;
@@ -107,6 +127,7 @@ struct pd_proc {
 	struct pd_tail err_tail; /* the last 4 KiB of stderr */
 	struct pd_buf err_line;	 /* the stderr line being assembled */
 	void (*on_stderr_line)(void *ctx, const char *line, size_t n);
+	void (*on_stdout)(void *ctx, const char *data, size_t n);
 	void *ctx;
 
 	long long started_ms; /* pd_now_ms() at start */
@@ -140,6 +161,22 @@ struct pd_proc_result {
  * (SIG_IGN or SA_NOCLDWAIT), or the status is lost.
  */
 int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err *e);
+
+/*
+ * keep_stdin: queue n bytes for stdin (copied). Nothing is written yet:
+ * pd_proc_flush() or pd_proc_io() writes. Dropped once stdin is closed (the
+ * child went away, or pd_proc_close_input()).
+ */
+void pd_proc_write(struct pd_proc *p, const char *data, size_t n);
+
+/* Write what is queued for stdin now, as far as the pipe takes it without blocking. */
+void pd_proc_flush(struct pd_proc *p);
+
+/* keep_stdin: close stdin once what is queued is written (at once if nothing is). */
+void pd_proc_close_input(struct pd_proc *p);
+
+/* Bytes queued for stdin and not written yet. */
+size_t pd_proc_pending(const struct pd_proc *p);
 
 /*
  * Fill up to max entries of fds with the descriptors to poll now (stdin

@@ -12,6 +12,7 @@
 #include "pool.h"
 #include "reap.h"
 #include "retry.h"
+#include "stream.h"
 #include "text.h"
 #include "worker.h"
 
@@ -27,14 +28,43 @@ enum start_record {
 	START_IN_FLIGHT, /* in the batch in flight */
 };
 
+/* Where a job in flight runs. */
+enum run_kind {
+	RUN_FREE,    /* no job */
+	RUN_PROCESS, /* in the pool slot of the same index */
+	RUN_STREAM,  /* written to a stream handler (lib/stream), not answered yet */
+};
+
 /*
- * A job whose handler is over, taken out of its slot (which is free again at
+ * A job in flight: the concurrency is how many of these a worker has, for
+ * process and stream handlers alike. runs[i] of kind RUN_PROCESS is pool
+ * slot i's job (a pool slot is busy only while its run is).
+ */
+struct run {
+	enum run_kind kind;
+	int stream; /* RUN_STREAM: its index in streams */
+	int lost;   /* RUN_STREAM: the lease is lost, the answer will be dropped */
+	enum start_record started;
+	long long since_us; /* pd_now_us() at start */
+	struct pd_claimed job;
+};
+
+/* A job claimed ahead of a free run (LEASED), with its handler looked up once. */
+struct held {
+	struct pd_claimed job;
+	const struct pd_handler *h; /* NULL: none (cannot happen: the claim filters on types) */
+	int stream;		    /* h's stream, or -1: a process per job */
+};
+
+/*
+ * A job whose handler is over, taken out of its run (which is free again at
  * once) until its outcome is written.
  */
 struct finished {
 	struct pd_claimed job;
 	struct pd_pool_exit exit;
 	enum start_record started;
+	int stream;  /* run by a stream handler */
 	int sending; /* in the batch in flight */
 };
 
@@ -55,24 +85,30 @@ struct batch {
 };
 
 /*
- * Ready jobs: claimed LEASED ahead of a free slot, so that a slot that comes
- * free starts its next handler without waiting for a round trip. How many
- * are held is the prefetch depth, sized from what was measured: as many as
- * the slots that come free during two round trips (concurrency x 2 x rtt /
- * handler run time), at most the concurrency. Handlers that run long
- * compared with a round trip get none: their jobs stay claimable by idle
- * workers, and claims go straight to RUNNING.
+ * Ready jobs: claimed LEASED ahead of a free run, so that a run that comes
+ * free starts its next job without waiting for a round trip. How many are
+ * held is the prefetch depth, sized from what was measured: as many as the
+ * runs that come free during two round trips (concurrency x 2 x rtt /
+ * handler run time), at most the concurrency, or, with stream handlers, at
+ * most twice the batch (so that every round trip can carry a whole batch of
+ * outcomes and claims while the handler works through the previous one).
+ * Handlers that run long compared with a round trip get none: their jobs
+ * stay claimable by idle workers, and claims go straight to RUNNING.
  */
 struct worker {
 	const struct pd_worker_cfg *cfg;
 	struct pd_daemon d;
 	struct pd_pool pool;
-	struct pd_claimed *jobs;    /* jobs[i]: the job in pool slot i */
-	enum start_record *started; /* started[i]: for jobs[i] */
-	struct pd_claimed *ready;   /* claimed LEASED, not started; FIFO */
-	int nready;
+	struct run *runs;   /* concurrency of them */
+	struct held *ready; /* claimed LEASED, not started; FIFO but for jobs that must wait */
+	int nready, capready;
 	struct finished *fin; /* outcomes to write, in the order the handlers ended */
 	int nfin, capfin;
+	struct pd_stream *streams; /* one per stream handler, started at its first job */
+	int nstreams;
+	int *stream_of;	    /* stream_of[h]: handler h's stream, or -1 */
+	char **stream_env;  /* the stream handlers' environment */
+	struct pd_buf line; /* a job's line for a stream handler, reused */
 	const char **types; /* the claim's filter; NULL: any type */
 	int ntypes;
 	long long next_claim, next_beat, next_reap, next_due;
@@ -132,8 +168,11 @@ static char *envvar(const char *k, const char *v)
 	return s;
 }
 
-/* The worker's environment plus the job's PD_* variables (DESIGN.md, the handler contract). */
-static char **build_env(const struct pd_claimed *j, const char *worker)
+/*
+ * The worker's environment without the variables the handler contract sets
+ * (DESIGN.md), with room for extra more and the NULL; *k: how many are set.
+ */
+static char **env_base(size_t extra, size_t *k)
 {
 	static const char *ours[] = {"PD_JOB_ID",
 				     "PD_JOB_TYPE",
@@ -148,12 +187,13 @@ static char **build_env(const struct pd_claimed *j, const char *worker)
 				     "TRACEPARENT",
 				     "PD_WORKER_ID",
 				     NULL};
-	size_t n = 0, k = 0;
-	char num[24], **env;
+	size_t n = 0;
+	char **env;
 
 	while (environ[n])
 		n++;
-	env = pd_xcalloc(n + 16, sizeof(*env));
+	env = pd_xcalloc(n + extra + 1, sizeof(*env));
+	*k = 0;
 	for (size_t i = 0; i < n; i++) {
 		int skip = 0;
 
@@ -163,8 +203,17 @@ static char **build_env(const struct pd_claimed *j, const char *worker)
 			skip = strncmp(environ[i], ours[o], l) == 0 && environ[i][l] == '=';
 		}
 		if (!skip)
-			env[k++] = pd_xstrdup(environ[i]);
+			env[(*k)++] = pd_xstrdup(environ[i]);
 	}
+	return env;
+}
+
+/* The worker's environment plus the job's PD_* variables (DESIGN.md, the handler contract). */
+static char **build_env(const struct pd_claimed *j, const char *worker)
+{
+	size_t k;
+	char num[24], **env = env_base(15, &k);
+
 	snprintf(num, sizeof(num), "%lld", j->id);
 	env[k++] = envvar("PD_JOB_ID", num);
 	env[k++] = envvar("PD_JOB_TYPE", j->type);
@@ -188,6 +237,58 @@ static char **build_env(const struct pd_claimed *j, const char *worker)
 	return env;
 }
 
+/* A stream handler's environment: the worker's, with PD_WORKER_ID; no job's. */
+static char **stream_env(const char *worker)
+{
+	size_t k;
+	char **env = env_base(1, &k);
+
+	env[k++] = envvar("PD_WORKER_ID", worker);
+	env[k] = NULL;
+	return env;
+}
+
+static void env_free(char **env)
+{
+	for (char **e = env; e && *e; e++)
+		free(*e);
+	free(env);
+}
+
+static void json_str_or_null(struct pd_buf *b, const char *s)
+{
+	if (s)
+		pd_json_quote(b, s, strlen(s));
+	else
+		pd_buf_puts(b, "null");
+}
+
+/*
+ * The job's line for a stream handler (pd-worker(1), "Stream handlers"):
+ * one JSON object, no newline (the payload is jsonb's text, which has none).
+ */
+static void job_line(struct pd_buf *b, const struct pd_claimed *j)
+{
+	pd_buf_reset(b);
+	pd_buf_printf(b, "{\"id\":%lld,\"attempt\":%d,\"lease_token\":%lld,\"type\":", j->id,
+		      j->attempt, j->token);
+	json_str_or_null(b, j->type);
+	pd_buf_puts(b, ",\"queue\":");
+	json_str_or_null(b, j->queue);
+	pd_buf_puts(b, ",\"tenant\":");
+	json_str_or_null(b, j->tenant);
+	pd_buf_puts(b, ",\"traceparent\":");
+	json_str_or_null(b, j->traceparent);
+	pd_buf_puts(b, ",\"payload\":");
+	pd_buf_puts(b, j->payload ? j->payload : "null");
+	pd_buf_printf(b, ",\"max_attempts\":%d,\"replay_count\":%d,\"run_at\":", j->max_attempts,
+		      j->replay_count);
+	json_str_or_null(b, j->run_at);
+	pd_buf_puts(b, ",\"idempotency_key\":");
+	json_str_or_null(b, j->idempotency_key);
+	pd_buf_putc(b, '}');
+}
+
 static void job_clear(struct pd_claimed *j)
 {
 	free(j->type);
@@ -202,30 +303,46 @@ static void job_clear(struct pd_claimed *j)
 
 static void average(long long *avg, long long sample);
 
-/* Move the jobs of DONE slots to the finished list; their slots are FREE. */
+/* Run i's handler is over with exit x (taken): its job to the finished list, the run free. */
+static void run_over(struct worker *w, int i, const struct pd_pool_exit *x)
+{
+	struct run *r = &w->runs[i];
+	struct finished *f;
+
+	if (w->nfin == w->capfin) {
+		w->capfin = w->capfin ? 2 * w->capfin : 2 * w->pool.size;
+		w->fin = pd_xrealloc(w->fin, (size_t)w->capfin * sizeof(*w->fin));
+	}
+	f = &w->fin[w->nfin++];
+	w->d.idle = 0; /* its outcome may make work runnable (dependencies, retries) */
+	memset(f, 0, sizeof(*f));
+	f->job = r->job;
+	f->started = r->started;
+	f->stream = r->kind == RUN_STREAM;
+	f->exit = *x;
+	memset(r, 0, sizeof(*r));
+	r->kind = RUN_FREE;
+	r->started = START_RECORDED;
+	if (f->exit.cls == PD_EXIT_OK || f->exit.cls == PD_EXIT_FAILED ||
+	    f->exit.cls == PD_EXIT_TERMINAL)
+		average(&w->run_us, f->exit.ran_us > 0 ? f->exit.ran_us : 1);
+}
+
+/* Move the jobs of DONE pool slots and the stream handlers' outcomes to the finished list. */
 static void harvest(struct worker *w)
 {
-	for (int i = 0; i < w->pool.size; i++) {
-		struct finished *f;
+	struct pd_pool_exit x;
+	int tag;
 
+	for (int i = 0; i < w->pool.size; i++) {
 		if (w->pool.slots[i].state != PD_SLOT_DONE)
 			continue;
-		if (w->nfin == w->capfin) {
-			w->capfin = w->capfin ? 2 * w->capfin : 2 * w->pool.size;
-			w->fin = pd_xrealloc(w->fin, (size_t)w->capfin * sizeof(*w->fin));
-		}
-		f = &w->fin[w->nfin++];
-		w->d.idle = 0; /* its outcome may make work runnable (dependencies, retries) */
-		memset(f, 0, sizeof(*f));
-		f->job = w->jobs[i];
-		f->started = w->started[i];
-		pd_pool_take(&w->pool, i, &f->exit);
-		memset(&w->jobs[i], 0, sizeof(w->jobs[i]));
-		w->started[i] = START_RECORDED;
-		if (f->exit.cls == PD_EXIT_OK || f->exit.cls == PD_EXIT_FAILED ||
-		    f->exit.cls == PD_EXIT_TERMINAL)
-			average(&w->run_us, f->exit.ran_us > 0 ? f->exit.ran_us : 1);
+		pd_pool_take(&w->pool, i, &x);
+		run_over(w, i, &x);
 	}
+	for (int k = 0; k < w->nstreams; k++)
+		while (pd_stream_take(&w->streams[k], &tag, &x))
+			run_over(w, tag, &x);
 }
 
 /* Drop the finished jobs whose outcomes the batch just written carried. */
@@ -261,41 +378,92 @@ static void average(long long *avg, long long sample)
 /* How many ready jobs to hold (see struct worker). */
 static int prefetch_depth(const struct worker *w)
 {
-	long long conc = w->cfg->engine.concurrency, d;
+	long long conc = w->cfg->engine.concurrency, cap = conc, d;
 
+	if (w->nstreams > 0 && 2 * w->cfg->engine.batch > cap)
+		cap = 2 * w->cfg->engine.batch;
 	if (w->rtt_us == 0 || w->run_us == 0)
 		return 0;
 	d = (2 * conc * w->rtt_us + w->run_us / 2) / w->run_us;
-	return d > conc ? (int)conc : (int)d;
+	return d > cap ? (int)cap : (int)d;
 }
 
-/* Start claimed job j in a free slot; the slot takes j's strings. */
-static void start_job(struct worker *w, struct pd_claimed *j, enum start_record rec)
+/* The index of a free run, or -1. */
+static int run_free(const struct worker *w)
 {
-	int i = pd_pool_free_slot(&w->pool);
-	const struct pd_handler *h;
+	for (int i = 0; i < w->pool.size; i++)
+		if (w->runs[i].kind == RUN_FREE)
+			return i;
+	return -1;
+}
+
+static int runs_free(const struct worker *w)
+{
+	int n = 0;
+
+	for (int i = 0; i < w->pool.size; i++)
+		n += w->runs[i].kind == RUN_FREE;
+	return n;
+}
+
+/* Ready job r can start in a free run now: its stream handler (if any) takes it. */
+static int can_start(const struct worker *w, const struct held *r)
+{
+	return r->stream < 0 || pd_stream_can_take(&w->streams[r->stream], r->job.id);
+}
+
+/* The handler for a claimed job, and its stream: into a held job, which takes c's strings. */
+static void hold(const struct worker *w, struct held *r, const struct pd_claimed *c)
+{
+	int hi;
+
+	r->job = *c;
+	r->h = pd_handler_find(w->cfg->handlers, w->cfg->nhandlers, c->type);
+	hi = r->h ? (int)(r->h - w->cfg->handlers) : -1;
+	r->stream = hi >= 0 ? w->stream_of[hi] : -1;
+}
+
+/* Start ready job r in a free run (there is one); the run takes r's strings. */
+static void start_job(struct worker *w, struct held *r, enum start_record rec)
+{
+	int i = run_free(w);
+	const struct pd_claimed *j;
 	struct pd_pool_job pj;
+	struct run *run;
+	long long timeout;
 	char prefix[64];
 
-	if (i < 0) { /* cannot happen: the claim asks for the free slots only */
-		pd_log(PD_LOG_ERROR, "no free slot for a claimed job", "job=%lld", j->id);
-		job_clear(j);
+	if (i < 0) { /* cannot happen: the callers look first */
+		pd_log(PD_LOG_ERROR, "no free run for a claimed job", "job=%lld", r->job.id);
+		job_clear(&r->job);
 		return;
 	}
-	w->jobs[i] = *j;
-	w->started[i] = rec;
-	j = &w->jobs[i];
-	h = pd_handler_find(w->cfg->handlers, w->cfg->nhandlers, j->type);
+	run = &w->runs[i];
+	run->job = r->job;
+	run->started = rec;
+	run->lost = 0;
+	run->since_us = pd_now_us();
+	j = &run->job;
+	timeout = j->timeout_ms >= 0 ? j->timeout_ms : r->h ? r->h->timeout_ms : 0;
 	snprintf(prefix, sizeof(prefix), "job=%lld attempt=%d", j->id, j->attempt);
 	pd_log(PD_LOG_DEBUG, "job started", "%s type=%s token=%lld", prefix, j->type, j->token);
+	if (r->stream >= 0) {
+		run->kind = RUN_STREAM;
+		run->stream = r->stream;
+		job_line(&w->line, j);
+		pd_stream_send(&w->streams[r->stream], j->id, i, prefix, timeout, w->line.data,
+			       w->line.len);
+		return;
+	}
+	run->kind = RUN_PROCESS;
 	memset(&pj, 0, sizeof(pj));
-	pj.h = h;
+	pj.h = r->h;
 	pj.envp = build_env(j, w->d.id);
 	pj.input = j->payload;
 	pj.input_len = strlen(j->payload);
-	pj.timeout_ms = j->timeout_ms >= 0 ? j->timeout_ms : h ? h->timeout_ms : 0;
+	pj.timeout_ms = timeout;
 	pj.prefix = prefix;
-	if (h == NULL) {
+	if (r->h == NULL) {
 		/* The claim filters on the handled types; a '*' handler takes all. */
 		static const struct pd_handler none = {
 		    (char *)"?", (char *)"exit 70", NULL, -1, {0}, 0};
@@ -305,23 +473,54 @@ static void start_job(struct worker *w, struct pd_claimed *j, enum start_record 
 	pd_pool_start(&w->pool, i, &pj);
 }
 
-/* Start ready jobs, oldest first, while slots are free. */
+/*
+ * Start ready jobs, oldest first, while runs are free; a job whose stream
+ * handler cannot take it now (restarting) waits, and the later ones go on.
+ */
 static void start_ready(struct worker *w)
 {
-	int k = 0;
+	int kept = 0, nfree, k;
 
-	while (k < w->nready && w->d.phase == PD_DAEMON_SERVING && pd_pool_free_slot(&w->pool) >= 0)
-		start_job(w, &w->ready[k++], START_TO_SEND);
-	if (k > 0) {
-		memmove(w->ready, w->ready + k, (size_t)(w->nready - k) * sizeof(*w->ready));
-		w->nready -= k;
+	if (w->d.phase != PD_DAEMON_SERVING || w->nready == 0)
+		return;
+	nfree = runs_free(w);
+	for (k = 0; k < w->nready && nfree > 0; k++) {
+		if (can_start(w, &w->ready[k])) {
+			start_job(w, &w->ready[k], START_TO_SEND);
+			nfree--;
+			continue;
+		}
+		w->ready[kept++] = w->ready[k];
 	}
+	memmove(w->ready + kept, w->ready + k, (size_t)(w->nready - k) * sizeof(*w->ready));
+	w->nready = kept + (w->nready - k);
+}
+
+/* A ready job would start now. */
+static int startable(const struct worker *w)
+{
+	if (w->d.phase != PD_DAEMON_SERVING || w->nready == 0 || run_free(w) < 0)
+		return 0;
+	for (int k = 0; k < w->nready; k++)
+		if (can_start(w, &w->ready[k]))
+			return 1;
+	return 0;
+}
+
+/* Add claimed job c to the ready jobs (which take its strings). */
+static void ready_add(struct worker *w, const struct pd_claimed *c)
+{
+	if (w->nready == w->capready) {
+		w->capready = w->capready ? 2 * w->capready : 64;
+		w->ready = pd_xrealloc(w->ready, (size_t)w->capready * sizeof(*w->ready));
+	}
+	hold(w, &w->ready[w->nready++], c);
 }
 
 /* Drop ready job k (its strings freed); the later ones move up. */
 static void ready_drop(struct worker *w, int k)
 {
-	job_clear(&w->ready[k]);
+	job_clear(&w->ready[k].job);
 	memmove(w->ready + k, w->ready + k + 1, (size_t)(w->nready - k - 1) * sizeof(*w->ready));
 	w->nready--;
 }
@@ -379,7 +578,7 @@ static void outcome_of(struct worker *w, struct finished *f, struct pd_job_outco
 					      w->cfg->retry.cap_ms, f->job.attempt);
 		break;
 	case PD_VERDICT_DEAD:
-		o->dead_reason = "terminal exit code";
+		o->dead_reason = f->stream ? "terminal error" : "terminal exit code";
 		break;
 	case PD_VERDICT_RELEASE:
 		break;
@@ -401,17 +600,43 @@ static void log_outcome(const struct pd_claimed *j, const struct pd_job_outcome 
 }
 
 /*
- * The leases to heartbeat: RUNNING slots, and STOPPING ones not stopped for
- * a lost lease. A handler that has already exited is left out: its outcome
- * is on its way, and that write goes through the fence (and is counted if
- * fenced) rather than being dropped as a lost lease.
+ * The leases to heartbeat: runs in RUNNING slots, and in STOPPING ones not
+ * stopped for a lost lease; stream jobs in flight whose lease is not known
+ * lost. A handler that has already exited is left out: its outcome is on
+ * its way, and that write goes through the fence (and is counted if fenced)
+ * rather than being dropped as a lost lease.
  */
-static int holds_lease(const struct pd_pool_slot *s)
+static int holds_lease(const struct worker *w, int i)
 {
+	const struct pd_pool_slot *s = &w->pool.slots[i];
+
+	switch (w->runs[i].kind) {
+	case RUN_FREE:
+		return 0;
+	case RUN_STREAM:
+		return !w->runs[i].lost;
+	case RUN_PROCESS:
+		break;
+	}
 	if (s->proc.reaped)
 		return 0;
 	return s->state == PD_SLOT_RUNNING ||
 	       (s->state == PD_SLOT_STOPPING && s->stop != PD_STOP_LEASE_LOST);
+}
+
+/*
+ * When run i's start is to be written (pd_now_us), or -1: not to be. A
+ * handler process's at once; a stream job's once it has been in flight for
+ * a round trip, since most are answered sooner and their outcome records
+ * the start too, in the same write.
+ */
+static long long start_due(const struct worker *w, int i)
+{
+	const struct run *r = &w->runs[i];
+
+	if (r->kind == RUN_FREE || r->started != START_TO_SEND || r->lost)
+		return -1;
+	return r->kind == RUN_STREAM ? r->since_us + w->rtt_us : r->since_us;
 }
 
 static int want_claim(const struct worker *w, long long now)
@@ -449,8 +674,8 @@ static void batch_free(struct batch *b)
 static void batch_failed(struct worker *w)
 {
 	for (int i = 0; i < w->pool.size; i++)
-		if (w->started[i] == START_IN_FLIGHT)
-			w->started[i] = START_TO_SEND;
+		if (w->runs[i].started == START_IN_FLIGHT)
+			w->runs[i].started = START_TO_SEND;
 	for (int k = 0; k < w->nfin; k++) {
 		w->fin[k].sending = 0;
 		if (w->fin[k].started == START_IN_FLIGHT)
@@ -474,6 +699,7 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 	long long *lost_ids, *lost_tokens, *lost_attempts, *lost_ago, *beat_ids, *beat_tokens;
 	long long *start_ids, *start_tokens;
 	size_t bytes = 0;
+	long long now_us = pd_now_us();
 
 	b->outs = pd_xcalloc((size_t)cap, sizeof(*b->outs));
 	b->out_fin = pd_xcalloc((size_t)cap, sizeof(int));
@@ -485,10 +711,12 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 	start_tokens = b->ids + 5 * cap, lost_attempts = b->ids + 6 * cap;
 	lost_ago = b->ids + 7 * cap;
 	for (int i = 0; i < size; i++) {
-		if (w->pool.slots[i].state != PD_SLOT_FREE && w->started[i] == START_TO_SEND) {
-			start_ids[nstart] = w->jobs[i].id;
-			start_tokens[nstart++] = w->jobs[i].token;
-			w->started[i] = START_IN_FLIGHT;
+		long long due = start_due(w, i);
+
+		if (due >= 0 && due <= now_us) {
+			start_ids[nstart] = w->runs[i].job.id;
+			start_tokens[nstart++] = w->runs[i].job.token;
+			w->runs[i].started = START_IN_FLIGHT;
 		}
 	}
 	for (int k = 0; k < w->nfin; k++) {
@@ -519,7 +747,7 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 	}
 	if (w->d.phase != PD_DAEMON_SERVING) {
 		for (int k = 0; k < w->nready; k++) {
-			ready_release(&w->ready[k], &b->outs[nout]);
+			ready_release(&w->ready[k].job, &b->outs[nout]);
 			b->out_fin[nout++] = -1;
 			b->nrel++;
 		}
@@ -527,18 +755,18 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 	s->beat = now >= w->next_beat;
 	if (s->beat) {
 		for (int i = 0; i < size; i++) {
-			if (!holds_lease(&w->pool.slots[i]))
+			if (!holds_lease(w, i))
 				continue;
-			beat_ids[nbeat] = w->jobs[i].id;
-			beat_tokens[nbeat++] = w->jobs[i].token;
+			beat_ids[nbeat] = w->runs[i].job.id;
+			beat_tokens[nbeat++] = w->runs[i].job.token;
 		}
 		for (int k = 0; k < w->nready && b->nrel == 0; k++) {
-			beat_ids[nbeat] = w->ready[k].id;
-			beat_tokens[nbeat++] = w->ready[k].token;
+			beat_ids[nbeat] = w->ready[k].job.id;
+			beat_tokens[nbeat++] = w->ready[k].job.token;
 		}
 	}
-	/* The slots free now, less the ready jobs waiting for them. */
-	free_now = pd_pool_count(&w->pool, PD_SLOT_FREE) - w->nready;
+	/* The runs free now, less the ready jobs waiting for them. */
+	free_now = runs_free(w) - w->nready;
 	depth = prefetch_depth(w);
 	if (want_claim(w, now) && free_now + depth > 0) {
 		s->claim = free_now + depth;
@@ -586,22 +814,35 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 	return 0;
 }
 
-/* Stop the handler holding token t, or drop the ready job holding it: its lease is lost. */
+/*
+ * The lease of token t is lost: stop the handler holding it, or abandon the
+ * stream job (its answer will be dropped), or drop the ready job.
+ */
 static void lease_lost(struct worker *w, long long id, long long t)
 {
 	for (int i = 0; i < w->pool.size; i++) {
-		if (w->pool.slots[i].state == PD_SLOT_FREE || w->jobs[i].token != t)
+		struct run *r = &w->runs[i];
+
+		if (r->kind == RUN_FREE || r->job.token != t)
 			continue;
+		if (r->kind == RUN_STREAM) {
+			pd_log(PD_LOG_WARN,
+			       "lease lost: the stream handler's answer will be dropped",
+			       "job=%lld attempt=%d", id, r->job.attempt);
+			r->lost = 1;
+			pd_stream_abandon(&w->streams[r->stream], i);
+			return;
+		}
 		pd_log(PD_LOG_WARN, "lease lost: stopping the handler", "job=%lld attempt=%d", id,
-		       w->jobs[i].attempt);
+		       r->job.attempt);
 		pd_pool_stop(&w->pool, i, PD_STOP_LEASE_LOST);
 		return;
 	}
 	for (int k = 0; k < w->nready; k++) {
-		if (w->ready[k].token != t)
+		if (w->ready[k].job.token != t)
 			continue;
 		pd_log(PD_LOG_WARN, "lease lost: a ready job dropped before it started",
-		       "job=%lld attempt=%d", id, w->ready[k].attempt);
+		       "job=%lld attempt=%d", id, w->ready[k].job.attempt);
 		ready_drop(w, k);
 		return;
 	}
@@ -614,11 +855,16 @@ static void batch_done(struct worker *w)
 	struct pd_jobs_sync *s = &b->s;
 
 	w->flight = NULL;
+	pd_log(PD_LOG_DEBUG, "batch written",
+	       "starts=%d outcomes=%d lost=%d beat=%d claim=%d claimed=%d rtt_us=%lld "
+	       "avg_rtt_us=%lld avg_run_us=%lld ready=%d",
+	       s->nstart, s->noutcomes, s->nlost, s->beat, s->claim, s->nclaimed,
+	       pd_now_us() - b->sent_us, w->rtt_us, w->run_us, w->nready);
 	if (s->claim > 0)
 		average(&w->rtt_us, pd_now_us() - b->sent_us);
 	for (int i = 0; i < w->pool.size; i++)
-		if (w->started[i] == START_IN_FLIGHT)
-			w->started[i] = START_RECORDED;
+		if (w->runs[i].started == START_IN_FLIGHT)
+			w->runs[i].started = START_RECORDED;
 	for (int k = 0; k < w->nfin; k++)
 		if (w->fin[k].started == START_IN_FLIGHT)
 			w->fin[k].started = START_RECORDED;
@@ -640,10 +886,12 @@ static void batch_done(struct worker *w)
 		}
 	}
 	for (int k = 0; k < s->nlost; k++) {
-		const struct pd_claimed *j = &w->fin[b->lost_fin[k]].job;
+		const struct finished *f = &w->fin[b->lost_fin[k]];
 
-		pd_log(PD_LOG_WARN, "lease lost: handler stopped, nothing written",
-		       "job=%lld attempt=%d", j->id, j->attempt);
+		pd_log(PD_LOG_WARN,
+		       f->stream ? "lease lost: the answer dropped, nothing written"
+				 : "lease lost: handler stopped, nothing written",
+		       "job=%lld attempt=%d", f->job.id, f->job.attempt);
 	}
 	fin_written(w);
 	/* Idle: the claim found nothing after every outcome so far was written. */
@@ -658,13 +906,16 @@ static void batch_done(struct worker *w)
 			ready_drop(w, 0);
 	}
 	for (int k = 0; k < s->nclaimed; k++) {
-		if (s->claim_start && w->d.phase == PD_DAEMON_SERVING &&
-		    pd_pool_free_slot(&w->pool) >= 0) {
-			start_job(w, &s->claimed[k], START_RECORDED);
+		struct held r;
+
+		hold(w, &r, &s->claimed[k]);
+		if (s->claim_start && w->d.phase == PD_DAEMON_SERVING && run_free(w) >= 0 &&
+		    can_start(w, &r)) {
+			start_job(w, &r, START_RECORDED);
 			continue;
 		}
-		/* Held until a slot is free; released if the worker stops serving. */
-		w->ready[w->nready++] = s->claimed[k]; /* room: size + batch */
+		/* Held until a run is free; released if the worker stops serving. */
+		ready_add(w, &s->claimed[k]);
 	}
 	free(s->claimed); /* the strings now belong to the slots and the ready jobs */
 	if (s->noutcomes > 0 || s->nlost > 0)
@@ -678,6 +929,14 @@ static void batch_done(struct worker *w)
  */
 static int sync_db(struct worker *w, long long now, struct pd_err *e)
 {
+	/*
+	 * Before a heartbeat, the answers stream handlers have written already
+	 * (a worker resumed after SIGSTOP): those jobs are over, and their
+	 * outcomes go through the fence rather than being dropped as lost leases.
+	 */
+	if (now >= w->next_beat)
+		for (int k = 0; k < w->nstreams; k++)
+			pd_stream_read(&w->streams[k]);
 	harvest(w);
 	start_ready(w);
 	if (w->flight) {
@@ -765,24 +1024,72 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 	return 0;
 }
 
+/* Runs in use: jobs in flight. */
+static int runs_busy(const struct worker *w)
+{
+	return w->pool.size - runs_free(w);
+}
+
+/*
+ * The stream handlers' part of a pass, after the database's (which may
+ * have found the worker idle), database or not: on a drain, close the idle
+ * ones (end of file), and once the drain timeout has passed stop them all,
+ * their jobs released; with until_idle, close them once idle. Then write the
+ * job lines of this pass, in one write per stream handler.
+ */
+static void streams_pass(struct worker *w)
+{
+	int quit = w->d.phase == PD_DAEMON_STOPPING;
+	int calm = w->d.phase == PD_DAEMON_DRAINING ||
+		   (w->d.until_idle && w->d.idle && w->nready == 0 && w->nfin == 0);
+
+	for (int k = 0; k < w->nstreams; k++) {
+		struct pd_stream *s = &w->streams[k];
+
+		if (quit)
+			pd_stream_stop(s, PD_STOP_DRAIN);
+		else if (calm)
+			pd_stream_close(s);
+		pd_stream_flush(s);
+	}
+}
+
 static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 {
 	struct worker *w = d->ctx;
+	int rc = 0;
 
-	if (!pd_daemon_up(d))
-		return 0;
-	if (sync_db(w, now, e) < 0)
-		return -1;
-	if (pd_daemon_up(d) && w->flight == NULL && w->cfg->reap && now >= w->next_reap &&
-	    reap_pass(w, now, e) < 0)
-		return -1;
-	return 0;
+	/* Deadlines and exits first: their outcomes go in this pass's batch. */
+	for (int k = 0; k < w->nstreams; k++)
+		pd_stream_tick(&w->streams[k], now);
+	if (pd_daemon_up(d)) {
+		rc = sync_db(w, now, e);
+		if (rc == 0 && pd_daemon_up(d) && w->flight == NULL && w->cfg->reap &&
+		    now >= w->next_reap)
+			rc = reap_pass(w, now, e);
+	}
+	streams_pass(w);
+	return rc;
 }
 
-static int starts_to_send(const struct worker *w)
+/* When the next start record is due (pd_now_us), or -1. */
+static long long starts_due(const struct worker *w)
 {
-	for (int i = 0; i < w->pool.size; i++)
-		if (w->started[i] == START_TO_SEND)
+	long long t = -1;
+
+	for (int i = 0; i < w->pool.size; i++) {
+		long long due = start_due(w, i);
+
+		if (due >= 0 && (t < 0 || due < t))
+			t = due;
+	}
+	return t;
+}
+
+static int streams_outcomes(const struct worker *w)
+{
+	for (int k = 0; k < w->nstreams; k++)
+		if (pd_stream_outcomes(&w->streams[k]) > 0)
 			return 1;
 	return 0;
 }
@@ -790,19 +1097,25 @@ static int starts_to_send(const struct worker *w)
 static long long deadline(struct pd_daemon *d)
 {
 	struct worker *w = d->ctx;
-	long long t = pd_pool_deadline(&w->pool);
+	long long t = pd_pool_deadline(&w->pool), now = pd_now_ms(), start;
 
+	for (int k = 0; k < w->nstreams; k++)
+		t = pd_deadline_min(t, pd_stream_deadline(&w->streams[k]));
 	if (!pd_daemon_up(d))
 		return t;
-	if (w->nready > 0 && w->d.phase == PD_DAEMON_SERVING && pd_pool_free_slot(&w->pool) >= 0)
-		return pd_now_ms(); /* started at once */
+	if (startable(w))
+		return now; /* started at once */
 	if (w->flight)
 		return t; /* its results wake the loop */
-	if (pd_pool_count(&w->pool, PD_SLOT_DONE) > 0 || fin_unsent(w) || starts_to_send(w) ||
+	start = starts_due(w);
+	if (pd_pool_count(&w->pool, PD_SLOT_DONE) > 0 || streams_outcomes(w) || fin_unsent(w) ||
+	    (start >= 0 && start <= pd_now_us()) ||
 	    (w->nready > 0 && w->d.phase != PD_DAEMON_SERVING) ||
-	    (w->d.wake && w->d.phase == PD_DAEMON_SERVING && pd_pool_free_slot(&w->pool) >= 0))
-		return pd_now_ms(); /* written, released or claimed at once */
-	if (pd_pool_busy(&w->pool) > 0 || w->nready > 0)
+	    (w->d.wake && w->d.phase == PD_DAEMON_SERVING && run_free(w) >= 0))
+		return now; /* written, released or claimed at once */
+	if (start >= 0)
+		t = pd_deadline_min(t, (start + 999) / 1000);
+	if (runs_busy(w) > 0 || w->nready > 0)
 		t = pd_deadline_min(t, w->next_beat);
 	if (w->d.phase == PD_DAEMON_SERVING) {
 		t = pd_deadline_min(t, w->next_claim);
@@ -824,6 +1137,68 @@ static int on_notify(struct pd_daemon *d, const char *channel, const char *paylo
 	return 0;
 }
 
+static int pollfds(struct pd_daemon *d, struct pollfd *fds, int max)
+{
+	struct worker *w = d->ctx;
+	int n = 0;
+
+	for (int k = 0; k < w->nstreams; k++)
+		n += pd_stream_pollfds(&w->streams[k], fds + n, max - n);
+	return n;
+}
+
+static void on_io(struct pd_daemon *d, const struct pollfd *fds, int n)
+{
+	struct worker *w = d->ctx;
+
+	for (int k = 0; k < w->nstreams; k++)
+		pd_stream_io(&w->streams[k], fds, n);
+}
+
+/* The pool's waitpid(-1) collected a child not in the pool: a stream handler's? */
+static int adopt(void *ctx, pid_t pid, int wstatus)
+{
+	struct worker *w = ctx;
+
+	for (int k = 0; k < w->nstreams; k++)
+		if (pd_stream_reap(&w->streams[k], pid, wstatus))
+			return 1;
+	return 0;
+}
+
+/*
+ * The loop ends once nothing is in flight and no stream handler is left,
+ * and the worker is past serving (drained) or, with until_idle, idle.
+ */
+static int finished(struct pd_daemon *d)
+{
+	struct worker *w = d->ctx;
+
+	if (pd_pool_busy(&w->pool) > 0 || runs_busy(w) > 0)
+		return 0;
+	for (int k = 0; k < w->nstreams; k++)
+		if (pd_stream_live(&w->streams[k]))
+			return 0;
+	if (d->phase != PD_DAEMON_SERVING)
+		return 1;
+	return d->until_idle && d->idle && pd_daemon_up(d);
+}
+
+/* A stop signal: the daemon logged its pool's children; say what the stream handlers hold. */
+static void on_stop(struct pd_daemon *d, int sig, int count)
+{
+	struct worker *w = d->ctx;
+	int n = 0;
+
+	(void)sig;
+	if (w->nstreams == 0)
+		return;
+	for (int k = 0; k < w->nstreams; k++)
+		n += pd_stream_inflight(&w->streams[k]);
+	pd_log(PD_LOG_INFO, count > 1 ? "stream handlers stopped now" : "stream handlers draining",
+	       "in_flight=%d", n);
+}
+
 static const char *const worker_channels[] = {"pendulum_jobs", NULL};
 
 static const struct pd_daemon_ops worker_ops = {
@@ -831,8 +1206,43 @@ static const struct pd_daemon_ops worker_ops = {
     .on_connect = on_connect,
     .on_tick = on_tick,
     .deadline = deadline,
+    .pollfds = pollfds,
+    .on_io = on_io,
     .on_notify = on_notify,
+    .on_stop = on_stop,
+    .finished = finished,
 };
+
+/* One stream per stream handler, in handler order; none runs until its first job. */
+static void streams_init(struct worker *w)
+{
+	const struct pd_worker_cfg *cfg = w->cfg;
+
+	w->stream_of = pd_xcalloc((size_t)cfg->nhandlers + 1, sizeof(*w->stream_of));
+	for (int i = 0; i < cfg->nhandlers; i++)
+		w->stream_of[i] = cfg->handlers[i].mode == PD_HANDLER_STREAM ? w->nstreams++ : -1;
+	if (w->nstreams == 0)
+		return;
+	w->stream_env = stream_env(w->d.id);
+	w->streams = pd_xcalloc((size_t)w->nstreams, sizeof(*w->streams));
+	for (int i = 0; i < cfg->nhandlers; i++) {
+		struct pd_stream_cfg sc;
+
+		if (w->stream_of[i] < 0)
+			continue;
+		memset(&sc, 0, sizeof(sc));
+		sc.name = cfg->handlers[i].name;
+		sc.h = &cfg->handlers[i];
+		sc.envp = w->stream_env;
+		sc.result_limit = (size_t)cfg->result_limit;
+		sc.grace_ms = cfg->engine.grace_ms;
+		sc.rng = &w->d.rng;
+		pd_stream_init(&w->streams[w->stream_of[i]], &sc);
+	}
+	w->pool.adopt = adopt;
+	w->pool.adopt_ctx = w;
+	w->d.maxfds = PD_PROC_MAX_FDS * w->nstreams;
+}
 
 int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_err *e)
 {
@@ -851,15 +1261,14 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	}
 	pd_pool_init(&w.pool, (int)cfg->engine.concurrency, (size_t)cfg->result_limit,
 		     cfg->engine.grace_ms, "handler stderr");
-	w.jobs = pd_xcalloc((size_t)cfg->engine.concurrency, sizeof(*w.jobs));
-	w.started = pd_xcalloc((size_t)cfg->engine.concurrency, sizeof(*w.started));
-	w.ready = pd_xcalloc((size_t)cfg->engine.concurrency * 2, sizeof(*w.ready));
+	w.runs = pd_xcalloc((size_t)cfg->engine.concurrency, sizeof(*w.runs));
 	pd_daemon_init(&w.d, &worker_ops, db, &w, &w.pool, &cfg->engine);
 	rc = pd_daemon_open(&w.d, e);
 	if (rc == 0) {
+		streams_init(&w);
 		pd_log(PD_LOG_INFO, "worker started",
-		       "worker=%s concurrency=%lld queues=%d handlers=%d", w.d.id,
-		       cfg->engine.concurrency, cfg->nqueues, cfg->nhandlers);
+		       "worker=%s concurrency=%lld queues=%d handlers=%d streams=%d", w.d.id,
+		       cfg->engine.concurrency, cfg->nqueues, cfg->nhandlers, w.nstreams);
 		rc = pd_daemon_run(&w.d, e);
 		/* Release what the drain stopped (or what is left after an error). */
 		if (pd_daemon_up(&w.d)) {
@@ -873,10 +1282,12 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 		pd_log(PD_LOG_INFO, "worker stopped", "worker=%s", w.d.id);
 	}
 	pd_daemon_close(&w.d);
+	for (int k = 0; k < w.nstreams; k++)
+		pd_stream_release(&w.streams[k]);
 	for (int i = 0; i < w.pool.size; i++)
-		job_clear(&w.jobs[i]);
+		job_clear(&w.runs[i].job);
 	for (int k = 0; k < w.nready; k++)
-		job_clear(&w.ready[k]);
+		job_clear(&w.ready[k].job);
 	for (int k = 0; k < w.nfin; k++) {
 		job_clear(&w.fin[k].job);
 		pd_pool_exit_release(&w.fin[k].exit);
@@ -885,9 +1296,12 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	if (w.flight)
 		batch_failed(&w);
 	pd_pool_release(&w.pool);
-	free(w.jobs);
-	free(w.started);
+	free(w.runs);
 	free(w.ready);
+	free(w.streams);
+	free(w.stream_of);
+	env_free(w.stream_env);
+	pd_buf_release(&w.line);
 	free(w.types);
 	return rc;
 }

@@ -1,7 +1,11 @@
 /*
  * worker: the engine of pd-worker. Claims jobs, runs each one's handler in
- * a pool slot, keeps the leases alive, records outcomes fenced by the lease
- * token, and drains on SIGTERM; all on the daemon loop (lib/daemon).
+ * a pool slot or hands it to a stream handler (lib/stream: one long-lived
+ * process per stream handler, started at its first job, a JSON line per job
+ * each way), keeps the leases alive, records outcomes fenced by the lease
+ * token, and drains on SIGTERM; all on the daemon loop (lib/daemon), the
+ * stream handlers' pipes registered through its pollfds and on_io hooks.
+ * The concurrency counts jobs in flight of both kinds together.
  *
  * What is ready to be written — start records, finished jobs' outcomes,
  * lease_lost records, the heartbeat when due, and a claim — goes in one

@@ -95,6 +95,11 @@ static const char full[] = "# every key\n"
 			   "  one:\n"
 			   "    exec: /usr/local/bin/one\n"
 			   "    terminal_exit_codes: 9\n"
+			   "    mode: process\n"
+			   "  thumbs:\n"
+			   "    exec: /usr/local/bin/thumbs\n"
+			   "    mode: stream\n"
+			   "    timeout: 5s\n"
 			   "  \"*\":\n"
 			   "    run: exit 0\n";
 
@@ -125,7 +130,7 @@ static void test_full(void)
 	is_int(c.retry.base_ms, 1500, "retry.base (fractional seconds)");
 	is_int(c.retry.cap_ms, 7200000, "retry.cap");
 	is_int(c.reaper.interval_ms, 10000, "reaper.interval");
-	is_int(c.nhandlers, 4, "four handlers");
+	is_int(c.nhandlers, 5, "five handlers");
 
 	h = &c.handlers[0];
 	is_str(h->name, "email.send", "handler 1 type");
@@ -150,12 +155,19 @@ static void test_full(void)
 	is_str(h->exec_argv[0], "/usr/local/bin/one", "a single exec string is the program");
 	ok(h->exec_argv[1] == NULL, "  alone, not split on spaces");
 	ok(h->nterminal == 1 && h->terminal_codes[0] == 9, "a single terminal code");
+	is_int(h->mode, PD_HANDLER_PROCESS, "mode: process");
+	is_int(c.handlers[0].mode, PD_HANDLER_PROCESS, "no mode: process");
 
-	is_str(c.handlers[3].name, "*", "handler '*'");
-	is_str(c.handlers[3].run, "exit 0", "handler '*' run");
+	h = &c.handlers[3];
+	is_str(h->name, "thumbs", "handler 4 type");
+	is_int(h->mode, PD_HANDLER_STREAM, "mode: stream");
+	is_int(h->timeout_ms, 5000, "a stream handler's timeout (per job)");
+
+	is_str(c.handlers[4].name, "*", "handler '*'");
+	is_str(c.handlers[4].run, "exit 0", "handler '*' run");
 
 	ok(pd_config_handler(&c, "resize") == &c.handlers[1], "handler lookup: exact type");
-	ok(pd_config_handler(&c, "other") == &c.handlers[3], "handler lookup: '*' otherwise");
+	ok(pd_config_handler(&c, "other") == &c.handlers[4], "handler lookup: '*' otherwise");
 	ok(pd_y_get(c.doc.root, "worker") != NULL, "the document is kept for later sections");
 
 	pd_config_release(&c);
@@ -354,6 +366,16 @@ static void test_errors(void)
 	    "handlers a list");
 	bad("handlers:\n  a: ./run\n", "2:6: 'a': expected a mapping, got './run'",
 	    "a handler is a scalar");
+	bad("handlers:\n  a:\n    run: x\n    mode: streaming\n",
+	    "4:11: 'mode': expected process or stream, got 'streaming'", "an unknown mode");
+	bad("handlers:\n  a:\n    run: x\n    mode: [stream]\n",
+	    "4:11: 'mode': expected a string, got a sequence", "mode a list");
+	bad("handlers:\n  a:\n    run: x\n    mode: stream\n    terminal_exit_codes: [3]\n",
+	    "5:26: 'terminal_exit_codes': a stream handler has no exit status per job (its "
+	    "answers say \"terminal\": true)",
+	    "terminal exit codes on a stream handler");
+	bad("handlers:\n  a:\n    run: x\n    mdoe: stream\n",
+	    "4:5: unknown key 'mdoe' in 'a'; did you mean 'mode'?", "a misspelt mode key");
 	bad("handlers:\n  a:\n    run: x\n    exec: /bin/x\n",
 	    "2:3: handler 'a' has both 'run' and 'exec': set exactly one", "run and exec both set");
 	bad("handlers:\n  b:\n    timeout: 1s\n",

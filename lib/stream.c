@@ -1,0 +1,613 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "dur.h"
+#include "err.h"
+#include "json.h"
+#include "link.h"
+#include "log.h"
+#include "stream.h"
+#include "text.h"
+
+#define TAIL_MAX   4096	 /* stderr kept per job */
+#define LINE_SLACK 65536 /* an answer line may be this much longer than two results */
+#define LOG_LINE   200	 /* bytes of a bad line quoted in the log */
+
+int pd_stream_parse(const char *line, size_t n, struct pd_stream_answer *a, struct pd_err *e)
+{
+	struct pd_json j = PD_JSON_INIT;
+	size_t i = 0;
+	int t;
+
+	memset(a, 0, sizeof(*a));
+	while (i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+		i++;
+	if (i == n)
+		return 0;
+	if (pd_json_parse(&j, line, n, e) < 0)
+		return -1;
+	if (j.tok[0].type != PD_JSON_OBJECT) {
+		pd_json_release(&j);
+		return pd_errf(e, PD_EX_DATAERR, "not a JSON object");
+	}
+	t = pd_json_get(&j, 0, "id");
+	if (t < 0 || pd_json_int(&j, t, &a->id) < 0) {
+		pd_json_release(&j);
+		return pd_errf(e, PD_EX_DATAERR, "no integer \"id\"");
+	}
+	t = pd_json_get(&j, 0, "error");
+	if (t >= 0 && j.tok[t].type != PD_JSON_NULL) {
+		a->failed = 1;
+		a->error = pd_json_str(&j, t);
+		t = pd_json_get(&j, 0, "terminal");
+		a->terminal = t >= 0 && j.tok[t].type == PD_JSON_TRUE;
+	} else if ((t = pd_json_get(&j, 0, "result")) >= 0 && j.tok[t].type != PD_JSON_NULL) {
+		pd_json_span(&j, t, &a->result, &a->result_len);
+	}
+	pd_json_release(&j);
+	return 1;
+}
+
+void pd_stream_init(struct pd_stream *s, const struct pd_stream_cfg *c)
+{
+	memset(s, 0, sizeof(*s));
+	s->cfg = *c;
+	if (s->cfg.result_limit == 0)
+		s->cfg.result_limit = PD_PROC_STDOUT_LIMIT_DEFAULT;
+	if (s->cfg.grace_ms <= 0)
+		s->cfg.grace_ms = PD_PROC_GRACE_DEFAULT_MS;
+	s->line_max = 2 * s->cfg.result_limit + LINE_SLACK;
+	s->state = PD_STREAM_IDLE;
+	s->proc.pid = -1;
+	s->proc.in_fd = s->proc.out_fd = s->proc.err_fd = -1;
+	s->eof_at = -1;
+}
+
+int pd_stream_live(const struct pd_stream *s)
+{
+	return s->state == PD_STREAM_READY || s->state == PD_STREAM_CLOSING ||
+	       s->state == PD_STREAM_STOPPING;
+}
+
+int pd_stream_inflight(const struct pd_stream *s)
+{
+	return s->njobs;
+}
+
+int pd_stream_outcomes(const struct pd_stream *s)
+{
+	return s->ndone;
+}
+
+static int find(const struct pd_stream *s, long long id)
+{
+	for (int k = 0; k < s->njobs; k++)
+		if (s->jobs[k].id == id)
+			return k;
+	return -1;
+}
+
+int pd_stream_can_take(const struct pd_stream *s, long long id)
+{
+	return (s->state == PD_STREAM_IDLE || s->state == PD_STREAM_READY) && find(s, id) < 0;
+}
+
+/*
+ * Job k is over with class cls (an abandoned one: LEASE_LOST): out of
+ * flight, its outcome queued. Returns the outcome's exit, to fill in now
+ * (the pointer lasts until the next queued outcome).
+ */
+static struct pd_pool_exit *finish(struct pd_stream *s, int k, enum pd_exit_class cls)
+{
+	struct pd_stream_job *j = &s->jobs[k];
+	struct pd_stream_done *d;
+
+	if (s->done_off + s->ndone == s->capdone) {
+		if (s->done_off > 0) {
+			memmove(s->done, s->done + s->done_off,
+				(size_t)s->ndone * sizeof(*s->done));
+			s->done_off = 0;
+		} else {
+			s->capdone = s->capdone ? 2 * s->capdone : 16;
+			s->done = pd_xrealloc(s->done, (size_t)s->capdone * sizeof(*s->done));
+		}
+	}
+	d = &s->done[s->done_off + s->ndone++];
+	memset(d, 0, sizeof(*d));
+	d->tag = j->tag;
+	d->exit.cls = j->abandoned ? PD_EXIT_LEASE_LOST : cls;
+	d->exit.exit_code = -1;
+	d->exit.started_us = j->sent_us;
+	d->exit.ran_us = pd_now_us() - j->sent_us;
+	d->exit.ran_ms = d->exit.ran_us / 1000;
+	if (j->tail.len > 0)
+		pd_utf8_sanitize(&d->exit.tail, j->tail.data, j->tail.len);
+	pd_buf_release(&j->tail);
+	s->jobs[k] = s->jobs[--s->njobs];
+	return &d->exit;
+}
+
+/*
+ * Every job in flight is over with class cls and error msg (NULL: none);
+ * each gets the process's status and its last 4 KiB of stderr.
+ */
+static void fail_all(struct pd_stream *s, enum pd_exit_class cls, const char *msg, int code,
+		     int sig)
+{
+	struct pd_buf raw = PD_BUF_INIT, tail = PD_BUF_INIT;
+
+	if (s->njobs == 0)
+		return;
+	pd_tail_copy(&s->proc.err_tail, &raw);
+	pd_utf8_sanitize(&tail, pd_buf_str(&raw), raw.len);
+	while (s->njobs > 0) {
+		struct pd_pool_exit *x = finish(s, s->njobs - 1, cls);
+
+		if (msg)
+			pd_buf_puts(&x->error, msg);
+		x->exit_code = code;
+		x->signal = sig;
+		pd_buf_reset(&x->tail);
+		if (tail.len > 0)
+			pd_buf_append(&x->tail, tail.data, tail.len);
+	}
+	pd_buf_release(&raw);
+	pd_buf_release(&tail);
+}
+
+/* Terminate the process (SIGTERM, SIGKILL after the grace): STOPPING. */
+static void terminate(struct pd_stream *s, const char *reason)
+{
+	pd_proc_kill(&s->proc, reason);
+	s->state = PD_STREAM_STOPPING;
+}
+
+/* A failure: no process until a backoff on the failures in a row has passed. */
+static void to_backoff(struct pd_stream *s)
+{
+	long long delay;
+
+	s->failures++;
+	delay = pd_backoff_ms(s->cfg.rng, PD_STREAM_BACKOFF_BASE_MS, PD_STREAM_BACKOFF_CAP_MS,
+			      s->failures);
+	s->restart_at = pd_now_ms() + delay;
+	s->state = PD_STREAM_BACKOFF;
+	pd_log(PD_LOG_INFO, "stream handler restarts after a backoff",
+	       "stream=%s failures=%d backoff_ms=%lld", s->cfg.name, s->failures, delay);
+}
+
+/* A bad line while READY: every job in flight fails, the process is restarted. */
+static void bad_line(struct pd_stream *s, const char *what, const char *line, size_t n)
+{
+	char q[2 * LOG_LINE], w[600], raw[LOG_LINE + 1];
+	struct pd_buf msg = PD_BUF_INIT;
+
+	if (n > LOG_LINE)
+		n = LOG_LINE;
+	memcpy(raw, line, n);
+	raw[n] = '\0';
+	pd_log(PD_LOG_WARN, "stream handler wrote a bad line: restarting it",
+	       "stream=%s pid=%d in_flight=%d error=%s line=%s", s->cfg.name, (int)s->proc.pid,
+	       s->njobs, pd_log_quote(w, sizeof(w), what), pd_log_quote(q, sizeof(q), raw));
+	pd_buf_printf(&msg, "stream handler protocol error: %s", what);
+	fail_all(s, PD_EXIT_FAILED, msg.data, -1, 0);
+	pd_buf_release(&msg);
+	terminate(s, "protocol error");
+}
+
+static void too_long(struct pd_stream *s, const char *line, size_t n)
+{
+	char what[96];
+
+	snprintf(what, sizeof(what), "a line longer than %zu bytes", s->line_max);
+	bad_line(s, what, line, n);
+}
+
+/* One line of stdout, without its '\n'. */
+static void answer(struct pd_stream *s, const char *line, size_t n)
+{
+	struct pd_err e = PD_ERR_INIT;
+	struct pd_stream_answer a;
+	struct pd_pool_exit *x;
+	int rc, k;
+
+	if (n > s->line_max) {
+		too_long(s, line, n);
+		return;
+	}
+	rc = pd_stream_parse(line, n, &a, &e);
+	if (rc == 0)
+		return;
+	if (rc < 0) {
+		bad_line(s, e.msg, line, n);
+		return;
+	}
+	if ((k = find(s, a.id)) < 0) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "an answer for job %lld, which is not in flight",
+			 a.id);
+		free(a.error);
+		bad_line(s, what, line, n);
+		return;
+	}
+	s->failures = 0;
+	if (a.failed) {
+		x = finish(s, k, a.terminal ? PD_EXIT_TERMINAL : PD_EXIT_FAILED);
+		pd_buf_puts(&x->error, a.error);
+	} else {
+		x = finish(s, k, PD_EXIT_OK);
+		if (a.result && a.result_len > s->cfg.result_limit) {
+			pd_buf_append(&x->out, a.result, s->cfg.result_limit);
+			x->out_truncated = 1;
+		} else if (a.result) {
+			pd_buf_append(&x->out, a.result, a.result_len);
+		}
+	}
+	free(a.error);
+}
+
+/* Stdout as it comes: whole lines are answers. */
+static void on_stdout(void *ctx, const char *data, size_t n)
+{
+	struct pd_stream *s = ctx;
+	size_t off = 0, from = s->line.len;
+	const char *nl;
+
+	if (s->state != PD_STREAM_READY && s->state != PD_STREAM_CLOSING)
+		return; /* stopping: no answer is wanted any more */
+	pd_buf_append(&s->line, data, n);
+	while ((nl = memchr(s->line.data + from, '\n', s->line.len - from)) != NULL) {
+		size_t len = (size_t)(nl - (s->line.data + off));
+
+		answer(s, s->line.data + off, len);
+		off += len + 1;
+		from = off;
+		if (s->state != PD_STREAM_READY && s->state != PD_STREAM_CLOSING) {
+			pd_buf_reset(&s->line);
+			return;
+		}
+	}
+	if (off > 0) {
+		memmove(s->line.data, s->line.data + off, s->line.len - off);
+		s->line.len -= off;
+		s->line.data[s->line.len] = '\0';
+	}
+	if (s->line.len > s->line_max) {
+		too_long(s, s->line.data, s->line.len);
+		pd_buf_reset(&s->line);
+	}
+}
+
+/* The job in flight a stderr line names ("job=ID" and a space, or the end): its index, or -1. */
+static int named(const struct pd_stream *s, const char *line, size_t n, size_t *skip)
+{
+	long long id = 0;
+	size_t i = 4;
+
+	if (n < 5 || memcmp(line, "job=", 4) != 0)
+		return -1;
+	while (i < n && i < 24 && line[i] >= '0' && line[i] <= '9')
+		id = id * 10 + (line[i++] - '0');
+	if (i == 4 || (i < n && line[i] != ' '))
+		return -1;
+	*skip = i < n ? i + 1 : i;
+	return find(s, id);
+}
+
+static void on_stderr(void *ctx, const char *line, size_t n)
+{
+	struct pd_stream *s = ctx;
+	char q[4200];
+	size_t skip = 0;
+	int k = named(s, line, n, &skip);
+
+	if (k < 0) {
+		pd_log(PD_LOG_INFO, "handler stderr", "stream=%s pid=%d line=%s", s->cfg.name,
+		       (int)s->proc.pid, pd_log_quote(q, sizeof(q), line));
+		return;
+	}
+	pd_log(PD_LOG_INFO, "handler stderr", "%s line=%s", s->jobs[k].prefix,
+	       pd_log_quote(q, sizeof(q), line + skip));
+	{
+		struct pd_buf *t = &s->jobs[k].tail;
+
+		pd_buf_append(t, line + skip, n - skip);
+		pd_buf_putc(t, '\n');
+		if (t->len > TAIL_MAX) {
+			memmove(t->data, t->data + t->len - TAIL_MAX, TAIL_MAX);
+			t->len = TAIL_MAX;
+			t->data[t->len] = '\0';
+		}
+	}
+}
+
+static int start(struct pd_stream *s, struct pd_err *e)
+{
+	const char *sh[4] = {"/bin/sh", "-c", NULL, NULL};
+	struct pd_proc_spec spec;
+
+	memset(&spec, 0, sizeof(spec));
+	if (s->cfg.h->run) {
+		sh[2] = s->cfg.h->run;
+		spec.argv = sh;
+	} else {
+		spec.argv = (const char *const *)s->cfg.h->exec_argv;
+	}
+	spec.envp = (const char *const *)s->cfg.envp;
+	spec.kill_grace_ms = s->cfg.grace_ms;
+	spec.keep_stdin = 1;
+	spec.on_stdout = on_stdout;
+	spec.on_stderr_line = on_stderr;
+	spec.ctx = s;
+	pd_buf_reset(&s->line);
+	s->eof_at = -1;
+	s->stopped = 0;
+	if (pd_proc_start(&s->proc, &spec, e) < 0) {
+		pd_proc_release(&s->proc);
+		return -1;
+	}
+	s->state = PD_STREAM_READY;
+	pd_log(PD_LOG_INFO, "stream handler started", "stream=%s pid=%d", s->cfg.name,
+	       (int)s->proc.pid);
+	return 0;
+}
+
+int pd_stream_send(struct pd_stream *s, long long id, int tag, const char *prefix,
+		   long long timeout_ms, const char *line, size_t n)
+{
+	struct pd_err e = PD_ERR_INIT;
+	struct pd_stream_job *j;
+	int started = s->state == PD_STREAM_READY || start(s, &e) == 0;
+
+	if (s->njobs == s->capjobs) {
+		s->capjobs = s->capjobs ? 2 * s->capjobs : 8;
+		s->jobs = pd_xrealloc(s->jobs, (size_t)s->capjobs * sizeof(*s->jobs));
+	}
+	j = &s->jobs[s->njobs++];
+	memset(j, 0, sizeof(*j));
+	j->id = id;
+	j->tag = tag;
+	j->sent_us = pd_now_us();
+	j->timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
+	j->deadline = timeout_ms > 0 ? j->sent_us / 1000 + timeout_ms : -1;
+	snprintf(j->prefix, sizeof(j->prefix), "%s", prefix ? prefix : "");
+	if (!started) {
+		char q[600];
+
+		pd_log(PD_LOG_WARN, "stream handler could not start", "stream=%s %s error=%s",
+		       s->cfg.name, j->prefix, pd_log_quote(q, sizeof(q), e.msg));
+		pd_buf_puts(&finish(s, s->njobs - 1, PD_EXIT_NOT_STARTED)->error, e.msg);
+		to_backoff(s);
+		return -1;
+	}
+	pd_proc_write(&s->proc, line, n);
+	pd_proc_write(&s->proc, "\n", 1);
+	return 0;
+}
+
+void pd_stream_flush(struct pd_stream *s)
+{
+	if (pd_stream_live(s))
+		pd_proc_flush(&s->proc);
+}
+
+void pd_stream_abandon(struct pd_stream *s, int tag)
+{
+	for (int k = 0; k < s->njobs; k++)
+		if (s->jobs[k].tag == tag)
+			s->jobs[k].abandoned = 1;
+}
+
+void pd_stream_close(struct pd_stream *s)
+{
+	if (s->state != PD_STREAM_READY || s->njobs > 0)
+		return;
+	pd_proc_close_input(&s->proc);
+	s->state = PD_STREAM_CLOSING;
+	s->close_at = pd_now_ms() + s->cfg.grace_ms;
+}
+
+void pd_stream_stop(struct pd_stream *s, enum pd_stop_reason why)
+{
+	static const char *const names[] = {"stop", "timeout", "drain", "lease_lost"};
+	enum pd_exit_class cls = why == PD_STOP_DRAIN	     ? PD_EXIT_DRAINED
+				 : why == PD_STOP_LEASE_LOST ? PD_EXIT_LEASE_LOST
+				 : why == PD_STOP_TIMEOUT    ? PD_EXIT_TIMEOUT
+							     : PD_EXIT_FAILED;
+
+	if (!pd_stream_live(s))
+		return;
+	fail_all(s, cls, cls == PD_EXIT_DRAINED ? NULL : "stream handler stopped", -1, 0);
+	if (s->state != PD_STREAM_STOPPING)
+		terminate(s, names[why]);
+	s->stopped = 1;
+}
+
+/*
+ * Stderr first: pd_proc_io acts on the descriptors in this order, so a
+ * stderr line written before the answer is read while its job is still in
+ * flight, and kept with it.
+ */
+int pd_stream_pollfds(const struct pd_stream *s, struct pollfd *fds, int max)
+{
+	int n = pd_stream_live(s) ? pd_proc_pollfds(&s->proc, fds, max) : 0;
+
+	for (int i = 1; i < n; i++) {
+		if (fds[i].fd == s->proc.err_fd) {
+			struct pollfd err = fds[i];
+
+			memmove(fds + 1, fds, (size_t)i * sizeof(*fds));
+			fds[0] = err;
+			break;
+		}
+	}
+	return n;
+}
+
+void pd_stream_io(struct pd_stream *s, const struct pollfd *fds, int n)
+{
+	if (pd_stream_live(s))
+		pd_proc_io(&s->proc, fds, n);
+}
+
+void pd_stream_read(struct pd_stream *s)
+{
+	struct pollfd f = {.fd = s->proc.out_fd, .events = POLLIN, .revents = POLLIN};
+
+	if (pd_stream_live(s) && f.fd >= 0)
+		pd_proc_io(&s->proc, &f, 1);
+}
+
+int pd_stream_reap(struct pd_stream *s, pid_t pid, int wstatus)
+{
+	return pd_stream_live(s) && pd_proc_reap(&s->proc, pid, wstatus);
+}
+
+long long pd_stream_deadline(const struct pd_stream *s)
+{
+	long long d;
+
+	if (s->state == PD_STREAM_BACKOFF)
+		return s->restart_at;
+	if (!pd_stream_live(s))
+		return -1;
+	d = pd_proc_deadline(&s->proc);
+	if (s->state == PD_STREAM_CLOSING)
+		d = pd_deadline_min(d, s->close_at);
+	if (s->state != PD_STREAM_READY)
+		return d;
+	d = pd_deadline_min(d, s->eof_at);
+	for (int k = 0; k < s->njobs; k++)
+		d = pd_deadline_min(d, s->jobs[k].deadline);
+	return d;
+}
+
+/* The process is gone and its pipes are closed. */
+static void ended(struct pd_stream *s)
+{
+	struct pd_proc_result r;
+	char status[96];
+
+	pd_proc_result(&s->proc, &r);
+	if (r.exit_code >= 0)
+		snprintf(status, sizeof(status), "exit %d", r.exit_code);
+	else if (r.signal > 0)
+		snprintf(status, sizeof(status), "killed by signal %d (%s)", r.signal,
+			 strsignal(r.signal));
+	else
+		snprintf(status, sizeof(status), "exit status lost");
+	if (s->state == PD_STREAM_READY) {
+		char msg[160];
+
+		pd_log(PD_LOG_WARN, "stream handler exited",
+		       "stream=%s pid=%d status=\"%s\" in_flight=%d", s->cfg.name, (int)s->proc.pid,
+		       status, s->njobs);
+		snprintf(msg, sizeof(msg), "stream handler exited: %s", status);
+		fail_all(s, PD_EXIT_FAILED, msg, r.exit_code, r.signal);
+		pd_proc_release(&s->proc);
+		to_backoff(s);
+		return;
+	}
+	pd_log(PD_LOG_INFO, "stream handler stopped", "stream=%s pid=%d status=\"%s\"", s->cfg.name,
+	       (int)s->proc.pid, status);
+	fail_all(s, PD_EXIT_FAILED, "stream handler stopped", r.exit_code, r.signal);
+	pd_proc_release(&s->proc);
+	if (s->state == PD_STREAM_STOPPING && !s->stopped)
+		to_backoff(s);
+	else
+		s->state = PD_STREAM_IDLE;
+}
+
+/* READY: the jobs past their timeout fail, the others too, and the process is restarted. */
+static void timeouts(struct pd_stream *s, long long now)
+{
+	char msg[96], dur[PD_DUR_MAX];
+	long long first = -1;
+	int k = 0;
+
+	while (k < s->njobs) {
+		struct pd_stream_job *j = &s->jobs[k];
+		struct pd_pool_exit *x;
+		long long id = j->id;
+
+		if (j->deadline < 0 || now < j->deadline) {
+			k++;
+			continue;
+		}
+		pd_dur_format(j->timeout_ms, dur, sizeof(dur));
+		pd_log(PD_LOG_WARN, "stream job timed out: restarting the stream handler",
+		       "%s stream=%s pid=%d timeout=%s", j->prefix, s->cfg.name, (int)s->proc.pid,
+		       dur);
+		x = finish(s, k, PD_EXIT_TIMEOUT); /* the last job moves to k */
+		pd_buf_printf(&x->error, "timeout after %s", dur);
+		if (first < 0)
+			first = id;
+	}
+	if (first < 0)
+		return;
+	snprintf(msg, sizeof(msg), "stream handler restarted: job %lld timed out", first);
+	fail_all(s, PD_EXIT_FAILED, msg, -1, 0);
+	terminate(s, "timeout");
+}
+
+void pd_stream_tick(struct pd_stream *s, long long now_ms)
+{
+	if (s->state == PD_STREAM_BACKOFF && now_ms >= s->restart_at)
+		s->state = PD_STREAM_IDLE;
+	if (!pd_stream_live(s))
+		return;
+	pd_proc_tick(&s->proc, now_ms);
+	if (pd_proc_done(&s->proc)) {
+		ended(s);
+		return;
+	}
+	if (s->state == PD_STREAM_CLOSING && now_ms >= s->close_at)
+		terminate(s, "close");
+	if (s->state != PD_STREAM_READY)
+		return;
+	timeouts(s, now_ms);
+	if (s->state == PD_STREAM_READY && s->proc.out_fd < 0 && !s->proc.reaped) {
+		/* stdout closed: the process may be exiting; if not, it cannot answer */
+		if (s->eof_at < 0) {
+			s->eof_at = now_ms + PD_PROC_EOF_WAIT_MS;
+		} else if (now_ms >= s->eof_at) {
+			fail_all(s, PD_EXIT_FAILED, "stream handler closed its standard output", -1,
+				 0);
+			terminate(s, "stdout closed");
+		}
+	}
+}
+
+int pd_stream_take(struct pd_stream *s, int *tag, struct pd_pool_exit *out)
+{
+	struct pd_stream_done *d;
+
+	if (s->ndone == 0)
+		return 0;
+	d = &s->done[s->done_off];
+	*tag = d->tag;
+	*out = d->exit;
+	s->done_off++;
+	if (--s->ndone == 0)
+		s->done_off = 0;
+	return 1;
+}
+
+void pd_stream_release(struct pd_stream *s)
+{
+	struct pd_stream_cfg c = s->cfg;
+
+	if (pd_stream_live(s))
+		pd_proc_release(&s->proc);
+	for (int k = 0; k < s->njobs; k++)
+		pd_buf_release(&s->jobs[k].tail);
+	for (int k = 0; k < s->ndone; k++)
+		pd_pool_exit_release(&s->done[s->done_off + k].exit);
+	free(s->jobs);
+	free(s->done);
+	pd_buf_release(&s->line);
+	pd_stream_init(s, &c);
+}

@@ -1,0 +1,425 @@
+/*
+ * Unit tests for lib/stream: the answer line parser, and the state machine
+ * with real children. cat(1) is the echo handler: each job line comes back
+ * as its answer, so a line like {"id":1,"result":{"a":1}} is answered by
+ * itself, and a line that is not a good answer makes a bad one.
+ */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "err.h"
+#include "log.h"
+#include "sig.h"
+#include "stream.h"
+#include "tap.h"
+
+static int sfd;
+static struct pd_rng rng;
+
+static void test_parse(void)
+{
+	static const struct {
+		const char *line, *why, *name;
+	} bad[] = {
+	    {"{\"id\":1,", "invalid JSON at line 1", "truncated JSON is a bad line"},
+	    {"[1,2]", "not a JSON object", "an array is a bad line"},
+	    {"{\"result\":1}", "no integer \"id\"", "no id is a bad line"},
+	    {"{\"id\":\"1\"}", "no integer \"id\"", "a string id is a bad line"},
+	    {"{\"id\":1.5}", "no integer \"id\"", "a fractional id is a bad line"},
+	    {"{\"id\":1} {\"id\":2}", "invalid JSON", "two objects on a line are a bad line"},
+	};
+	struct pd_err e = PD_ERR_INIT;
+	struct pd_stream_answer a;
+	const char *l;
+
+	l = "{\"id\":42,\"result\":{\"a\": [1, 2]}}";
+	is_int(pd_stream_parse(l, strlen(l), &a, &e), 1, "an answer with a result parses");
+	is_int(a.id, 42, "its id");
+	ok(!a.failed, "it succeeded");
+	ok(a.result && a.result_len == 13 && memcmp(a.result, "{\"a\": [1, 2]}", 13) == 0,
+	   "the result's raw JSON text");
+
+	l = "{\"id\":7}";
+	is_int(pd_stream_parse(l, strlen(l), &a, &e), 1, "an answer without a result parses");
+	ok(!a.failed && a.result == NULL, "success, no result");
+	l = "{\"result\":null,\"id\":7}";
+	is_int(pd_stream_parse(l, strlen(l), &a, &e), 1, "a null result parses");
+	ok(!a.failed && a.result == NULL, "a null result is no result");
+	l = "{\"id\":7,\"result\":\"text\"}";
+	pd_stream_parse(l, strlen(l), &a, &e);
+	ok(a.result_len == 6 && memcmp(a.result, "\"text\"", 6) == 0, "a string result, quoted");
+
+	l = "{\"id\":3,\"error\":\"no such \\\"user\\\"\",\"terminal\":true}";
+	is_int(pd_stream_parse(l, strlen(l), &a, &e), 1, "a terminal error parses");
+	ok(a.failed && a.terminal, "failed, terminal");
+	is_str(a.error, "no such \"user\"", "the error, unescaped");
+	free(a.error);
+	l = "{\"id\":3,\"error\":\"busy\",\"terminal\":false}";
+	pd_stream_parse(l, strlen(l), &a, &e);
+	ok(a.failed && !a.terminal, "terminal false: retryable");
+	free(a.error);
+	l = "{\"id\":3,\"error\":\"busy\",\"terminal\":\"yes\"}";
+	pd_stream_parse(l, strlen(l), &a, &e);
+	ok(a.failed && !a.terminal, "only terminal true is terminal");
+	free(a.error);
+	l = "{\"id\":3,\"error\":{\"code\":5}}";
+	pd_stream_parse(l, strlen(l), &a, &e);
+	ok(a.failed, "an error object fails");
+	is_str(a.error, "{\"code\":5}", "its JSON text is the error");
+	free(a.error);
+	l = "{\"id\":3,\"error\":null,\"result\":1}";
+	pd_stream_parse(l, strlen(l), &a, &e);
+	ok(!a.failed && a.result_len == 1, "a null error is no error");
+
+	is_int(pd_stream_parse("", 0, &a, &e), 0, "an empty line is skipped");
+	is_int(pd_stream_parse(" \t\r", 3, &a, &e), 0, "a blank line is skipped");
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		is_int(pd_stream_parse(bad[i].line, strlen(bad[i].line), &a, &e), -1, bad[i].name);
+		like(e.msg, bad[i].why, "  with why");
+		pd_err_clear(&e);
+	}
+}
+
+/* A stream handler running cmd with sh -c. */
+static struct pd_handler sh(const char *cmd)
+{
+	return (struct pd_handler){
+	    .name = (char *)"t", .run = (char *)cmd, .timeout_ms = -1, .mode = PD_HANDLER_STREAM};
+}
+
+static void init(struct pd_stream *s, const struct pd_handler *h, size_t result_limit)
+{
+	struct pd_stream_cfg c;
+
+	memset(&c, 0, sizeof(c));
+	c.name = "t";
+	c.h = h;
+	c.result_limit = result_limit;
+	c.grace_ms = 500;
+	c.rng = &rng;
+	pd_stream_init(s, &c);
+}
+
+/* Drive s like the worker's loop does until done(s) or limit ms; 1 if done. */
+static int drive(struct pd_stream *s, int (*done)(const struct pd_stream *), long long limit_ms)
+{
+	long long end = pd_now_ms() + limit_ms;
+
+	for (;;) {
+		struct pollfd fds[PD_PROC_MAX_FDS + 1];
+		long long dl, now;
+		int n, timeout;
+
+		pd_stream_tick(s, pd_now_ms());
+		pd_stream_flush(s);
+		if (done(s))
+			return 1;
+		now = pd_now_ms();
+		if (now >= end)
+			return 0;
+		n = pd_stream_pollfds(s, fds + 1, PD_PROC_MAX_FDS);
+		dl = pd_stream_deadline(s);
+		fds[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
+		timeout = dl < 0 ? 50 : dl <= now ? 0 : (int)(dl - now);
+		if (timeout > 50)
+			timeout = 50;
+		if (poll(fds, (nfds_t)n + 1, timeout) > 0) {
+			if (fds[0].revents) {
+				pid_t pid;
+				int st;
+
+				while (pd_sig_read(sfd) > 0)
+					;
+				while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+					pd_stream_reap(s, pid, st);
+			}
+			pd_stream_io(s, fds + 1, n);
+		}
+	}
+}
+
+static int none_in_flight(const struct pd_stream *s)
+{
+	return pd_stream_inflight(s) == 0;
+}
+
+static int idle(const struct pd_stream *s)
+{
+	return s->state == PD_STREAM_IDLE;
+}
+
+static int backoff(const struct pd_stream *s)
+{
+	return s->state == PD_STREAM_BACKOFF;
+}
+
+static int send(struct pd_stream *s, long long id, int tag, long long timeout_ms, const char *line)
+{
+	char prefix[64];
+
+	snprintf(prefix, sizeof(prefix), "job=%lld attempt=1", id);
+	return pd_stream_send(s, id, tag, prefix, timeout_ms, line, strlen(line));
+}
+
+/* Take the next outcome; its class, or -1 when there is none. */
+static int take(struct pd_stream *s, int *tag, struct pd_pool_exit *x)
+{
+	memset(x, 0, sizeof(*x));
+	return pd_stream_take(s, tag, x) ? (int)x->cls : -1;
+}
+
+static void test_answers(void)
+{
+	struct pd_handler h = sh("exec cat");
+	struct pd_stream s;
+	struct pd_pool_exit x;
+	int tag, seen = 0;
+	pid_t pid;
+
+	init(&s, &h, 0);
+	is_int(s.state, PD_STREAM_IDLE, "a new stream is IDLE, no process");
+	ok(pd_stream_can_take(&s, 1), "it takes a job");
+	is_int(send(&s, 1, 10, 0, "{\"id\":1,\"result\":{\"a\":1}}"), 0, "the first job starts it");
+	is_int(s.state, PD_STREAM_READY, "READY");
+	pid = s.proc.pid;
+	ok(!pd_stream_can_take(&s, 1), "a second job with the same id waits");
+	send(&s, 2, 11, 0, "{\"id\":2,\"error\":\"bad input\",\"terminal\":true}");
+	send(&s, 3, 12, 0, "{\"id\":3,\"error\":\"busy\"}");
+	send(&s, 4, 13, 0, "{\"id\":4}");
+	is_int(pd_stream_inflight(&s), 4, "four in flight");
+	ok(drive(&s, none_in_flight, 5000), "all four answered");
+	is_int(pd_stream_outcomes(&s), 4, "four outcomes");
+	for (int k = 0; k < 4; k++) {
+		int cls = take(&s, &tag, &x);
+
+		switch (tag) {
+		case 10:
+			ok(cls == PD_EXIT_OK && strcmp(pd_buf_str(&x.out), "{\"a\":1}") == 0,
+			   "job 1 succeeded with its result");
+			break;
+		case 11:
+			ok(cls == PD_EXIT_TERMINAL &&
+			       strcmp(pd_buf_str(&x.error), "bad input") == 0,
+			   "job 2 failed terminally with its error");
+			break;
+		case 12:
+			ok(cls == PD_EXIT_FAILED && strcmp(pd_buf_str(&x.error), "busy") == 0,
+			   "job 3 failed, retryable");
+			break;
+		case 13:
+			ok(cls == PD_EXIT_OK && x.out.len == 0, "job 4 succeeded without a result");
+			break;
+		}
+		ok(x.exit_code == -1 && x.started_us > 0 && x.ran_us >= 0,
+		   "no exit code, a run time");
+		seen |= 1 << (tag - 10);
+		pd_pool_exit_release(&x);
+	}
+	is_int(seen, 15, "each job exactly once");
+	is_int(take(&s, &tag, &x), -1, "no more outcomes");
+	is_int(s.state, PD_STREAM_READY, "still READY");
+	is_int(s.proc.pid, pid, "the same process");
+	ok(pd_stream_can_take(&s, 1), "id 1 may come again");
+
+	/* a result longer than the limit is cut and flagged */
+	pd_stream_release(&s);
+	init(&s, &h, 8);
+	send(&s, 5, 5, 0, "{\"id\":5,\"result\":\"0123456789abcdef\"}");
+	ok(drive(&s, none_in_flight, 5000), "a long result is answered");
+	take(&s, &tag, &x);
+	ok(x.cls == PD_EXIT_OK && x.out_truncated && x.out.len == 8, "cut at the limit, flagged");
+	pd_pool_exit_release(&x);
+
+	/* closing: end of file, the process exits, IDLE (no backoff) */
+	pd_stream_close(&s);
+	is_int(s.state, PD_STREAM_CLOSING, "close with nothing in flight: CLOSING");
+	ok(drive(&s, idle, 5000), "cat exits at end of file: IDLE");
+	is_int(s.failures, 0, "no failure counted");
+	ok(!pd_stream_live(&s), "no process");
+	send(&s, 6, 6, 0, "{\"id\":6}");
+	is_int(s.state, PD_STREAM_READY, "the next job starts a new process");
+	ok(drive(&s, none_in_flight, 5000), "and it answers");
+	take(&s, &tag, &x);
+	pd_pool_exit_release(&x);
+	pd_stream_release(&s);
+	ok(!pd_stream_live(&s) && s.state == PD_STREAM_IDLE, "released: IDLE, nothing running");
+}
+
+static void test_bad_lines(void)
+{
+	struct pd_handler h = sh("exec cat");
+	struct pd_stream s;
+	struct pd_pool_exit x;
+	int tag;
+
+	init(&s, &h, 0);
+	send(&s, 1, 1, 0, "{\"id\":1}");
+	send(&s, 2, 2, 0, "{\"id\":99}");
+	send(&s, 3, 3, 0, "{\"id\":3}");
+	ok(drive(&s, backoff, 5000), "an answer for an unknown id: BACKOFF once it is gone");
+	is_int(s.failures, 1, "one failure");
+	ok(s.restart_at >= pd_now_ms() - 1000, "a restart time");
+	/* job 1 may have been answered before the bad line came */
+	{
+		int failed = 0, n = 0, cls;
+
+		while ((cls = take(&s, &tag, &x)) >= 0) {
+			n++;
+			if (cls == PD_EXIT_FAILED) {
+				failed++;
+				like(x.error.data,
+				     "stream handler protocol error: an answer for job 99",
+				     "the error names the bad answer");
+			}
+			pd_pool_exit_release(&x);
+		}
+		is_int(n, 3, "every job got an outcome");
+		ok(failed >= 2, "the jobs still in flight failed");
+	}
+	ok(!pd_stream_can_take(&s, 4), "BACKOFF takes no job");
+	ok(drive(&s, idle, 5000), "IDLE again after the backoff");
+
+	send(&s, 4, 4, 0, "not JSON");
+	ok(drive(&s, backoff, 5000), "a line that is not JSON: BACKOFF");
+	is_int(take(&s, &tag, &x), PD_EXIT_FAILED, "its job failed, retryable");
+	like(x.error.data, "invalid JSON", "the error says why");
+	pd_pool_exit_release(&x);
+	is_int(s.failures, 2, "two failures in a row");
+	pd_stream_release(&s);
+
+	/* a line longer than the limit allows */
+	init(&s, &h, 100);
+	{
+		size_t n = s.line_max + 100;
+		char *big = malloc(n + 1);
+
+		memset(big, 'x', n);
+		big[n] = '\0';
+		send(&s, 5, 5, 0, big);
+		free(big);
+	}
+	ok(drive(&s, backoff, 10000), "a line longer than the limit: BACKOFF");
+	is_int(take(&s, &tag, &x), PD_EXIT_FAILED, "its job failed");
+	like(x.error.data, "a line longer than", "the error says why");
+	pd_pool_exit_release(&x);
+	pd_stream_release(&s);
+}
+
+static void test_exit_and_timeout(void)
+{
+	struct pd_handler quits = sh("read l; echo 'dying' >&2; exit 3");
+	struct pd_handler hangs = sh("exec sleep 30");
+	struct pd_handler missing;
+	char *argv[] = {(char *)"/nonexistent/handler", NULL};
+	struct pd_stream s;
+	struct pd_pool_exit x;
+	int tag, cls;
+
+	init(&s, &quits, 0);
+	send(&s, 1, 1, 0, "{\"id\":1}");
+	send(&s, 2, 2, 0, "{\"id\":2}");
+	ok(drive(&s, backoff, 5000), "a handler that exits: BACKOFF");
+	for (int k = 0; k < 2; k++) {
+		cls = take(&s, &tag, &x);
+		ok(cls == PD_EXIT_FAILED && x.exit_code == 3, "its jobs failed with its status");
+		is_str(x.error.data, "stream handler exited: exit 3", "the error");
+		like(x.tail.data, "dying", "the handler's stderr tail");
+		pd_pool_exit_release(&x);
+	}
+	pd_stream_release(&s);
+
+	init(&s, &hangs, 0);
+	send(&s, 1, 1, 200, "{\"id\":1}");
+	send(&s, 2, 2, 0, "{\"id\":2}");
+	ok(pd_stream_deadline(&s) > 0, "a deadline: the job's timeout");
+	ok(drive(&s, none_in_flight, 5000), "the timeout fires");
+	is_int(s.state, PD_STREAM_STOPPING, "the process is being stopped");
+	for (int k = 0; k < 2; k++) {
+		cls = take(&s, &tag, &x);
+		if (tag == 1) {
+			is_int(cls, PD_EXIT_TIMEOUT, "the job over its timeout: TIMEOUT");
+			is_str(x.error.data, "timeout after 200ms", "its error");
+		} else {
+			is_int(cls, PD_EXIT_FAILED, "the other job: FAILED");
+			is_str(x.error.data, "stream handler restarted: job 1 timed out",
+			       "its error");
+		}
+		pd_pool_exit_release(&x);
+	}
+	ok(drive(&s, backoff, 5000), "then BACKOFF");
+	ok(drive(&s, idle, 5000), "then IDLE");
+	pd_stream_release(&s);
+
+	/* drain: jobs in flight are released, the process stopped, IDLE after */
+	init(&s, &hangs, 0);
+	send(&s, 1, 1, 0, "{\"id\":1}");
+	pd_stream_stop(&s, PD_STOP_DRAIN);
+	is_int(take(&s, &tag, &x), PD_EXIT_DRAINED, "a drain stop: DRAINED");
+	pd_pool_exit_release(&x);
+	ok(drive(&s, idle, 5000), "IDLE once it is gone, no backoff");
+	is_int(s.failures, 0, "no failure");
+	pd_stream_release(&s);
+
+	/* a program that cannot start */
+	missing = sh(NULL);
+	missing.run = NULL;
+	missing.exec_argv = argv;
+	init(&s, &missing, 0);
+	is_int(send(&s, 1, 1, 0, "{\"id\":1}"), -1, "a missing program: send fails");
+	is_int(s.state, PD_STREAM_BACKOFF, "BACKOFF");
+	is_int(take(&s, &tag, &x), PD_EXIT_NOT_STARTED, "the job: NOT_STARTED");
+	like(x.error.data, "could not start", "with the reason");
+	pd_pool_exit_release(&x);
+	pd_stream_release(&s);
+}
+
+static void test_abandon_and_stderr(void)
+{
+	struct pd_handler h = sh("while IFS= read -r l; do echo \"job=1 working on it\" >&2; "
+				 "echo 'unnamed line' >&2; printf '%s\\n' \"$l\"; done");
+	struct pd_stream s;
+	struct pd_pool_exit x;
+	int tag;
+
+	init(&s, &h, 0);
+	send(&s, 1, 1, 0, "{\"id\":1,\"result\":true}");
+	ok(drive(&s, none_in_flight, 5000), "answered");
+	is_int(take(&s, &tag, &x), PD_EXIT_OK, "succeeded");
+	is_str(x.tail.data, "working on it\n", "the stderr line naming the job is its tail");
+	pd_pool_exit_release(&x);
+
+	send(&s, 2, 2, 0, "{\"id\":2}");
+	pd_stream_abandon(&s, 2);
+	ok(!pd_stream_can_take(&s, 2), "an abandoned job is still in flight");
+	ok(drive(&s, none_in_flight, 5000), "its answer comes");
+	is_int(take(&s, &tag, &x), PD_EXIT_LEASE_LOST, "reported as LEASE_LOST");
+	pd_pool_exit_release(&x);
+	is_int(s.state, PD_STREAM_READY, "the process goes on");
+	pd_stream_release(&s);
+}
+
+int main(void)
+{
+	struct pd_err e = PD_ERR_INIT;
+
+	pd_log_set_level(PD_LOG_ERROR);
+	pd_sig_ignore_pipe();
+	pd_rng_seed(&rng, 1);
+	sfd = pd_sig_open((int[]){SIGCHLD}, 1, &e);
+	ok(sfd >= 0, "signalfd for SIGCHLD");
+	test_parse();
+	test_answers();
+	test_bad_lines();
+	test_exit_and_timeout();
+	test_abandon_and_stderr();
+	ok(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "no child left");
+	close(sfd);
+	return done_testing();
+}
