@@ -23,7 +23,7 @@
  * pd-relay that override them. -1: unset (pd_engine_cfg_init).
  */
 struct pd_engine_cfg {
-	long long concurrency; /* children at once */
+	long long concurrency; /* jobs in flight at once (handlers running) */
 	long long batch;       /* most claimed at once; 0 in the file: the concurrency */
 	long long poll_ms;     /* claim this often without a notification */
 	long long drain_ms;    /* drain_timeout: how long children may finish on SIGTERM */
