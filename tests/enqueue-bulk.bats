@@ -1,9 +1,10 @@
 #!/usr/bin/env bats
 # The bulk enqueue path: pd-enqueue --ndjson (a JSON array for small
-# batches, COPY into a staging table beyond PD_ENQUEUE_COPY_MIN = 200 jobs)
-# and pendulum.enqueue_many, which end in the same statement: all or
-# nothing, ids in input order, idempotency keys inside the batch and against
-# the table, one NOTIFY per queue.
+# batches, COPY into a staging table beyond PD_ENQUEUE_COPY_MIN = 200 jobs,
+# or straight into pendulum.jobs when no job has a key or a dependency)
+# and pendulum.enqueue_many, which make the same jobs: all or nothing, ids
+# in input order, idempotency keys inside the batch and against the table,
+# one NOTIFY per queue.
 
 load helpers
 pd_db_hooks
@@ -262,4 +263,103 @@ hold_key() {
 	[ "$status" -eq 0 ]
 	[ "${lines[1]}" = "$(sql "SELECT id FROM pendulum.jobs WHERE idempotency_key = 'race2'")" ]
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE idempotency_key IN ('race1', 'race2')")" -eq 2 ]
+}
+
+# eligible_lines: ten job lines with no key and no dependency, every other
+# key used.
+eligible_lines() {
+	cat <<'EOF'
+{"type": "a", "payload": {"s": "tab\there, \"quoted\", back\\slash"}, "tenant": "x", "queue": "q1"}
+{"type": "b", "priority": "high", "delay": "1h30m", "max_attempts": 3, "timeout": "2.5s"}
+{"type": "c", "priority": -7, "run_at": "2031-05-06T07:08:09.5+02:00", "delivery": "at-most-once"}
+{"type": "d", "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "queue": "q\"2\\"}
+{"type": "e", "payload": [1, 2.50, null, "\u00e9"], "tenant": "x", "delivery": "at-least-once"}
+{"type": "f", "delay": "1m30s500ms", "timeout": 12}
+{"type": "g", "delay": 1.5, "timeout": "250ms", "priority": "7", "depends_on": null}
+{"type": "h", "run_at": "2031-05-06 07:08Z"}
+{"type": "i", "run_at": "2031-05-06", "payload": null}
+{"type": "j", "run_at": "2031-05-06t07:08:09.1234567-0130", "delay": "1d"}
+EOF
+}
+
+@test "no key, no dependency: copied straight into pendulum.jobs, the same rows as enqueue_many makes" {
+	eligible_lines >"$BATS_TEST_TMPDIR/jobs.ndjson"
+	# every column but id and created_at; run_in: a delay, from the transaction's clock
+	rows="tenant_id, queue, job_type, payload, priority, state,
+	      CASE WHEN run_at < now() + interval '1 year' THEN run_at - created_at END AS run_in,
+	      CASE WHEN run_at > now() + interval '1 year' THEN run_at END AS run_at, attempt,
+	      max_attempts, timeout, delivery, lease_token, lease_owner, lease_expires_at,
+	      idempotency_key, replay_count, result, result_is_text, result_truncated, last_error,
+	      dead_reason, traceparent, depends_on, started_at, finished_at, exit_code"
+	# 300 copies of the ten lines: the direct path
+	for i in $(seq 1 30); do cat "$BATS_TEST_TMPDIR/jobs.ndjson"; done >"$BATS_TEST_TMPDIR/300.ndjson"
+	run --separate-stderr env PD_LOG_LEVEL=debug pd-enqueue --ndjson <"$BATS_TEST_TMPDIR/300.ndjson"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *'msg="jobs copied and enqueued" path=direct jobs=300 '* ]]
+	[ "${#lines[@]}" -eq 300 ]
+	printf '%s\n' "${lines[@]}" | sort -n -c -u
+	[ "$(sql "SELECT count(DISTINCT created_at) FROM pendulum.jobs")" -eq 1 ]
+	[ "$(sql "SELECT job_type FROM pendulum.jobs WHERE id = ${lines[13]}")" = d ]
+	sql "CREATE TABLE by_cli AS SELECT DISTINCT $rows FROM pendulum.jobs"
+	reset_jobs
+	jq -s -c . "$BATS_TEST_TMPDIR/jobs.ndjson" >"$BATS_TEST_TMPDIR/jobs.json"
+	psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL" -v "jobs=$(cat "$BATS_TEST_TMPDIR/jobs.json")" \
+		>/dev/null <<<"SELECT pendulum.enqueue_many(:'jobs');"
+	sql "CREATE TABLE by_sql AS SELECT DISTINCT $rows FROM pendulum.jobs"
+	[ "$(sql "SELECT count(*) FROM by_cli")" -eq 10 ]
+	[ "$(sql "SELECT count(*) FROM (SELECT * FROM by_cli EXCEPT SELECT * FROM by_sql) d")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM (SELECT * FROM by_sql EXCEPT SELECT * FROM by_cli) d")" -eq 0 ]
+	sql "DROP TABLE by_cli, by_sql"
+}
+
+@test "a key, a dependency, or row-level security on pendulum.jobs: the staging path" {
+	dep=$(pd-enqueue t '{}')
+	for extra in '"idempotency_key": "k"' "\"depends_on\": [$dep]"; do
+		run --separate-stderr env PD_LOG_LEVEL=debug pd-enqueue --ndjson < <(seq 1 300 |
+			awk -v x="$extra" '{ printf "{\"type\": \"t\"%s}\n", ($1 == 150 ? ", " x : "") }')
+		[ "$status" -eq 0 ]
+		[[ "$stderr" == *'msg="jobs copied and enqueued" path=staged jobs=300 '* ]]
+	done
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state = 'BLOCKED'")" -eq 1 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE idempotency_key = 'k'")" -eq 1 ]
+	sql "ALTER TABLE pendulum.jobs ENABLE ROW LEVEL SECURITY"
+	run --separate-stderr env PD_LOG_LEVEL=debug pd-enqueue --ndjson t < <(seq 1 300 | sed 's/.*/{"i": &}/')
+	sql "ALTER TABLE pendulum.jobs DISABLE ROW LEVEL SECURITY"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *'msg="jobs copied and enqueued" path=staged jobs=300 '* ]]
+	[ "$(njobs)" -eq 901 ]
+}
+
+@test "the direct path: ids grow with the line also when the sequence gives no block" {
+	# with an increment of 2 the ids are never one block: taken again, one row each
+	sql "ALTER SEQUENCE pendulum.jobs_id_seq INCREMENT BY 2"
+	run --separate-stderr env PD_LOG_LEVEL=debug pd-enqueue --ndjson t < <(seq 1 500 | sed 's/.*/{"n": &}/')
+	sql "ALTER SEQUENCE pendulum.jobs_id_seq INCREMENT BY 1"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *'msg="ids not in one block: taken again"'* ]]
+	[[ "$stderr" == *'path=direct jobs=500 '* ]]
+	[ "${#lines[@]}" -eq 500 ]
+	printf '%s\n' "${lines[@]}" | sort -n -c -u
+	for i in 0 1 250 499; do
+		[ "$(sql "SELECT payload->>'n' FROM pendulum.jobs WHERE id = ${lines[$i]}")" -eq $((i + 1)) ]
+	done
+	[ "$(njobs)" -eq 500 ]
+}
+
+@test "the direct path: one NOTIFY per queue per transaction" {
+	sql "SELECT pg_stat_reset()" >/dev/null
+	start_bg listen psql -X -q -d "$PD_DATABASE_URL application_name=pd-listen" \
+		-c "LISTEN pendulum_jobs" -c "SELECT pg_sleep(3)" -c "SELECT 1"
+	wait_for 10 backend_waiting pd-listen
+	awk 'BEGIN { for (i = 1; i <= 1000; i++) printf "{\"type\": \"t\", \"queue\": \"q%d\"}\n", i % 3
+		print "{\"type\": \"t\"}" }' |
+		PGOPTIONS='-c track_functions=all' PD_LOG_LEVEL=debug pd-enqueue --ndjson \
+			2>"$BATS_TEST_TMPDIR/err" >/dev/null
+	grep -q 'path=direct jobs=1001 ' "$BATS_TEST_TMPDIR/err"
+	wait_for 20 test -s "$BATS_FILE_TMPDIR/listen.status"
+	[ "$(grep -c '^Asynchronous notification "pendulum_jobs"' "$BATS_FILE_TMPDIR/listen.out")" -eq 4 ]
+	for q in q0 q1 q2 default; do
+		[ "$(grep -c "with payload \"$q\"" "$BATS_FILE_TMPDIR/listen.out")" -eq 1 ]
+	done
+	wait_for 10 sql_is "SELECT sum(calls) FROM pg_stat_user_functions WHERE funcname = 'notify_jobs'" 1
 }
