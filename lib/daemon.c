@@ -226,13 +226,18 @@ static void pool_pass(struct pd_daemon *d, long long now)
 	}
 }
 
+/* on_period runs at all now: it has one, a period, and the link (if any) is up. */
+static int period_active(const struct pd_daemon *d)
+{
+	return d->ops->on_period && d->period_ms > 0 && (d->db == NULL || pd_daemon_up(d));
+}
+
 /* on_period is due now: its next run is set a period on. */
 static int period_due(struct pd_daemon *d)
 {
 	long long now = pd_now_ms();
 
-	if (d->ops->on_period == NULL || d->period_ms <= 0 || (d->db && !pd_daemon_up(d)) ||
-	    now < d->next_period)
+	if (!period_active(d) || now < d->next_period)
 		return 0;
 	d->next_period = now + d->period_ms;
 	return 1;
@@ -280,7 +285,7 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 		if (d->ops->pollfds)
 			nfds += d->ops->pollfds(d, fds + nfds, cap - nfds);
 		deadline = d->ops->deadline ? d->ops->deadline(d) : -1;
-		if (d->ops->on_period && d->period_ms > 0 && (d->db == NULL || pd_daemon_up(d)))
+		if (period_active(d))
 			deadline = pd_deadline_min(deadline, d->next_period);
 		if (d->pool) {
 			deadline = pd_deadline_min(deadline, pd_pool_deadline(d->pool));
