@@ -722,24 +722,27 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 	for (int k = 0; k < w->nfin; k++) {
 		struct finished *f = &w->fin[k];
 
+		long long ago_ms;
+
 		if (bytes > MAX_BATCH_BYTES)
 			break; /* the rest in the next batch */
 		f->sending = 1;
+		ago_ms = (now_us - f->exit.started_us) / 1000; /* since its handler started */
 		if (f->exit.cls == PD_EXIT_LEASE_LOST) {
-			/* nothing of the job is written, its start neither */
+			/* the job row gets nothing, its start neither: lease_lost only */
 			if (f->started == START_TO_SEND)
 				f->started = START_IN_FLIGHT;
 			lost_ids[nlost] = f->job.id;
 			lost_tokens[nlost] = f->job.token;
 			lost_attempts[nlost] = f->job.attempt;
-			lost_ago[nlost] = (pd_now_us() - f->exit.started_us) / 1000;
+			lost_ago[nlost] = ago_ms;
 			b->lost_fin[nlost++] = k;
 			continue;
 		}
 		outcome_of(w, f, &b->outs[nout]);
 		if (f->started == START_TO_SEND) {
 			/* over before its start was written: the outcome records both */
-			b->outs[nout].o.started_ago_ms = (pd_now_us() - f->exit.started_us) / 1000;
+			b->outs[nout].o.started_ago_ms = ago_ms;
 			f->started = START_IN_FLIGHT;
 		}
 		bytes += f->exit.out.len + f->exit.tail.len + 256;
