@@ -666,13 +666,18 @@ int pd_admin_job_replay(struct pd_db *db, long long id, const struct pd_admin_fm
 			struct pd_buf *out, struct pd_err *e)
 {
 	/* clang-format off */
-	/* A success's record is its job row (sql/008): stored before the row is reset. */
+	/*
+	 * A clean success's record is its job row (sql/008): the view's row for it
+	 * is stored before the job row is reset.
+	 */
 	static const char sql[] =
 	    "WITH k AS (INSERT INTO pendulum.attempt_rows (job_id, attempt, lease_token, worker,"
 	    " started_at, finished_at, outcome, exit_code)"
-	    " SELECT id, attempt, lease_token, lease_owner, coalesce(started_at, finished_at),"
-	    " finished_at, 'succeeded', exit_code FROM pendulum.jobs"
-	    " WHERE id = $1 AND state = 'SUCCEEDED' AND lease_token IS NOT NULL"
+	    " SELECT v.job_id, v.attempt, v.lease_token, v.worker,"
+	    " coalesce(v.started_at, v.finished_at), v.finished_at, v.outcome, v.exit_code"
+	    " FROM pendulum.job_attempts v"
+	    " JOIN pendulum.jobs j ON j.id = v.job_id AND j.lease_token = v.lease_token"
+	    " WHERE v.job_id = $1 AND j.state = 'SUCCEEDED'"
 	    " ON CONFLICT (job_id, lease_token) DO NOTHING),"
 	    " r AS (UPDATE pendulum.jobs j SET" REPLAY_SET
 	    " WHERE j.id = $1 AND j.state IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELLED')" REPLAY_TAIL;
