@@ -324,12 +324,12 @@ int pd_jobs_lease_held(struct pd_db *db, long long id, long long token, struct p
  * The outcomes of one batch ($1; $2 the worker), fenced row by row: o is the
  * batch, j the jobs it changed (only those whose token still holds the
  * lease), a their attempt rows (sql/008: none for a clean success, whose
- * record is the job row), u the BLOCKED jobs whose last dependency succeeded in this batch
- * (a dependency succeeding here is SUCCEEDED for them, although the
- * statement's snapshot still shows it RUNNING), f the fenced-off rows
- * counted, n one wake-up per queue that got runnable work now. Each row of
- * the batch comes back with its new state (NULL: fenced) and, when PENDING,
- * the ms until its run_at.
+ * record is the job row), u the BLOCKED jobs whose last dependency
+ * succeeded in this batch (a dependency succeeding here is SUCCEEDED for
+ * them, although the statement's snapshot still shows it RUNNING), f the
+ * fenced-off rows counted, n one wake-up per queue that got runnable work
+ * now. Each row of the batch comes back with its new state (NULL: fenced)
+ * and, when PENDING, the ms until its run_at.
  */
 static const char finish_sql[] =
     "WITH o AS ("
@@ -405,9 +405,8 @@ static const char finish_sql[] =
 static const char lost_sql[] =
     "INSERT INTO pendulum.attempt_rows AS a (job_id, attempt, lease_token, worker, started_at,"
     " finished_at, outcome)"
-    " SELECT l.id, l.attempt::integer, l.token, $5, now() - l.ago * interval '1 millisecond', "
-    "now(),"
-    "  'lease_lost'"
+    " SELECT l.id, l.attempt::integer, l.token, $5,"
+    "  now() - l.ago * interval '1 millisecond', now(), 'lease_lost'"
     " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS l(id, token,"
     "  attempt, ago)"
     " ON CONFLICT (job_id, lease_token) DO UPDATE SET finished_at = now(), outcome = 'lease_lost'"

@@ -35,7 +35,9 @@ static int pass(struct pd_db *db, struct pd_reaper_stats *st, int *requeued, int
 	return 0;
 }
 
-/* A pass, at once after every (re)connect (leases may have expired meanwhile), then every interval.
+/*
+ * A pass: at once after each (re)connect (leases may have expired
+ * meanwhile), then each interval.
  */
 static int on_period(struct pd_daemon *d, struct pd_err *e)
 {
