@@ -208,6 +208,20 @@ SQL
 	[ "$(sql "SELECT pendulum.enqueue_many('[]')")" = "{}" ]
 }
 
+# same_as_enqueue_many ROWS FILTER: the jobs pendulum.enqueue_many makes of
+# the objects in jobs.ndjson (as one array), selected as ROWS WHERE FILTER,
+# are by_cli's ten rows, no more and no fewer. Drops both tables.
+same_as_enqueue_many() {
+	jq -s -c . "$BATS_TEST_TMPDIR/jobs.ndjson" >"$BATS_TEST_TMPDIR/jobs.json"
+	psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL" -v "jobs=$(cat "$BATS_TEST_TMPDIR/jobs.json")" \
+		>/dev/null <<<"SELECT pendulum.enqueue_many(:'jobs');"
+	sql "CREATE TABLE by_sql AS SELECT DISTINCT $1 FROM pendulum.jobs WHERE $2"
+	[ "$(sql "SELECT count(*) FROM by_cli")" -eq 10 ]
+	[ "$(sql "SELECT count(*) FROM (SELECT * FROM by_cli EXCEPT SELECT * FROM by_sql) d")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM (SELECT * FROM by_sql EXCEPT SELECT * FROM by_cli) d")" -eq 0 ]
+	sql "DROP TABLE by_cli, by_sql"
+}
+
 @test "pd-enqueue and enqueue_many make the same jobs from the same objects" {
 	dep=$(pd-enqueue t '{}')
 	cat >"$BATS_TEST_TMPDIR/jobs.ndjson" <<EOF
@@ -231,14 +245,7 @@ EOF
 	for i in $(seq 1 30); do cat "$BATS_TEST_TMPDIR/jobs.ndjson"; done | pd-enqueue --ndjson >/dev/null
 	sql "CREATE TABLE by_cli AS SELECT DISTINCT $rows FROM pendulum.jobs WHERE id <> $dep"
 	sql "DELETE FROM pendulum.jobs WHERE id <> $dep"
-	jq -s -c . "$BATS_TEST_TMPDIR/jobs.ndjson" >"$BATS_TEST_TMPDIR/jobs.json"
-	psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL" -v "jobs=$(cat "$BATS_TEST_TMPDIR/jobs.json")" \
-		>/dev/null <<<"SELECT pendulum.enqueue_many(:'jobs');"
-	sql "CREATE TABLE by_sql AS SELECT DISTINCT $rows FROM pendulum.jobs WHERE id <> $dep"
-	[ "$(sql "SELECT count(*) FROM by_cli")" -eq 10 ]
-	[ "$(sql "SELECT count(*) FROM (SELECT * FROM by_cli EXCEPT SELECT * FROM by_sql) d")" -eq 0 ]
-	[ "$(sql "SELECT count(*) FROM (SELECT * FROM by_sql EXCEPT SELECT * FROM by_cli) d")" -eq 0 ]
-	sql "DROP TABLE by_cli, by_sql"
+	same_as_enqueue_many "$rows" "id <> $dep"
 }
 
 # hold_key NAME KEY: another session enqueues a job with KEY and commits
@@ -302,14 +309,7 @@ EOF
 	[ "$(sql "SELECT job_type FROM pendulum.jobs WHERE id = ${lines[13]}")" = d ]
 	sql "CREATE TABLE by_cli AS SELECT DISTINCT $rows FROM pendulum.jobs"
 	reset_jobs
-	jq -s -c . "$BATS_TEST_TMPDIR/jobs.ndjson" >"$BATS_TEST_TMPDIR/jobs.json"
-	psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL" -v "jobs=$(cat "$BATS_TEST_TMPDIR/jobs.json")" \
-		>/dev/null <<<"SELECT pendulum.enqueue_many(:'jobs');"
-	sql "CREATE TABLE by_sql AS SELECT DISTINCT $rows FROM pendulum.jobs"
-	[ "$(sql "SELECT count(*) FROM by_cli")" -eq 10 ]
-	[ "$(sql "SELECT count(*) FROM (SELECT * FROM by_cli EXCEPT SELECT * FROM by_sql) d")" -eq 0 ]
-	[ "$(sql "SELECT count(*) FROM (SELECT * FROM by_sql EXCEPT SELECT * FROM by_cli) d")" -eq 0 ]
-	sql "DROP TABLE by_cli, by_sql"
+	same_as_enqueue_many "$rows" true
 }
 
 @test "a key, a dependency, or row-level security on pendulum.jobs: the staging path" {
