@@ -54,6 +54,7 @@ void pd_flow_plan_release(struct pd_flow_plan *p)
 	pd_buf_release(&p->stdin_json);
 	pd_buf_release(&p->output);
 	pd_buf_release(&p->reason);
+	pd_buf_release(&p->steps);
 }
 
 static void span_to(struct pd_buf *b, const struct pd_json *j, int tok)
@@ -119,31 +120,43 @@ static int check_steps(const struct pd_json *j, int rec, int pos, struct pd_flow
 	return 0;
 }
 
-int pd_flow_plan(const struct pd_flow *def, const char *ctx, struct pd_flow_plan *p,
-		 struct pd_err *e)
+void pd_flow_plan(const struct pd_flow *def, const char *name, const char *ctx,
+		  struct pd_flow_plan *p)
 {
 	struct pd_json j = PD_JSON_INIT;
-	long long run, pos;
+	struct pd_err e = PD_ERR_INIT;
+	long long run = 0, pos = 0;
 	int t, rec;
 	const struct pd_flow_step *s;
 
 	p->def = def;
-	if (pd_json_parse(&j, ctx, strlen(ctx), e) < 0)
-		return -1;
-	if (j.tok[0].type != PD_JSON_OBJECT || (t = pd_json_get(&j, 0, "run")) < 0 ||
-	    pd_json_int(&j, t, &run) < 0 || (t = pd_json_get(&j, 0, "position")) < 0 ||
-	    pd_json_int(&j, t, &pos) < 0 || pos < 0 || pos > 1000000) {
-		pd_json_release(&j);
-		return pd_errf(e, PD_EX_DATAERR, "workflow context without a run and a position");
-	}
+	if (pd_json_parse(&j, ctx, strlen(ctx), &e) == 0 && j.tok[0].type == PD_JSON_OBJECT &&
+	    (t = pd_json_get(&j, 0, "run")) >= 0)
+		pd_json_int(&j, t, &run);
+	if (j.ntok > 0 && (t = pd_json_get(&j, 0, "position")) >= 0)
+		pd_json_int(&j, t, &pos);
 	p->run = run;
-	p->step = (int)pos;
+	p->step = pos >= 0 && pos <= 1000000 ? (int)pos : 0;
+	if (def == NULL || run <= 0 || pos != p->step) {
+		p->action = PD_FLOW_RETRY;
+		if (def == NULL)
+			pd_buf_printf(&p->reason,
+				      "workflow '%s' is not defined in this worker's configuration",
+				      name);
+		else
+			pd_buf_printf(&p->reason, "the run's context is unreadable: %s",
+				      e.msg[0] ? e.msg : "no run or position");
+		pd_json_release(&j);
+		pd_err_clear(&e);
+		return;
+	}
+	pd_flow_steps_json(&p->steps, def);
 	rec = pd_json_get(&j, 0, "steps");
 	if (rec >= 0 && j.tok[rec].type != PD_JSON_ARRAY)
 		rec = -1;
 	if (check_steps(&j, rec, (int)pos, p)) {
 		pd_json_release(&j);
-		return 0;
+		return;
 	}
 	if (pos >= def->nsteps) {
 		p->action = PD_FLOW_FINISH;
@@ -153,7 +166,7 @@ int pd_flow_plan(const struct pd_flow *def, const char *ctx, struct pd_flow_plan
 		else
 			pd_buf_puts(&p->output, "null");
 		pd_json_release(&j);
-		return 0;
+		return;
 	}
 	s = p->s = &def->steps[pos];
 	p->last = pos == def->nsteps - 1;
@@ -198,5 +211,4 @@ int pd_flow_plan(const struct pd_flow *def, const char *ctx, struct pd_flow_plan
 	}
 	}
 	pd_json_release(&j);
-	return 0;
 }

@@ -55,6 +55,7 @@ enum pd_flow_action {
 	PD_FLOW_PARK,	 /* wait_for: no signal yet; give the job back until one comes */
 	PD_FLOW_FINISH,	 /* every step is complete: the job succeeds with the last output */
 	PD_FLOW_FAIL,	 /* dead-letter the job with reason (and the wait's fields reset) */
+	PD_FLOW_RETRY,	 /* cannot go on here (no definition, unreadable context): retry, reason */
 };
 
 struct pd_flow_plan {
@@ -66,28 +67,30 @@ struct pd_flow_plan {
 	int last;		      /* step is the definition's last */
 	struct pd_buf stdin_json;     /* RUN: {"input": …, "outputs": {…}} */
 	struct pd_buf output;	      /* ADVANCE: the step's output; FINISH: the last output */
-	struct pd_buf reason;	      /* FAIL */
+	struct pd_buf reason;	      /* FAIL, RETRY */
+	struct pd_buf steps;	      /* def's step names, a JSON array (the run records them) */
 	int consumes_signal;	      /* ADVANCE of a wait_for by its signal */
 	int unpark;		      /* FAIL of a wait_for past its deadline */
 };
 
 #define PD_FLOW_PLAN_INIT                                                                          \
 	{                                                                                          \
-		.stdin_json = PD_BUF_INIT, .output = PD_BUF_INIT, .reason = PD_BUF_INIT            \
+		.stdin_json = PD_BUF_INIT, .output = PD_BUF_INIT, .reason = PD_BUF_INIT,           \
+		.steps = PD_BUF_INIT                                                               \
 	}
 
 /*
- * Plan the job of run context ctx (pendulum.workflow_context's JSON) for
- * definition def (the one its job type names, or NULL when this worker has
- * none: FAIL is not chosen for that, the caller decides). Returns 0 with
- * p filled, or -1 with e filled when ctx cannot be read (65).
+ * Plan the job of a run of workflow name, from the run's context ctx
+ * (pendulum.workflow_context's JSON) and definition def (NULL when this
+ * worker has none: RETRY). p must be PD_FLOW_PLAN_INIT; release it with
+ * pd_flow_plan_release.
  *
  * The run's recorded step names must agree with def's at every index up to
- * and including the position; steps appended after it are fine. A run with
- * no recorded names takes def's. Release p with pd_flow_plan_release.
+ * and including the position (else FAIL, naming the difference); steps
+ * appended after it are fine. A run with no recorded names takes def's.
  */
-int pd_flow_plan(const struct pd_flow *def, const char *ctx, struct pd_flow_plan *p,
-		 struct pd_err *e);
+void pd_flow_plan(const struct pd_flow *def, const char *name, const char *ctx,
+		  struct pd_flow_plan *p);
 void pd_flow_plan_release(struct pd_flow_plan *p);
 
 /* def's step names as a JSON array, appended to b. */

@@ -42,7 +42,8 @@ static const char claim_sql[] =
     " COALESCE((extract(epoch FROM timeout) * 1000)::bigint, -1),"
     " job_type, queue, tenant_id, payload::text,"
     " to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),"
-    " idempotency_key, traceparent "
+    " idempotency_key, traceparent,"
+    " CASE WHEN job_type LIKE 'workflow:%' THEN pendulum.workflow_context(id)::text END "
     "FROM pendulum.claim_jobs($1::text[], $2::text[], $3::integer, $4::text,"
     " $5::bigint * interval '1 millisecond', $6::boolean) "
     "ORDER BY priority DESC, run_at, id";
@@ -99,6 +100,7 @@ static void claim_parse(const PGresult *r, struct pd_claimed **out, int *n)
 		c->run_at = dup_or_null(r, i, 10);
 		c->idempotency_key = dup_or_null(r, i, 11);
 		c->traceparent = dup_or_null(r, i, 12);
+		c->flow = dup_or_null(r, i, 13);
 	}
 }
 
@@ -132,6 +134,7 @@ void pd_claimed_free(struct pd_claimed *c, int n)
 		free(c[i].run_at);
 		free(c[i].idempotency_key);
 		free(c[i].traceparent);
+		free(c[i].flow);
 	}
 	free(c);
 }
@@ -336,24 +339,30 @@ static const char finish_sql[] =
     " SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(id bigint, token bigint, kind text,"
     "  backoff_ms bigint, result jsonb, result_is_text boolean, result_truncated boolean,"
     "  error text, dead_reason text, outcome text, exit_code integer, signal integer,"
-    "  stderr_tail text, started_ago_ms bigint)"
+    "  stderr_tail text, started_ago_ms bigint, attempt integer)"
     "), j AS ("
     " UPDATE pendulum.jobs j SET"
     "  state = CASE o.kind WHEN 'succeeded' THEN 'SUCCEEDED' WHEN 'dead' THEN 'DEAD_LETTERED'"
+    "   WHEN 'advance' THEN 'PENDING' WHEN 'wait' THEN 'PENDING'"
     "   WHEN 'release' THEN CASE WHEN j.delivery = 'at-most-once' THEN 'DEAD_LETTERED'"
     "    ELSE 'PENDING' END"
     "   ELSE CASE WHEN j.attempt >= j.max_attempts THEN 'DEAD_LETTERED' ELSE 'PENDING' END END,"
-    "  attempt = CASE WHEN o.kind = 'release' AND j.delivery <> 'at-most-once'"
+    "  attempt = CASE WHEN o.kind = 'advance' THEN 0"
+    "   WHEN o.kind = 'wait' OR (o.kind = 'release' AND j.delivery <> 'at-most-once')"
     "   THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,"
-    "  run_at = CASE WHEN o.kind = 'retry' AND j.attempt < j.max_attempts"
+    "  run_at = CASE WHEN (o.kind = 'retry' AND j.attempt < j.max_attempts) OR o.kind = 'advance'"
     "   THEN now() + o.backoff_ms * interval '1 millisecond'"
-    "   WHEN o.kind = 'release' THEN now() ELSE j.run_at END,"
+    "   WHEN o.kind = 'release' THEN now()"
+    "   WHEN o.kind = 'wait' THEN coalesce((SELECT CASE WHEN r.signals ? r.waiting_for THEN now()"
+    "    ELSE coalesce(r.wait_deadline, 'infinity') END FROM pendulum.workflow_runs r"
+    "    WHERE r.job_id = j.id), now()) ELSE j.run_at END,"
     "  result = CASE o.kind WHEN 'succeeded' THEN o.result ELSE j.result END,"
     "  result_is_text = CASE o.kind WHEN 'succeeded' THEN o.result_is_text"
     "   ELSE j.result_is_text END,"
     "  result_truncated = CASE o.kind WHEN 'succeeded' THEN o.result_truncated"
     "   ELSE j.result_truncated END,"
-    "  last_error = CASE o.kind WHEN 'succeeded' THEN NULL WHEN 'release' THEN j.last_error"
+    "  last_error = CASE o.kind WHEN 'succeeded' THEN NULL WHEN 'advance' THEN NULL"
+    "   WHEN 'release' THEN j.last_error WHEN 'wait' THEN j.last_error"
     "   ELSE o.error END,"
     "  dead_reason = CASE WHEN o.kind = 'dead' THEN o.dead_reason"
     "   WHEN o.kind = 'release' AND j.delivery = 'at-most-once'"
@@ -368,7 +377,8 @@ static const char finish_sql[] =
     "  lease_owner = CASE o.kind WHEN 'succeeded' THEN j.lease_owner END, lease_expires_at = NULL"
     " FROM o WHERE j.id = o.id AND j.lease_token = o.token AND j.state IN ('LEASED', 'RUNNING')"
     " RETURNING j.id, j.lease_token, j.state, j.run_at, j.queue, o.kind, j.started_at,"
-    "  CASE WHEN o.kind = 'release' AND j.delivery <> 'at-most-once' THEN j.attempt + 1"
+    "  CASE WHEN o.kind = 'advance' THEN o.attempt WHEN o.kind = 'wait'"
+    "   OR (o.kind = 'release' AND j.delivery <> 'at-most-once') THEN j.attempt + 1"
     "   ELSE j.attempt END AS attempt"
     "), a AS ("
     " INSERT INTO pendulum.attempt_rows (job_id, attempt, lease_token, worker, started_at,"
@@ -391,12 +401,53 @@ static const char finish_sql[] =
     " WHERE name = 'writes_fenced' AND (SELECT count(*) FROM o) > (SELECT count(*) FROM j)"
     "), n AS ("
     " SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT queue FROM u UNION"
-    "  SELECT queue FROM j WHERE kind = 'release' AND state = 'PENDING') q"
+    "  SELECT queue FROM j WHERE kind = 'release' AND state = 'PENDING' UNION"
+    "  SELECT queue FROM j WHERE kind IN ('advance', 'wait') AND run_at <= now()) q"
     ") "
-    "SELECT o.id, j.state, CASE WHEN j.state = 'PENDING'"
+    "SELECT o.id, j.state, CASE WHEN j.state = 'PENDING' AND j.run_at < 'infinity'"
     "  THEN greatest(ceil(extract(epoch FROM j.run_at - now()) * 1000), 0)::bigint END,"
     " (SELECT count(*) FROM n) "
     "FROM o LEFT JOIN j ON j.id = o.id AND j.lease_token = o.token";
+
+/*
+ * The workflow runs' writes of a batch's outcomes (struct pd_flow_write),
+ * sent before finish_sql in the same transaction: a completed step's output
+ * inserted once (the first insert wins), the run's position moved on with
+ * GREATEST, its mailbox and wait fields set; what is written about the step
+ * at the run's position only. Updating the run row orders a park against
+ * pendulum.signal_workflow, which updates it too: whichever comes second sees
+ * the other, and finish_sql then reads the mailbox to set the job's run_at.
+ */
+static const char flow_sql[] =
+    "WITH f AS ("
+    " SELECT * FROM jsonb_to_recordset($1::jsonb) AS f(run bigint, step integer, act text,"
+    "  name text, kind text, steps text[], output jsonb, output_is_text boolean,"
+    "  output_truncated boolean, attempts integer, token bigint, ran_ms bigint,"
+    "  sleep_ms bigint, signal text, wait_ms bigint)"
+    "), s AS ("
+    " INSERT INTO pendulum.workflow_steps (run_id, step_index, step_name, kind, output,"
+    "  output_is_text, output_truncated, attempts, lease_token, started_at, finished_at)"
+    " SELECT f.run, f.step, f.name, f.kind, f.output, f.output_is_text, f.output_truncated,"
+    "  f.attempts, f.token, now() - f.ran_ms * interval '1 millisecond',"
+    "  now() + f.sleep_ms * interval '1 millisecond'"
+    " FROM f WHERE f.act = 'step'"
+    " ON CONFLICT (run_id, step_index) DO NOTHING"
+    ") "
+    "UPDATE pendulum.workflow_runs r SET"
+    " position = CASE WHEN f.act = 'step' THEN greatest(r.position, f.step + 1)"
+    "  ELSE r.position END,"
+    " steps = coalesce(f.steps, r.steps),"
+    " signals = CASE WHEN f.act = 'step' AND f.signal IS NOT NULL THEN r.signals - f.signal"
+    "  ELSE r.signals END,"
+    " wait_step = CASE WHEN f.act = 'park' THEN f.step END,"
+    " waiting_for = CASE WHEN f.act = 'park' THEN f.signal END,"
+    " wait_deadline = CASE WHEN f.act <> 'park' THEN NULL"
+    "  WHEN r.wait_step = f.step THEN r.wait_deadline"
+    "  ELSE now() + f.wait_ms * interval '1 millisecond' END,"
+    " sleep_until = CASE WHEN f.act = 'step' AND f.sleep_ms > 0"
+    "  THEN now() + f.sleep_ms * interval '1 millisecond' END,"
+    " updated_at = now()"
+    " FROM f WHERE r.id = f.run AND f.step = r.position";
 
 /*
  * Attempts whose worker lost the lease and stopped the handler: lease_lost,
@@ -430,27 +481,42 @@ static const char heartbeat_sql[] =
 
 static const char *const finish_kinds[] = {"succeeded", "retry", "dead", "release"};
 
+/*
+ * finish_sql's kind of o: its verdict's, but for a workflow step that leaves
+ * the run going (advance: PENDING, attempt 0, due after backoff_ms) and a
+ * run parked (wait: PENDING until its signal or deadline, attempt refunded).
+ */
+static const char *finish_kind(const struct pd_outcome *o)
+{
+	switch (o->flow.kind) {
+	case PD_FLOW_WRITE_STEP:
+		return o->flow.last ? "succeeded" : "advance";
+	case PD_FLOW_WRITE_PARK:
+		return "wait";
+	case PD_FLOW_WRITE_NONE:
+	case PD_FLOW_WRITE_UNPARK:
+		break;
+	}
+	return finish_kinds[o->kind];
+}
+
 /* One outcome as a JSON object of the batch (the columns of finish_sql's o). */
 static void outcome_json(struct pd_buf *b, const struct pd_job_outcome *x)
 {
 	const struct pd_outcome *o = &x->o;
 
 	pd_buf_printf(b, "{\"id\":%lld,\"token\":%lld,\"kind\":\"%s\",\"backoff_ms\":%lld", x->id,
-		      x->token, finish_kinds[o->kind], o->backoff_ms);
+		      x->token, finish_kind(o), o->backoff_ms);
+	if (o->flow.kind != PD_FLOW_WRITE_NONE)
+		pd_buf_printf(b, ",\"attempt\":%d", o->flow.attempts);
 	pd_buf_puts(b, ",\"result\":");
 	pd_buf_puts(b, o->result ? o->result : "null");
 	pd_buf_printf(b, ",\"result_is_text\":%s,\"result_truncated\":%s",
 		      o->result_is_text ? "true" : "false", o->result_truncated ? "true" : "false");
 	pd_buf_puts(b, ",\"error\":");
-	if (o->error)
-		pd_json_quote(b, o->error, strlen(o->error));
-	else
-		pd_buf_puts(b, "null");
+	pd_json_quote_or_null(b, o->error);
 	pd_buf_puts(b, ",\"dead_reason\":");
-	if (o->dead_reason)
-		pd_json_quote(b, o->dead_reason, strlen(o->dead_reason));
-	else
-		pd_buf_puts(b, "null");
+	pd_json_quote_or_null(b, o->dead_reason);
 	pd_buf_puts(b, ",\"outcome\":");
 	pd_json_quote(b, o->outcome, strlen(o->outcome));
 	if (o->exit_code >= 0)
@@ -460,11 +526,34 @@ static void outcome_json(struct pd_buf *b, const struct pd_job_outcome *x)
 	if (o->started_ago_ms >= 0)
 		pd_buf_printf(b, ",\"started_ago_ms\":%lld", o->started_ago_ms);
 	pd_buf_puts(b, ",\"stderr_tail\":");
-	if (o->stderr_tail)
-		pd_json_quote(b, o->stderr_tail, strlen(o->stderr_tail));
-	else
-		pd_buf_puts(b, "null");
+	pd_json_quote_or_null(b, o->stderr_tail);
 	pd_buf_putc(b, '}');
+}
+
+static const char *const flow_acts[] = {NULL, "step", "park", "unpark"};
+
+/* x's run write as a JSON object of flow_sql's batch (the columns of its f). */
+static void flow_json(struct pd_buf *b, const struct pd_job_outcome *x)
+{
+	const struct pd_flow_write *f = &x->o.flow;
+
+	pd_buf_printf(b, "{\"run\":%lld,\"step\":%d,\"act\":\"%s\",\"attempts\":%d,\"token\":%lld",
+		      f->run, f->step, flow_acts[f->kind], f->attempts, x->token);
+	pd_buf_printf(b, ",\"ran_ms\":%lld,\"sleep_ms\":%lld", f->ran_ms, f->sleep_ms);
+	if (f->wait_ms >= 0)
+		pd_buf_printf(b, ",\"wait_ms\":%lld", f->wait_ms);
+	pd_buf_puts(b, ",\"name\":");
+	pd_json_quote_or_null(b, f->step_name);
+	pd_buf_puts(b, ",\"kind\":");
+	pd_json_quote_or_null(b, f->step_kind);
+	pd_buf_puts(b, ",\"signal\":");
+	pd_json_quote_or_null(b, f->signal);
+	pd_buf_puts(b, ",\"steps\":");
+	pd_buf_puts(b, f->steps ? f->steps : "null");
+	pd_buf_puts(b, ",\"output\":");
+	pd_buf_puts(b, f->output ? f->output : "null");
+	pd_buf_printf(b, ",\"output_is_text\":%s,\"output_truncated\":%s}",
+		      f->output_is_text ? "true" : "false", f->output_truncated ? "true" : "false");
 }
 
 int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
@@ -473,10 +562,10 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 	struct pd_buf batch = PD_BUF_INIT, lost_ids = PD_BUF_INIT, lost_tokens = PD_BUF_INIT;
 	struct pd_buf lost_attempts = PD_BUF_INIT, lost_ago = PD_BUF_INIT;
 	struct pd_buf start_ids = PD_BUF_INIT, start_tokens = PD_BUF_INIT;
-	struct pd_buf beat_ids = PD_BUF_INIT, beat_tokens = PD_BUF_INIT;
+	struct pd_buf beat_ids = PD_BUF_INIT, beat_tokens = PD_BUF_INIT, flows = PD_BUF_INIT;
 	struct claim_args ca;
 	char lease[24], inflight[16];
-	const char *fp[2], *lp[5], *bp[5], *sp[2];
+	const char *fp[2], *lp[5], *bp[5], *sp[2], *wp[1];
 	int n = 0, rc;
 
 	s->fenced = 0;
@@ -490,6 +579,17 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 		sp[0] = start_ids.data;
 		sp[1] = start_tokens.data;
 		st[n++] = (struct pd_db_stmt){"pd_start", start_sql, 2, sp, PGRES_COMMAND_OK, NULL};
+	}
+	for (int i = 0; i < s->noutcomes; i++) {
+		if (s->outcomes[i].o.flow.kind == PD_FLOW_WRITE_NONE)
+			continue;
+		pd_buf_putc(&flows, flows.len ? ',' : '[');
+		flow_json(&flows, &s->outcomes[i]);
+	}
+	if (flows.len > 0) {
+		pd_buf_putc(&flows, ']');
+		wp[0] = flows.data;
+		st[n++] = (struct pd_db_stmt){"pd_flow", flow_sql, 1, wp, PGRES_COMMAND_OK, NULL};
 	}
 	if (s->noutcomes > 0) {
 		pd_buf_putc(&batch, '[');
@@ -542,6 +642,7 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 	s->nst = n;
 	rc = n > 0 ? pd_db_pipeline_send(db, st, n, e) : 0;
 	pd_buf_release(&batch);
+	pd_buf_release(&flows);
 	pd_buf_release(&start_ids);
 	pd_buf_release(&start_tokens);
 	pd_buf_release(&lost_ids);

@@ -18,6 +18,7 @@ struct pd_claimed {
 	int attempt, max_attempts, replay_count;
 	long long timeout_ms; /* -1: none set on the job */
 	char *type, *queue, *tenant, *payload, *run_at, *idempotency_key, *traceparent;
+	char *flow; /* a workflow job's run context (pendulum.workflow_context), else NULL */
 };
 
 /*
@@ -31,6 +32,35 @@ int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queue
 		  const char *const *types, int ntypes, int limit, long long lease_ms, int start,
 		  struct pd_claimed **out, int *n, struct pd_err *e);
 void pd_claimed_free(struct pd_claimed *c, int n);
+
+/*
+ * What a workflow job's outcome writes to its run (sql/010_workflows.sql), in
+ * the same transaction, before the job row: a completed step's output
+ * (inserted once: the first write of a step wins; the run's position moves
+ * on with GREATEST, so neither write is fenced), the run parked at a wait_for
+ * step, or its wait undone (the step failed past its deadline).
+ */
+enum pd_flow_write_kind {
+	PD_FLOW_WRITE_NONE,
+	PD_FLOW_WRITE_STEP,   /* the job: succeeded (last step) or back to PENDING, attempt 0 */
+	PD_FLOW_WRITE_PARK,   /* the job: PENDING until the signal or the deadline, attempt refunded */
+	PD_FLOW_WRITE_UNPARK, /* the job: dead-lettered (kind DEAD) */
+};
+
+struct pd_flow_write {
+	enum pd_flow_write_kind kind;
+	long long run;
+	int step, attempts;
+	const char *step_name, *step_kind; /* step_kind: "run", "sleep" or "wait_for" */
+	const char *steps;		   /* JSON array: the step names the run now records */
+	const char *output;		   /* STEP: JSON text */
+	int output_is_text, output_truncated;
+	long long ran_ms;   /* STEP: how long it ran (started_at = now - ran_ms) */
+	long long sleep_ms; /* STEP of a sleep: the next step is due this long after */
+	int last;	    /* STEP: the run is complete: the job succeeds with output */
+	const char *signal; /* STEP: consumed from the mailbox; PARK: awaited */
+	long long wait_ms;  /* PARK: how long to wait at most (from the first park); -1 ever */
+};
 
 struct pd_outcome {
 	enum pd_verdict kind;
@@ -50,6 +80,7 @@ struct pd_outcome {
 	 * the outcome records the start too (started_at), in the same update.
 	 */
 	long long started_ago_ms;
+	struct pd_flow_write flow; /* zeroed: not a workflow job's */
 };
 
 /* One job's outcome in a batch. */
@@ -97,7 +128,7 @@ struct pd_jobs_sync {
 	int nclaimed;
 	int fenced; /* outcomes fenced off */
 	/* private: the pipeline in flight */
-	struct pd_db_stmt st[5];
+	struct pd_db_stmt st[6];
 	int nst, fi, bi, ci;
 };
 

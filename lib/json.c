@@ -813,3 +813,11 @@ void pd_json_linecol(const char *s, size_t off, int *line, int *col)
 	*line = ln;
 	*col = (int)(off - bol) + 1;
 }
+
+void pd_json_quote_or_null(struct pd_buf *b, const char *s)
+{
+	if (s)
+		pd_json_quote(b, s, strlen(s));
+	else
+		pd_buf_puts(b, "null");
+}

@@ -102,6 +102,9 @@ void pd_json_span(const struct pd_json *j, int tok, const char **p, size_t *n);
  */
 void pd_json_quote(struct pd_buf *b, const char *s, size_t n);
 
+/* s (NUL-terminated) as pd_json_quote writes it, or null when s is NULL. */
+void pd_json_quote_or_null(struct pd_buf *b, const char *s);
+
 /* 1 if s (n bytes) is valid UTF-8 (no overlongs, surrogates or > U+10FFFF), else 0. */
 int pd_json_valid_utf8(const char *s, size_t n);
 

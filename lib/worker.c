@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "daemon.h"
+#include "flow.h"
 #include "jobs.h"
 #include "json.h"
 #include "log.h"
@@ -47,6 +48,7 @@ struct run {
 	enum start_record started;
 	long long since_us; /* pd_now_us() at start */
 	struct pd_claimed job;
+	struct pd_flow_plan *plan; /* a workflow job's (owned), else NULL */
 };
 
 /* A job claimed ahead of a free run (LEASED), with its handler looked up once. */
@@ -54,6 +56,7 @@ struct held {
 	struct pd_claimed job;
 	const struct pd_handler *h; /* NULL: none (cannot happen: the claim filters on types) */
 	int stream;		    /* h's stream, or -1: a process per job */
+	struct pd_flow_plan *plan;  /* a workflow job's (owned): h is its step's, or NULL */
 };
 
 /*
@@ -64,8 +67,9 @@ struct finished {
 	struct pd_claimed job;
 	struct pd_pool_exit exit;
 	enum start_record started;
-	int stream;  /* run by a stream handler */
-	int sending; /* in the batch in flight */
+	int stream;		   /* run by a stream handler */
+	int sending;		   /* in the batch in flight */
+	struct pd_flow_plan *plan; /* a workflow job's (owned), else NULL */
 };
 
 /*
@@ -111,6 +115,7 @@ struct worker {
 	struct pd_buf line; /* a job's line for a stream handler, reused */
 	const char **types; /* the claim's filter; NULL: any type */
 	int ntypes;
+	char **flow_types; /* the workflow job types in types (owned), NULL-terminated */
 	long long next_claim, next_beat, next_reap, next_due;
 	/* moving averages, 0 until measured: a batch's round trip, a handler's run time */
 	long long rtt_us, run_us;
@@ -186,6 +191,10 @@ static char **env_base(size_t extra, size_t *k)
 				     "PD_REPLAY_COUNT",
 				     "TRACEPARENT",
 				     "PD_WORKER_ID",
+				     "PD_WORKFLOW_RUN_ID",
+				     "PD_WORKFLOW",
+				     "PD_STEP_NAME",
+				     "PD_STEP_INDEX",
 				     NULL};
 	size_t n = 0;
 	char **env;
@@ -208,11 +217,15 @@ static char **env_base(size_t extra, size_t *k)
 	return env;
 }
 
-/* The worker's environment plus the job's PD_* variables (DESIGN.md, the handler contract). */
-static char **build_env(const struct pd_claimed *j, const char *worker)
+/*
+ * The worker's environment plus the job's PD_* variables (DESIGN.md, the
+ * handler contract), and a workflow step's (plan not NULL).
+ */
+static char **build_env(const struct pd_claimed *j, const char *worker,
+			const struct pd_flow_plan *plan)
 {
 	size_t k;
-	char num[24], **env = env_base(15, &k);
+	char num[24], **env = env_base(19, &k);
 
 	snprintf(num, sizeof(num), "%lld", j->id);
 	env[k++] = envvar("PD_JOB_ID", num);
@@ -233,6 +246,14 @@ static char **build_env(const struct pd_claimed *j, const char *worker)
 	if (j->traceparent)
 		env[k++] = envvar("TRACEPARENT", j->traceparent);
 	env[k++] = envvar("PD_WORKER_ID", worker);
+	if (plan) {
+		snprintf(num, sizeof(num), "%lld", plan->run);
+		env[k++] = envvar("PD_WORKFLOW_RUN_ID", num);
+		env[k++] = envvar("PD_WORKFLOW", plan->def->name);
+		env[k++] = envvar("PD_STEP_NAME", plan->s->name);
+		snprintf(num, sizeof(num), "%d", plan->step);
+		env[k++] = envvar("PD_STEP_INDEX", num);
+	}
 	env[k] = NULL;
 	return env;
 }
@@ -255,14 +276,6 @@ static void env_free(char **env)
 	free(env);
 }
 
-static void json_str_or_null(struct pd_buf *b, const char *s)
-{
-	if (s)
-		pd_json_quote(b, s, strlen(s));
-	else
-		pd_buf_puts(b, "null");
-}
-
 /*
  * The job's line for a stream handler (pd-worker(1), "Stream handlers"):
  * one JSON object, no newline (the payload is jsonb's text, which has none).
@@ -272,20 +285,20 @@ static void job_line(struct pd_buf *b, const struct pd_claimed *j)
 	pd_buf_reset(b);
 	pd_buf_printf(b, "{\"id\":%lld,\"attempt\":%d,\"lease_token\":%lld,\"type\":", j->id,
 		      j->attempt, j->token);
-	json_str_or_null(b, j->type);
+	pd_json_quote_or_null(b, j->type);
 	pd_buf_puts(b, ",\"queue\":");
-	json_str_or_null(b, j->queue);
+	pd_json_quote_or_null(b, j->queue);
 	pd_buf_puts(b, ",\"tenant\":");
-	json_str_or_null(b, j->tenant);
+	pd_json_quote_or_null(b, j->tenant);
 	pd_buf_puts(b, ",\"traceparent\":");
-	json_str_or_null(b, j->traceparent);
+	pd_json_quote_or_null(b, j->traceparent);
 	pd_buf_puts(b, ",\"payload\":");
 	pd_buf_puts(b, j->payload ? j->payload : "null");
 	pd_buf_printf(b, ",\"max_attempts\":%d,\"replay_count\":%d,\"run_at\":", j->max_attempts,
 		      j->replay_count);
-	json_str_or_null(b, j->run_at);
+	pd_json_quote_or_null(b, j->run_at);
 	pd_buf_puts(b, ",\"idempotency_key\":");
-	json_str_or_null(b, j->idempotency_key);
+	pd_json_quote_or_null(b, j->idempotency_key);
 	pd_buf_putc(b, '}');
 }
 
@@ -298,15 +311,24 @@ static void job_clear(struct pd_claimed *j)
 	free(j->run_at);
 	free(j->idempotency_key);
 	free(j->traceparent);
+	free(j->flow);
 	memset(j, 0, sizeof(*j));
+}
+
+static void plan_free(struct pd_flow_plan **p)
+{
+	if (*p == NULL)
+		return;
+	pd_flow_plan_release(*p);
+	free(*p);
+	*p = NULL;
 }
 
 static void average(long long *avg, long long sample);
 
-/* Run i's handler is over with exit x (taken): its job to the finished list, the run free. */
-static void run_over(struct worker *w, int i, const struct pd_pool_exit *x)
+/* A new zeroed entry at the end of the finished list. */
+static struct finished *fin_add(struct worker *w)
 {
-	struct run *r = &w->runs[i];
 	struct finished *f;
 
 	if (w->nfin == w->capfin) {
@@ -316,10 +338,20 @@ static void run_over(struct worker *w, int i, const struct pd_pool_exit *x)
 	f = &w->fin[w->nfin++];
 	w->d.idle = 0; /* its outcome may make work runnable (dependencies, retries) */
 	memset(f, 0, sizeof(*f));
+	return f;
+}
+
+/* Run i's handler is over with exit x (taken): its job to the finished list, the run free. */
+static void run_over(struct worker *w, int i, const struct pd_pool_exit *x)
+{
+	struct run *r = &w->runs[i];
+	struct finished *f = fin_add(w);
+
 	f->job = r->job;
 	f->started = r->started;
 	f->stream = r->kind == RUN_STREAM;
 	f->exit = *x;
+	f->plan = r->plan;
 	memset(r, 0, sizeof(*r));
 	r->kind = RUN_FREE;
 	r->started = START_RECORDED;
@@ -354,6 +386,7 @@ static void fin_written(struct worker *w)
 		if (w->fin[i].sending) {
 			job_clear(&w->fin[i].job);
 			pd_pool_exit_release(&w->fin[i].exit);
+			plan_free(&w->fin[i].plan);
 			continue;
 		}
 		w->fin[k++] = w->fin[i];
@@ -412,15 +445,55 @@ static int can_start(const struct worker *w, const struct held *r)
 	return r->stream < 0 || pd_stream_can_take(&w->streams[r->stream], r->job.id);
 }
 
-/* The handler for a claimed job, and its stream: into a held job, which takes c's strings. */
+/*
+ * The handler for a claimed job, and its stream: into a held job, which
+ * takes c's strings. A workflow job gets its plan, and its step's handler
+ * when the plan is to run one (else none: see finish_now).
+ */
 static void hold(const struct worker *w, struct held *r, const struct pd_claimed *c)
 {
 	int hi;
 
+	memset(r, 0, sizeof(*r));
 	r->job = *c;
+	if (c->flow) {
+		const char *name = c->type + strlen(PD_FLOW_JOB_PREFIX);
+
+		r->plan = pd_xcalloc(1, sizeof(*r->plan));
+		*r->plan = (struct pd_flow_plan)PD_FLOW_PLAN_INIT;
+		pd_flow_plan(pd_flow_find(w->cfg->flows, w->cfg->nflows, name), name, c->flow,
+			     r->plan);
+		r->h = r->plan->action == PD_FLOW_RUN ? &r->plan->s->h : NULL;
+		r->stream = -1;
+		return;
+	}
 	r->h = pd_handler_find(w->cfg->handlers, w->cfg->nhandlers, c->type);
 	hi = r->h ? (int)(r->h - w->cfg->handlers) : -1;
 	r->stream = hi >= 0 ? w->stream_of[hi] : -1;
+}
+
+/* Held job r is a workflow job with no handler to run this time (its plan's action). */
+static int needs_no_run(const struct held *r)
+{
+	return r->plan && r->plan->action != PD_FLOW_RUN;
+}
+
+/*
+ * Held job r (needs_no_run) is over at once: to the finished list as if a
+ * handler had ended now, its outcome from its plan (flow_outcome). Takes r's
+ * strings and plan.
+ */
+static void finish_now(struct worker *w, struct held *r)
+{
+	struct finished *f = fin_add(w);
+
+	f->job = r->job;
+	f->plan = r->plan;
+	f->started = START_RECORDED;
+	f->exit.started_us = pd_now_us();
+	f->exit.exit_code = -1;
+	f->exit.cls = r->plan->action == PD_FLOW_RETRY ? PD_EXIT_FAILED : PD_EXIT_OK;
+	memset(r, 0, sizeof(*r));
 }
 
 /* Start ready job r in a free run (there is one); the run takes r's strings. */
@@ -440,6 +513,7 @@ static void start_job(struct worker *w, struct held *r, enum start_record rec)
 	}
 	run = &w->runs[i];
 	run->job = r->job;
+	run->plan = r->plan;
 	run->started = rec;
 	run->lost = 0;
 	run->since_us = pd_now_us();
@@ -458,9 +532,9 @@ static void start_job(struct worker *w, struct held *r, enum start_record rec)
 	run->kind = RUN_PROCESS;
 	memset(&pj, 0, sizeof(pj));
 	pj.h = r->h;
-	pj.envp = build_env(j, w->d.id);
-	pj.input = j->payload;
-	pj.input_len = strlen(j->payload);
+	pj.envp = build_env(j, w->d.id, run->plan);
+	pj.input = run->plan ? run->plan->stdin_json.data : j->payload;
+	pj.input_len = strlen(pj.input);
 	pj.timeout_ms = timeout;
 	pj.prefix = prefix;
 	if (r->h == NULL) {
@@ -507,20 +581,21 @@ static int startable(const struct worker *w)
 	return 0;
 }
 
-/* Add claimed job c to the ready jobs (which take its strings). */
-static void ready_add(struct worker *w, const struct pd_claimed *c)
+/* Add held job r to the ready jobs (which take its strings and plan). */
+static void ready_add(struct worker *w, const struct held *r)
 {
 	if (w->nready == w->capready) {
 		w->capready = w->capready ? 2 * w->capready : 64;
 		w->ready = pd_xrealloc(w->ready, (size_t)w->capready * sizeof(*w->ready));
 	}
-	hold(w, &w->ready[w->nready++], c);
+	w->ready[w->nready++] = *r;
 }
 
 /* Drop ready job k (its strings freed); the later ones move up. */
 static void ready_drop(struct worker *w, int k)
 {
 	job_clear(&w->ready[k].job);
+	plan_free(&w->ready[k].plan);
 	memmove(w->ready + k, w->ready + k + 1, (size_t)(w->nready - k - 1) * sizeof(*w->ready));
 	w->nready--;
 }
@@ -548,6 +623,69 @@ static void result_of(struct pd_pool_exit *ex, struct pd_outcome *o)
 		o->result_is_text = 1;
 	}
 	pd_json_release(&j);
+}
+
+/*
+ * What workflow job f's outcome x (as outcome_of made it from the exit)
+ * writes to its run, and what its plan makes of the job's own outcome.
+ * Strings point into f.
+ */
+static void flow_outcome(const struct finished *f, struct pd_job_outcome *x)
+{
+	static const char *const step_kinds[] = {"run", "sleep", "wait_for"};
+	const struct pd_flow_plan *p = f->plan;
+	struct pd_outcome *o = &x->o;
+	struct pd_flow_write *fw = &o->flow;
+
+	fw->run = p->run;
+	fw->step = p->step;
+	fw->attempts = f->job.attempt;
+	fw->steps = p->steps.len ? p->steps.data : NULL;
+	fw->wait_ms = -1;
+	if (p->s) {
+		fw->step_name = p->s->name;
+		fw->step_kind = step_kinds[p->s->kind];
+	}
+	switch (p->action) {
+	case PD_FLOW_RUN:
+		if (o->kind != PD_VERDICT_DONE)
+			return; /* a failed step: the job's retry or dead letter alone */
+		fw->kind = PD_FLOW_WRITE_STEP;
+		fw->output = o->result ? o->result : "null";
+		fw->output_is_text = o->result_is_text;
+		fw->output_truncated = o->result_truncated;
+		fw->ran_ms = f->exit.ran_us / 1000;
+		fw->last = p->last;
+		return;
+	case PD_FLOW_ADVANCE:
+		fw->kind = PD_FLOW_WRITE_STEP;
+		fw->output = p->output.data;
+		fw->sleep_ms = p->s->kind == PD_FLOW_STEP_SLEEP ? p->s->sleep_ms : 0;
+		fw->signal = p->consumes_signal ? p->s->signal : NULL;
+		fw->last = p->last && fw->sleep_ms == 0;
+		o->backoff_ms = fw->sleep_ms; /* the next step is due after the sleep */
+		o->result = fw->last ? fw->output : NULL;
+		return;
+	case PD_FLOW_PARK:
+		fw->kind = PD_FLOW_WRITE_PARK;
+		fw->signal = p->s->signal;
+		fw->wait_ms = p->s->wait_ms;
+		o->kind = PD_VERDICT_RELEASE;
+		o->outcome = pd_exit_class_name(PD_EXIT_DRAINED);
+		return;
+	case PD_FLOW_FINISH:
+		o->result = p->output.data;
+		return;
+	case PD_FLOW_FAIL:
+		fw->kind = p->unpark ? PD_FLOW_WRITE_UNPARK : PD_FLOW_WRITE_NONE;
+		o->kind = PD_VERDICT_DEAD;
+		o->outcome = pd_exit_class_name(PD_EXIT_TERMINAL);
+		o->error = o->dead_reason = p->reason.data;
+		return;
+	case PD_FLOW_RETRY:
+		o->error = p->reason.data; /* the exit (PD_EXIT_FAILED) made it a retry */
+		return;
+	}
 }
 
 /*
@@ -583,6 +721,8 @@ static void outcome_of(struct worker *w, struct finished *f, struct pd_job_outco
 	case PD_VERDICT_RELEASE:
 		break;
 	}
+	if (f->plan)
+		flow_outcome(f, x);
 }
 
 static void log_outcome(const struct pd_claimed *j, const struct pd_job_outcome *x)
@@ -912,13 +1052,17 @@ static void batch_done(struct worker *w)
 		struct held r;
 
 		hold(w, &r, &s->claimed[k]);
+		if (needs_no_run(&r)) {
+			finish_now(w, &r);
+			continue;
+		}
 		if (s->claim_start && w->d.phase == PD_DAEMON_SERVING && run_free(w) >= 0 &&
 		    can_start(w, &r)) {
 			start_job(w, &r, START_RECORDED);
 			continue;
 		}
 		/* Held until a run is free; released if the worker stops serving. */
-		ready_add(w, &s->claimed[k]);
+		ready_add(w, &r);
 	}
 	free(s->claimed); /* the strings now belong to the slots and the ready jobs */
 	if (s->noutcomes > 0 || s->nlost > 0)
@@ -1252,7 +1396,14 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	struct worker w = {.cfg = cfg, .next_due = -1};
 	int rc;
 
-	w.types = pd_xcalloc((size_t)cfg->nhandlers + 1, sizeof(*w.types));
+	w.types = pd_xcalloc((size_t)(cfg->nhandlers + cfg->nflows) + 1, sizeof(*w.types));
+	w.flow_types = pd_xcalloc((size_t)cfg->nflows + 1, sizeof(*w.flow_types));
+	for (int i = 0; i < cfg->nflows; i++) {
+		struct pd_buf t = PD_BUF_INIT;
+
+		pd_buf_printf(&t, "%s%s", PD_FLOW_JOB_PREFIX, cfg->flows[i].name);
+		w.types[w.ntypes++] = w.flow_types[i] = pd_buf_detach(&t);
+	}
 	for (int i = 0; i < cfg->nhandlers; i++) {
 		if (strcmp(cfg->handlers[i].name, "*") == 0) {
 			free(w.types);
@@ -1287,13 +1438,16 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	pd_daemon_close(&w.d);
 	for (int k = 0; k < w.nstreams; k++)
 		pd_stream_release(&w.streams[k]);
-	for (int i = 0; i < w.pool.size; i++)
+	for (int i = 0; i < w.pool.size; i++) {
 		job_clear(&w.runs[i].job);
-	for (int k = 0; k < w.nready; k++)
-		job_clear(&w.ready[k].job);
+		plan_free(&w.runs[i].plan);
+	}
+	while (w.nready > 0)
+		ready_drop(&w, w.nready - 1);
 	for (int k = 0; k < w.nfin; k++) {
 		job_clear(&w.fin[k].job);
 		pd_pool_exit_release(&w.fin[k].exit);
+		plan_free(&w.fin[k].plan);
 	}
 	free(w.fin);
 	if (w.flight)
@@ -1306,5 +1460,8 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	env_free(w.stream_env);
 	pd_buf_release(&w.line);
 	free(w.types);
+	for (int i = 0; i < cfg->nflows; i++)
+		free(w.flow_types[i]);
+	free(w.flow_types);
 	return rc;
 }

@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "db.h"
+#include "flow.h"
 #include "handler.h"
 
 #define PD_WORKER_MAX_QUEUES 64
@@ -31,6 +32,8 @@ struct pd_worker_cfg {
 	int nqueues;
 	const struct pd_handler *handlers; /* the first match for a type wins */
 	int nhandlers;
+	const struct pd_flow *flows; /* workflows: their runs' jobs are claimed too */
+	int nflows;
 	struct pd_engine_cfg
 	    engine;		   /* until_idle: exit once nothing is runnable and nothing runs */
 	struct pd_retry_cfg retry; /* the file's (retry:) */

@@ -1,0 +1,291 @@
+#!/usr/bin/env bats
+# Durable workflows (DESIGN.md, Workflows): steps whose outputs are committed
+# once, runs resumed where they stopped, sleeps and waits that free the worker.
+
+load helpers
+pd_db_hooks
+
+setup() {
+	reset_jobs
+	D=$BATS_TEST_TMPDIR
+	CFG=$D/pendulum.yaml
+}
+
+# step NAME [AFTER]: a step's shell command: counts its run in $D/NAME.count,
+# keeps its stdin in $D/NAME.in and its environment's workflow variables in
+# $D/NAME.env, runs AFTER if given, then prints {"step": NAME, "n": COUNT}.
+step() {
+	# shellcheck disable=SC2016 # expanded by the step's shell
+	printf 'echo x >>%s/%s.count; cat >%s/%s.in; echo "$PD_WORKFLOW_RUN_ID $PD_WORKFLOW $PD_STEP_NAME $PD_STEP_INDEX" >%s/%s.env; %s printf "{\\"step\\": \\"%s\\", \\"n\\": %%s}" "$(wc -l <%s/%s.count)"' \
+		"$D" "$1" "$D" "$1" "$D" "$1" "${2:+$2;}" "$1" "$D" "$1"
+}
+
+# start NAME [INPUT [MAX_ATTEMPTS]]: a run of workflow NAME by SQL; prints its id.
+start() {
+	sql "SELECT pendulum.start_workflow('default', '$1', '${2:-null}'::jsonb,
+	       max_attempts => ${3:-5})"
+}
+
+run_job() {
+	sql "SELECT job_id FROM pendulum.workflow_runs WHERE id = $1"
+}
+
+run_state() {
+	sql "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $1"
+}
+
+# worker NAME ARGS...: pd-worker on $CFG, short leases and polls.
+worker() {
+	local name=$1
+	shift
+	start_worker "$name" -c "$CFG" --lease 2s --heartbeat 500ms --poll 200ms "$@"
+}
+
+# same_json A B: the two JSON texts are equal as jsonb.
+same_json() {
+	[ "$(sql "SELECT '$1'::jsonb = '$2'::jsonb")" = t ]
+}
+
+@test "a 4-step run: each step sees the input and the earlier outputs, and its own name" {
+	cat >"$CFG" <<EOF
+workflows:
+  four:
+    steps:
+      - name: a
+        run: '$(step a)'
+      - name: b
+        run: '$(step b)'
+      - name: c
+        run: '$(step c)'
+      - name: d
+        run: '$(step d)'
+EOF
+	id=$(start four '{"order": 7}')
+	worker w1 -n 2
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $(run_job "$id")" SUCCEEDED
+	same_json "$(cat "$D/a.in")" '{"input": {"order": 7}, "outputs": {}}'
+	same_json "$(cat "$D/c.in")" '{"input": {"order": 7}, "outputs": {"a": {"step": "a", "n": 1}, "b": {"step": "b", "n": 1}}}'
+	same_json "$(cat "$D/d.in")" '{"input": {"order": 7}, "outputs": {"a": {"step": "a", "n": 1}, "b": {"step": "b", "n": 1}, "c": {"step": "c", "n": 1}}}'
+	[ "$(cat "$D/c.env")" = "$id four c 2" ]
+	# the run's result is the last step's output; every step stored once
+	same_json "$(sql "SELECT result FROM pendulum.jobs WHERE id = $(run_job "$id")")" '{"step": "d", "n": 1}'
+	[ "$(sql "SELECT string_agg(step_name || ':' || attempts, ' ' ORDER BY step_index) FROM pendulum.workflow_steps WHERE run_id = $id")" = "a:1 b:1 c:1 d:1" ]
+	[ "$(sql "SELECT array_to_string(steps, ',') || ' ' || position FROM pendulum.workflow_runs WHERE id = $id")" = "a,b,c,d 4" ]
+	[ "$(run_state "$id")" = SUCCEEDED ]
+	for s in a b c d; do [ "$(lines "$D/$s.count")" = 1 ]; done
+}
+
+@test "kill -9 of the worker in step 3: steps 1 and 2 are not run again, step 3 at most twice" {
+	# step c's first run signals that it started, then hangs until killed
+	cat >"$CFG" <<EOF
+workflows:
+  crashy:
+    steps:
+      - name: a
+        run: '$(step a)'
+      - name: b
+        run: '$(step b)'
+      - name: c
+        run: '$(step c "if [ \$(wc -l <$D/c.count) -eq 1 ]; then touch $D/c.started; sleep 600; fi")'
+      - name: d
+        run: '$(step d)'
+EOF
+	id=$(start crashy)
+	worker w1 -n 1
+	wait_for 30 test -e "$D/c.started"
+	kill -KILL "$(bg_pid w1)"
+	worker w2 -n 1
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $(run_job "$id")" SUCCEEDED
+	[ "$(lines "$D/a.count")" = 1 ]
+	[ "$(lines "$D/b.count")" = 1 ]
+	[ "$(lines "$D/c.count")" = 2 ]
+	[ "$(lines "$D/d.count")" = 1 ]
+	[ "$(sql "SELECT outcome FROM pendulum.job_attempts WHERE job_id = $(run_job "$id") AND outcome = 'lease_expired'")" = lease_expired ]
+	same_json "$(cat "$D/d.in")" '{"input": null, "outputs": {"a": {"step": "a", "n": 1}, "b": {"step": "b", "n": 1}, "c": {"step": "c", "n": 2}}}'
+}
+
+@test "two workers finish the same step: one stored output, and the run goes on from it" {
+	# b's first run (w1's) waits for gate1, its second (w2's) for gate2
+	cat >"$CFG" <<EOF
+workflows:
+  twice:
+    steps:
+      - name: a
+        run: '$(step a)'
+      - name: b
+        run: '$(step b "g=$D/gate\$(wc -l <$D/b.count); while [ ! -e \$g ]; do sleep 0.05; done")'
+      - name: c
+        run: '$(step c)'
+EOF
+	id=$(start twice)
+	job=$(run_job "$id")
+	worker w1 -n 1 --no-reap
+	wait_for 30 lines_at_least "$D/b.count" 1
+	kill -STOP "$(bg_pid w1)"
+	wait_for 30 sql_is "SELECT lease_expires_at < now() FROM pendulum.jobs WHERE id = $job" t
+	run pd-reaper --once
+	[ "$status" -eq 0 ]
+	worker w2 -n 1 --no-reap
+	wait_for 30 lines_at_least "$D/b.count" 2
+	before=$(fenced)
+	# the stalled worker's handler ends first: its output is stored, its job write fenced
+	touch "$D/gate1"
+	kill -CONT "$(bg_pid w1)"
+	wait_for 30 sql_is "SELECT count(*) FROM pendulum.workflow_steps WHERE run_id = $id AND step_index = 1" 1
+	wait_for 30 sql_is "SELECT value > $before FROM pendulum.counters WHERE name = 'writes_fenced'" t
+	stop_worker w1
+	# the live worker's b ends: its insert loses, it goes on from w1's output
+	touch "$D/gate2"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" SUCCEEDED
+	[ "$(lines "$D/b.count")" = 2 ]
+	[ "$(lines "$D/c.count")" = 1 ]
+	same_json "$(sql "SELECT output FROM pendulum.workflow_steps WHERE run_id = $id AND step_index = 1")" '{"step": "b", "n": 1}'
+	same_json "$(cat "$D/c.in")" '{"input": null, "outputs": {"a": {"step": "a", "n": 1}, "b": {"step": "b", "n": 1}}}'
+}
+
+@test "a sleep step frees the worker: another job runs meanwhile, the run resumes after it" {
+	cat >"$CFG" <<EOF
+workflows:
+  nap:
+    steps:
+      - name: a
+        run: '$(step a)'
+      - name: rest
+        sleep: 3s
+      - name: b
+        run: '$(step b)'
+handlers:
+  other:
+    run: '$(step other)'
+EOF
+	id=$(start nap)
+	job=$(run_job "$id")
+	worker w1 -n 1
+	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" SLEEPING
+	other=$(sql "SELECT pendulum.enqueue('default', 'other', '{}')")
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $other" SUCCEEDED
+	# the other job ran while the run slept: b had not run yet
+	[ "$(lines "$D/b.count")" = 0 ]
+	[ "$(run_state "$id")" = SLEEPING ]
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" SUCCEEDED
+	# b started after the sleep's end, which was 3 s after it began (database clock)
+	[ "$(sql "SELECT s.started_at >= r.finished_at FROM pendulum.workflow_steps s, pendulum.workflow_steps r
+	          WHERE s.run_id = $id AND r.run_id = $id AND s.step_name = 'b' AND r.step_name = 'rest'")" = t ]
+	[ "$(sql "SELECT finished_at - started_at >= interval '3 s' FROM pendulum.workflow_steps WHERE run_id = $id AND step_name = 'rest'")" = t ]
+	# sleeping used no attempt
+	[ "$(sql "SELECT attempts FROM pendulum.workflow_steps WHERE run_id = $id AND step_name = 'b'")" = 1 ]
+}
+
+wait_config() {
+	cat >"$CFG" <<EOF
+workflows:
+  approve:
+    steps:
+      - name: a
+        run: '$(step a "${1:-}")'
+      - name: approval
+        wait_for: approved
+        timeout: ${2:-1h}
+      - name: b
+        run: '$(step b)'
+EOF
+}
+
+@test "wait_for: the run waits without a worker slot; a signal's payload resumes it" {
+	wait_config
+	id=$(start approve)
+	job=$(run_job "$id")
+	worker w1 -n 1
+	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" WAITING
+	[ "$(sql "SELECT state FROM pendulum.jobs WHERE id = $job")" = PENDING ]
+	[ "$(sql "SELECT run_at > now() + interval '50 min' FROM pendulum.jobs WHERE id = $job")" = t ]
+	[ "$(lines "$D/b.count")" = 0 ]
+	[ "$(sql "SELECT pendulum.signal_workflow($id, 'approved', '{\"by\": \"alice\"}')")" = t ]
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" SUCCEEDED
+	same_json "$(cat "$D/b.in")" '{"input": null, "outputs": {"a": {"step": "a", "n": 1}, "approval": {"by": "alice"}}}'
+	[ "$(sql "SELECT signals FROM pendulum.workflow_runs WHERE id = $id")" = "{}" ]
+}
+
+@test "wait_for: a signal sent before the run reaches the step is kept and consumed there" {
+	wait_config "while [ ! -e $D/gate ]; do sleep 0.05; done"
+	id=$(start approve)
+	job=$(run_job "$id")
+	worker w1 -n 1
+	wait_for 30 lines_at_least "$D/a.count" 1
+	[ "$(sql "SELECT pendulum.signal_workflow($id, 'approved', '\"early\"')")" = f ]
+	touch "$D/gate"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" SUCCEEDED
+	same_json "$(sql "SELECT output FROM pendulum.workflow_steps WHERE run_id = $id AND step_name = 'approval'")" '"early"'
+	[ "$(sql "SELECT signals FROM pendulum.workflow_runs WHERE id = $id")" = "{}" ]
+}
+
+@test "wait_for: past its timeout the run is dead-lettered with a reason" {
+	wait_config "" 1s
+	id=$(start approve)
+	job=$(run_job "$id")
+	worker w1 -n 1
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" DEAD_LETTERED
+	[ "$(sql "SELECT dead_reason FROM pendulum.jobs WHERE id = $job")" = "step 'approval' timed out after 1s waiting for signal 'approved'" ]
+	[ "$(run_state "$id")" = DEAD_LETTERED ]
+	[ "$(lines "$D/b.count")" = 0 ]
+	# a signal to a run that is over is refused
+	run sql "SELECT pendulum.signal_workflow($id, 'approved')"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"is over (DEAD_LETTERED)"* ]]
+}
+
+@test "a definition with a step removed before the resume point dead-letters the run, naming it" {
+	wait_config
+	id=$(start approve)
+	job=$(run_job "$id")
+	worker w1 -n 1
+	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" WAITING
+	stop_worker w1
+	# the new definition lost step a
+	cat >"$CFG" <<EOF
+workflows:
+  approve:
+    steps:
+      - name: approval
+        wait_for: approved
+      - name: b
+        run: '$(step b)'
+EOF
+	worker w2 -n 1
+	sql "SELECT pendulum.signal_workflow($id, 'approved')"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" DEAD_LETTERED
+	[ "$(sql "SELECT dead_reason FROM pendulum.jobs WHERE id = $job")" = "workflow 'approve' changed under the run: step 1 'a' is no longer in the definition" ]
+	[ "$(lines "$D/b.count")" = 0 ]
+	[ "$(lines "$D/a.count")" = 1 ]
+}
+
+@test "a failing step dead-letters the run; replayed after the fix, it resumes at that step" {
+	cat >"$CFG" <<EOF
+retry:
+  base: 50ms
+  cap: 100ms
+workflows:
+  fragile:
+    steps:
+      - name: a
+        run: '$(step a)'
+      - name: b
+        run: '$(step b "[ -e $D/fixed ] || exit 1")'
+      - name: c
+        run: '$(step c)'
+EOF
+	id=$(start fragile null 2)
+	job=$(run_job "$id")
+	worker w1 -n 1
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" DEAD_LETTERED
+	[ "$(sql "SELECT dead_reason FROM pendulum.jobs WHERE id = $job")" = "attempts exhausted" ]
+	[ "$(lines "$D/b.count")" = 2 ]
+	touch "$D/fixed"
+	run pd-admin job replay "$job"
+	[ "$status" -eq 0 ]
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" SUCCEEDED
+	[ "$(lines "$D/a.count")" = 1 ]
+	[ "$(lines "$D/b.count")" = 3 ]
+	[ "$(lines "$D/c.count")" = 1 ]
+	same_json "$(cat "$D/c.in")" '{"input": null, "outputs": {"a": {"step": "a", "n": 1}, "b": {"step": "b", "n": 3}}}'
+}
