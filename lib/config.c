@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -305,6 +306,99 @@ static int dec_log_level(struct pd_config *c, const struct pd_ynode *n, struct p
 	return 0;
 }
 
+/*
+ * The index of the one key among keys (NULL-terminated) that map n has, or
+ * -1 with an error at at when it has none or more than one, naming the
+ * thing as NOUN 'NAME': "handler 'a' has both 'run' and 'exec': set exactly
+ * one", "... has neither 'run' nor 'exec': ..." (two keys), "... has none of
+ * run, exec, sleep: ..." (more).
+ */
+static int one_of(const struct pd_ydoc *d, const struct pd_ynode *at, const struct pd_ynode *n,
+		  const char *const *keys, const char *noun, const char *name, struct pd_err *e)
+{
+	char list[160] = "";
+	int found = -1, nkeys = 0;
+
+	for (; keys[nkeys] != NULL; nkeys++) {
+		size_t len = strlen(list);
+
+		snprintf(list + len, sizeof(list) - len, "%s%s", nkeys ? ", " : "", keys[nkeys]);
+		if (pd_y_get(n, keys[nkeys]) == NULL)
+			continue;
+		if (found >= 0)
+			return pd_y_errf(d, at, CODE, e,
+					 "%s '%s' has both '%s' and '%s': set exactly one", noun,
+					 name, keys[found], keys[nkeys]);
+		found = nkeys;
+	}
+	if (found >= 0)
+		return found;
+	if (nkeys == 2)
+		return pd_y_errf(d, at, CODE, e,
+				 "%s '%s' has neither '%s' nor '%s': set exactly one", noun, name,
+				 keys[0], keys[1]);
+	return pd_y_errf(d, at, CODE, e, "%s '%s' has none of %s: set exactly one", noun, name,
+			 list);
+}
+
+static const char *const run_exec[] = {"run", "exec", NULL};
+
+/*
+ * A command from map n into h: run (a non-empty string) or exec (a program,
+ * or a list of the program and its arguments), whichever n has (the caller
+ * has checked with one_of), and timeout (1ms to 365d) when n has one; an
+ * absent key leaves its field as it was.
+ */
+static int dec_command(const struct pd_ydoc *d, const struct pd_ynode *n, struct pd_handler *h,
+		       struct pd_err *e)
+{
+	const struct pd_ynode *v;
+	const char *s;
+
+	if ((v = pd_y_get(n, "run")) != NULL) {
+		if (nonempty(d, v, "a command", &s, e) < 0)
+			return -1;
+		h->run = pd_xstrdup(s);
+	}
+	if ((v = pd_y_get(n, "exec")) != NULL &&
+	    strv(d, v, "a program", &h->exec_argv, NULL, e) < 0)
+		return -1;
+	if ((v = pd_y_get(n, "timeout")) != NULL &&
+	    dur_range(d, v, 1, DUR_MAX, &h->timeout_ms, e) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * terminal_exit_codes at v: one code or a list of at most
+ * PD_HANDLER_MAX_CODES, each 1 to 255, appended to h's.
+ */
+static int dec_terminal_codes(const struct pd_ydoc *d, const struct pd_ynode *v,
+			      struct pd_handler *h, struct pd_err *e)
+{
+	const struct pd_ynode *const *items = (const struct pd_ynode *const *)&v;
+	char desc[160];
+	int k = 1;
+
+	if (v->type != PD_Y_SCALAR) {
+		if (pd_y_seq(d, v, CODE, e) < 0)
+			return -1;
+		items = (const struct pd_ynode *const *)v->items;
+		k = v->n;
+	}
+	if (k > PD_HANDLER_MAX_CODES)
+		return pd_y_errf(d, v, CODE, e, "%s: at most %d exit codes, got %d",
+				 pd_y_describe(v, desc, sizeof(desc)), PD_HANDLER_MAX_CODES, k);
+	for (int i = 0; i < k; i++) {
+		long long code;
+
+		if (pd_y_int(d, items[i], 1, 255, &code, CODE, e) < 0)
+			return -1;
+		h->terminal_codes[h->nterminal++] = (int)code;
+	}
+	return 0;
+}
+
 static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
 		       struct pd_handler *h, struct pd_err *e)
 {
@@ -317,26 +411,9 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 
 	if (key->value[0] == '\0')
 		return pd_y_errf(d, key, CODE, e, "a handler's job type must not be empty");
-	if (pd_y_check_keys(d, n, known, CODE, e) < 0)
-		return -1;
-	if (pd_y_get(n, "run") && pd_y_get(n, "exec"))
-		return pd_y_errf(d, key, CODE, e,
-				 "handler '%s' has both 'run' and 'exec': set exactly one",
-				 key->value);
-	if (!pd_y_get(n, "run") && !pd_y_get(n, "exec"))
-		return pd_y_errf(d, key, CODE, e,
-				 "handler '%s' has neither 'run' nor 'exec': set exactly one",
-				 key->value);
-	if ((v = pd_y_get(n, "run")) != NULL) {
-		if (nonempty(d, v, "a command", &s, e) < 0)
-			return -1;
-		h->run = pd_xstrdup(s);
-	}
-	if ((v = pd_y_get(n, "exec")) != NULL &&
-	    strv(d, v, "a program", &h->exec_argv, NULL, e) < 0)
-		return -1;
-	if ((v = pd_y_get(n, "timeout")) != NULL &&
-	    dur_range(d, v, 1, DUR_MAX, &h->timeout_ms, e) < 0)
+	if (pd_y_check_keys(d, n, known, CODE, e) < 0 ||
+	    one_of(d, key, n, run_exec, "handler", key->value, e) < 0 ||
+	    dec_command(d, n, h, e) < 0)
 		return -1;
 	if ((v = pd_y_get(n, "mode")) != NULL) {
 		if (pd_y_str(d, v, &s, CODE, e) < 0)
@@ -348,32 +425,13 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 					 pd_y_describe(v, desc, sizeof(desc)), s);
 	}
 	if ((v = pd_y_get(n, "terminal_exit_codes")) != NULL) {
-		const struct pd_ynode *const *items = (const struct pd_ynode *const *)&v;
-
 		if (h->mode == PD_HANDLER_STREAM)
 			return pd_y_errf(d, v, CODE, e,
 					 "%s: a stream handler has no exit status per job (its "
 					 "answers say \"terminal\": true)",
 					 pd_y_describe(v, desc, sizeof(desc)));
-		int k = 1;
-
-		if (v->type != PD_Y_SCALAR) {
-			if (pd_y_seq(d, v, CODE, e) < 0)
-				return -1;
-			items = (const struct pd_ynode *const *)v->items;
-			k = v->n;
-		}
-		if (k > PD_HANDLER_MAX_CODES)
-			return pd_y_errf(d, v, CODE, e, "%s: at most %d exit codes, got %d",
-					 pd_y_describe(v, desc, sizeof(desc)), PD_HANDLER_MAX_CODES,
-					 k);
-		for (int i = 0; i < k; i++) {
-			long long code;
-
-			if (pd_y_int(d, items[i], 1, 255, &code, CODE, e) < 0)
-				return -1;
-			h->terminal_codes[h->nterminal++] = (int)code;
-		}
+		if (dec_terminal_codes(d, v, h, e) < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -401,33 +459,13 @@ static int dec_topic(struct pd_config *c, const struct pd_ynode *key, const stru
 {
 	static const char *const known[] = {"run", "exec", "timeout", NULL};
 	const struct pd_ydoc *d = &c->doc;
-	const struct pd_ynode *v;
-	const char *s;
 
 	if (key->value[0] == '\0')
 		return pd_y_errf(d, key, CODE, e, "a relay topic must not be empty");
-	if (pd_y_check_keys(d, n, known, CODE, e) < 0)
+	if (pd_y_check_keys(d, n, known, CODE, e) < 0 ||
+	    one_of(d, key, n, run_exec, "relay topic", key->value, e) < 0)
 		return -1;
-	if (pd_y_get(n, "run") && pd_y_get(n, "exec"))
-		return pd_y_errf(d, key, CODE, e,
-				 "relay topic '%s' has both 'run' and 'exec': set exactly one",
-				 key->value);
-	if (!pd_y_get(n, "run") && !pd_y_get(n, "exec"))
-		return pd_y_errf(d, key, CODE, e,
-				 "relay topic '%s' has neither 'run' nor 'exec': set exactly one",
-				 key->value);
-	if ((v = pd_y_get(n, "run")) != NULL) {
-		if (nonempty(d, v, "a command", &s, e) < 0)
-			return -1;
-		t->run = pd_xstrdup(s);
-	}
-	if ((v = pd_y_get(n, "exec")) != NULL &&
-	    strv(d, v, "a program", &t->exec_argv, NULL, e) < 0)
-		return -1;
-	if ((v = pd_y_get(n, "timeout")) != NULL &&
-	    dur_range(d, v, 1, DUR_MAX, &t->timeout_ms, e) < 0)
-		return -1;
-	return 0;
+	return dec_command(d, n, t, e);
 }
 
 static int dec_relay_topics(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
