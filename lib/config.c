@@ -89,6 +89,7 @@ void pd_config_release(struct pd_config *c)
 		free_strv(c->relay.topics[i].exec_argv);
 	}
 	free(c->relay.topics);
+	pd_flows_free(c->flows, c->nflows);
 	free_strv(c->worker.queues);
 	free(c->database_url);
 	free(c->path);
@@ -104,6 +105,11 @@ const struct pd_handler *pd_config_handler(const struct pd_config *c, const char
 const struct pd_handler *pd_config_topic(const struct pd_config *c, const char *topic)
 {
 	return pd_handler_find(c->relay.topics, c->relay.ntopics, topic);
+}
+
+const struct pd_flow *pd_config_flow(const struct pd_config *c, const char *name)
+{
+	return pd_flow_find(c->flows, c->nflows, name);
 }
 
 /* A non-empty string. */
@@ -502,6 +508,174 @@ static int dec_relay(struct pd_config *c, const struct pd_ynode *n, struct pd_er
 	return decode_fields(c, n, relay_fields, NFIELDS(relay_fields), e);
 }
 
+/* The longest workflow name: it becomes the job type "workflow:NAME". */
+#define FLOW_NAME_MAX 100
+
+/* 1 if name is 1 to FLOW_NAME_MAX ASCII letters, digits, '-', '_' or '.'. */
+static int flow_name_ok(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > FLOW_NAME_MAX)
+		return 0;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+			return 0;
+	return 1;
+}
+
+/* The key node of key in map, or NULL. */
+static const struct pd_ynode *key_node(const struct pd_ynode *map, const char *key)
+{
+	for (int i = 0; i < map->n; i++)
+		if (strcmp(map->keys[i]->value, key) == 0)
+			return map->keys[i];
+	return NULL;
+}
+
+/* The keys that set a step's kind (one_of's index) and the kind each sets. */
+static const char *const step_keys[] = {"run", "exec", "sleep", "wait_for", NULL};
+static const enum pd_flow_step_kind step_kind[] = {PD_FLOW_STEP_RUN, PD_FLOW_STEP_RUN,
+						   PD_FLOW_STEP_SLEEP, PD_FLOW_STEP_WAIT};
+
+/*
+ * Step i of steps (a sequence) into s, whose h.timeout_ms and wait_ms are
+ * -1 already; f holds steps 0..i-1, whose names s's must differ from.
+ */
+static int dec_step(const struct pd_ydoc *d, const struct pd_flow *f, const struct pd_ynode *steps,
+		    int i, struct pd_flow_step *s, struct pd_err *e)
+{
+	static const char *const known[] = {
+	    "name",  "run",	 "exec",       "timeout", "terminal_exit_codes",
+	    "sleep", "wait_for", "on_timeout", NULL};
+	/* The options and the kinds (1 << enum pd_flow_step_kind) each goes with. */
+	static const struct {
+		const char *key;
+		unsigned kinds;
+		const char *which;
+	} opts[] = {
+	    {"timeout", 1u << PD_FLOW_STEP_RUN | 1u << PD_FLOW_STEP_WAIT, "run, exec and wait_for"},
+	    {"terminal_exit_codes", 1u << PD_FLOW_STEP_RUN, "run and exec"},
+	    {"on_timeout", 1u << PD_FLOW_STEP_WAIT, "wait_for"},
+	};
+	const struct pd_ynode *n = steps->items[i], *v;
+	const char *str;
+	char desc[160];
+	int kind;
+
+	if (pd_y_map(d, n, CODE, e) < 0 || pd_y_check_keys(d, n, known, CODE, e) < 0)
+		return -1;
+	if ((v = pd_y_get(n, "name")) == NULL)
+		return pd_y_errf(d, n, CODE, e, "step %d of workflow '%s' has no 'name'", i + 1,
+				 f->name);
+	if (nonempty(d, v, "a step name", &str, e) < 0)
+		return -1;
+	for (int k = 0; k < i; k++)
+		if (strcmp(f->steps[k].name, str) == 0) {
+			const struct pd_ynode *first = pd_y_get(steps->items[k], "name");
+
+			return pd_y_errf(d, v, CODE, e,
+					 "duplicate step name '%s' (first at line %d, column %d)",
+					 str, first->line, first->col);
+		}
+	s->name = s->h.name = pd_xstrdup(str);
+	if ((kind = one_of(d, n, n, step_keys, "step", s->name, e)) < 0)
+		return -1;
+	s->kind = step_kind[kind];
+	for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++) {
+		const struct pd_ynode *key = key_node(n, opts[k].key);
+
+		if (key != NULL && !(opts[k].kinds & 1u << s->kind))
+			return pd_y_errf(d, key, CODE, e, "step '%s': '%s' is only for %s steps",
+					 s->name, opts[k].key, opts[k].which);
+	}
+	switch (s->kind) {
+	case PD_FLOW_STEP_RUN:
+		s->h.mode = PD_HANDLER_PROCESS;
+		if (dec_command(d, n, &s->h, e) < 0)
+			return -1;
+		if ((v = pd_y_get(n, "terminal_exit_codes")) != NULL &&
+		    dec_terminal_codes(d, v, &s->h, e) < 0)
+			return -1;
+		break;
+	case PD_FLOW_STEP_SLEEP:
+		if (dur_range(d, pd_y_get(n, "sleep"), 1, DUR_MAX, &s->sleep_ms, e) < 0)
+			return -1;
+		break;
+	case PD_FLOW_STEP_WAIT:
+		if (nonempty(d, pd_y_get(n, "wait_for"), "a signal name", &str, e) < 0)
+			return -1;
+		s->signal = pd_xstrdup(str);
+		if ((v = pd_y_get(n, "timeout")) != NULL &&
+		    dur_range(d, v, 1, DUR_MAX, &s->wait_ms, e) < 0)
+			return -1;
+		if ((v = pd_y_get(n, "on_timeout")) != NULL) {
+			if (pd_y_str(d, v, &str, CODE, e) < 0)
+				return -1;
+			if (strcmp(str, "continue") == 0)
+				s->on_timeout_continue = 1;
+			else if (strcmp(str, "fail") != 0)
+				return pd_y_errf(d, v, CODE, e,
+						 "%s: expected fail or continue, got '%s'",
+						 pd_y_describe(v, desc, sizeof(desc)), str);
+		}
+		break;
+	}
+	return 0;
+}
+
+/* The workflow at key (its name) and n into f, whose name is set already. */
+static int dec_workflow(const struct pd_ydoc *d, const struct pd_ynode *key,
+			const struct pd_ynode *n, struct pd_flow *f, struct pd_err *e)
+{
+	static const char *const known[] = {"steps", NULL};
+	const struct pd_ynode *steps;
+	char desc[160];
+
+	if (!flow_name_ok(key->value))
+		return pd_y_errf(d, key, CODE, e,
+				 "workflow name '%s': expected 1 to %d letters, digits, '-', '_' "
+				 "or '.'",
+				 key->value, FLOW_NAME_MAX);
+	if (pd_y_map(d, n, CODE, e) < 0 || pd_y_check_keys(d, n, known, CODE, e) < 0)
+		return -1;
+	if ((steps = pd_y_get(n, "steps")) == NULL)
+		return pd_y_errf(d, key, CODE, e, "workflow '%s' has no 'steps'", f->name);
+	if (pd_y_seq(d, steps, CODE, e) < 0)
+		return -1;
+	if (steps->n == 0)
+		return pd_y_errf(d, steps, CODE, e, "%s: expected a list of steps, got %s",
+				 pd_y_describe(steps, desc, sizeof(desc)),
+				 pd_y_is_null(steps) ? "null" : "[]");
+	f->steps = pd_xcalloc((size_t)steps->n, sizeof(*f->steps));
+	for (int i = 0; i < steps->n; i++) {
+		struct pd_flow_step *s = &f->steps[f->nsteps++];
+
+		s->h.timeout_ms = s->wait_ms = -1;
+		if (dec_step(d, f, steps, i, s, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int dec_workflows(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	if (pd_y_map(&c->doc, n, CODE, e) < 0)
+		return -1;
+	if (n->n == 0)
+		return 0;
+	c->flows = pd_xcalloc((size_t)n->n, sizeof(*c->flows));
+	for (int i = 0; i < n->n; i++) {
+		struct pd_flow *f = &c->flows[c->nflows++];
+
+		f->name = pd_xstrdup(n->keys[i]->value);
+		if (dec_workflow(&c->doc, n->keys[i], n->items[i], f, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static const struct section {
 	const char *key;
 	int (*decode)(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e);
@@ -513,7 +687,8 @@ static const struct section {
     {"reaper", dec_reaper},
     {"handlers", dec_handlers},
     {"relay", dec_relay},
-    /* Later: {"cron", dec_cron}, {"workflows", dec_workflows}. */
+    {"workflows", dec_workflows},
+    /* Later: {"cron", dec_cron}. */
 };
 
 #define NSECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))
