@@ -405,16 +405,60 @@ static int dec_terminal_codes(const struct pd_ydoc *d, const struct pd_ynode *v,
 	return 0;
 }
 
+/* Decodes one entry of a mapping: key, value, and the element to fill. */
+typedef int (*entry_fn)(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
+			void *elem, struct pd_err *e);
+
+/*
+ * The entries of mapping n (a null has none), in order, into *arr: a new
+ * array of n->n zeroed elements of size bytes, or NULL when there are none.
+ * Element i is counted in *count before decode fills it from key i and
+ * value i, so that on failure *arr and *count cover everything allocated,
+ * for pd_config_release.
+ */
+static int dec_entries(struct pd_config *c, const struct pd_ynode *n, size_t size, void **arr,
+		       int *count, entry_fn decode, struct pd_err *e)
+{
+	if (pd_y_map(&c->doc, n, CODE, e) < 0)
+		return -1;
+	if (n->n == 0)
+		return 0;
+	*arr = pd_xcalloc((size_t)n->n, size);
+	for (int i = 0; i < n->n; i++) {
+		(*count)++;
+		if (decode(c, n->keys[i], n->items[i], (char *)*arr + (size_t)i * size, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Define fn, the decoder of a section that is a mapping of named entries,
+ * into c->array and c->count with dec_entries and decode.
+ */
+#define ENTRIES_SECTION(fn, array, count, decode)                                                  \
+	static int fn(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)             \
+	{                                                                                          \
+		void *v = NULL;                                                                    \
+		int rc = dec_entries(c, n, sizeof(*c->array), &v, &c->count, decode, e);           \
+                                                                                                   \
+		c->array = v;                                                                      \
+		return rc;                                                                         \
+	}
+
 static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
-		       struct pd_handler *h, struct pd_err *e)
+		       void *elem, struct pd_err *e)
 {
 	static const char *const known[] = {"run",  "exec", "timeout", "terminal_exit_codes",
 					    "mode", NULL};
 	const struct pd_ydoc *d = &c->doc;
 	const struct pd_ynode *v;
+	struct pd_handler *h = elem;
 	const char *s;
 	char desc[160];
 
+	h->name = pd_xstrdup(key->value);
+	h->timeout_ms = -1;
 	if (key->value[0] == '\0')
 		return pd_y_errf(d, key, CODE, e, "a handler's job type must not be empty");
 	if (pd_y_check_keys(d, n, known, CODE, e) < 0 ||
@@ -442,30 +486,17 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 	return 0;
 }
 
-static int dec_handlers(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
-{
-	if (pd_y_map(&c->doc, n, CODE, e) < 0)
-		return -1;
-	if (n->n == 0)
-		return 0;
-	c->handlers = pd_xcalloc((size_t)n->n, sizeof(*c->handlers));
-	for (int i = 0; i < n->n; i++) {
-		struct pd_handler *h = &c->handlers[c->nhandlers++];
-
-		h->name = pd_xstrdup(n->keys[i]->value);
-		h->timeout_ms = -1;
-		if (dec_handler(c, n->keys[i], n->items[i], h, e) < 0)
-			return -1;
-	}
-	return 0;
-}
+ENTRIES_SECTION(dec_handlers, handlers, nhandlers, dec_handler)
 
 static int dec_topic(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
-		     struct pd_handler *t, struct pd_err *e)
+		     void *elem, struct pd_err *e)
 {
 	static const char *const known[] = {"run", "exec", "timeout", NULL};
 	const struct pd_ydoc *d = &c->doc;
+	struct pd_handler *t = elem;
 
+	t->name = pd_xstrdup(key->value);
+	t->timeout_ms = -1;
 	if (key->value[0] == '\0')
 		return pd_y_errf(d, key, CODE, e, "a relay topic must not be empty");
 	if (pd_y_check_keys(d, n, known, CODE, e) < 0 ||
@@ -474,23 +505,7 @@ static int dec_topic(struct pd_config *c, const struct pd_ynode *key, const stru
 	return dec_command(d, n, t, e);
 }
 
-static int dec_relay_topics(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
-{
-	if (pd_y_map(&c->doc, n, CODE, e) < 0)
-		return -1;
-	if (n->n == 0)
-		return 0;
-	c->relay.topics = pd_xcalloc((size_t)n->n, sizeof(*c->relay.topics));
-	for (int i = 0; i < n->n; i++) {
-		struct pd_handler *t = &c->relay.topics[c->relay.ntopics++];
-
-		t->name = pd_xstrdup(n->keys[i]->value);
-		t->timeout_ms = -1;
-		if (dec_topic(c, n->keys[i], n->items[i], t, e) < 0)
-			return -1;
-	}
-	return 0;
-}
+ENTRIES_SECTION(dec_relay_topics, relay.topics, relay.ntopics, dec_topic)
 
 static const struct field relay_fields[] = {
     {"concurrency", F_LLONG, OFF(relay.engine.concurrency), 1, 1024, NULL},
@@ -625,14 +640,16 @@ static int dec_step(const struct pd_ydoc *d, const struct pd_flow *f, const stru
 	return 0;
 }
 
-/* The workflow at key (its name) and n into f, whose name is set already. */
-static int dec_workflow(const struct pd_ydoc *d, const struct pd_ynode *key,
-			const struct pd_ynode *n, struct pd_flow *f, struct pd_err *e)
+static int dec_workflow(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
+			void *elem, struct pd_err *e)
 {
 	static const char *const known[] = {"steps", NULL};
+	const struct pd_ydoc *d = &c->doc;
 	const struct pd_ynode *steps;
+	struct pd_flow *f = elem;
 	char desc[160];
 
+	f->name = pd_xstrdup(key->value);
 	if (!flow_name_ok(key->value))
 		return pd_y_errf(d, key, CODE, e,
 				 "workflow name '%s': expected 1 to %d letters, digits, '-', '_' "
@@ -659,22 +676,7 @@ static int dec_workflow(const struct pd_ydoc *d, const struct pd_ynode *key,
 	return 0;
 }
 
-static int dec_workflows(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
-{
-	if (pd_y_map(&c->doc, n, CODE, e) < 0)
-		return -1;
-	if (n->n == 0)
-		return 0;
-	c->flows = pd_xcalloc((size_t)n->n, sizeof(*c->flows));
-	for (int i = 0; i < n->n; i++) {
-		struct pd_flow *f = &c->flows[c->nflows++];
-
-		f->name = pd_xstrdup(n->keys[i]->value);
-		if (dec_workflow(&c->doc, n->keys[i], n->items[i], f, e) < 0)
-			return -1;
-	}
-	return 0;
-}
+ENTRIES_SECTION(dec_workflows, flows, nflows, dec_workflow)
 
 static const struct section {
 	const char *key;
