@@ -35,6 +35,15 @@ static int load(struct pd_config *c, struct pd_err *e, const char *text)
 	return pd_config_load(c, path, e);
 }
 
+/* The file must load into c (initialised here; release it). */
+static void good(struct pd_config *c, const char *text, const char *name)
+{
+	struct pd_err e = PD_ERR_INIT;
+
+	if (!ok(load(c, &e, text) == 0, name))
+		diag(e.msg);
+}
+
 /* The file must be refused with exactly "dir/pd.yaml:<where>". */
 static void bad(const char *text, const char *where, const char *name)
 {
@@ -106,11 +115,9 @@ static const char full[] = "# every key\n"
 static void test_full(void)
 {
 	struct pd_config c;
-	struct pd_err e = PD_ERR_INIT;
 	const struct pd_handler *h;
 
-	if (!ok(load(&c, &e, full) == 0, "a file with every key loads"))
-		diag(e.msg);
+	good(&c, full, "a file with every key loads");
 	is_str(c.path, path, "path is the file read");
 	is_str(c.database_url, "postgresql://pd@localhost:5433/pd", "database_url");
 	is_int(c.log_level, PD_LOG_WARN, "log_level");
@@ -445,25 +452,24 @@ static void test_relay(void)
 	ok(pd_config_topic(&c, "orders") == NULL, "relay: no topic command by default");
 	pd_config_release(&c);
 
-	if (!ok(load(&c, &e,
-		     "relay:\n"
-		     "  concurrency: 8\n"
-		     "  batch: 16\n"
-		     "  visibility: 2m\n"
-		     "  poll: 250ms\n"
-		     "  timeout: 45s\n"
-		     "  drain_timeout: 10s\n"
-		     "  kill_grace: 2\n"
-		     "  topics:\n"
-		     "    orders:\n"
-		     "      run: kcat -P -t orders -k \"$PD_MESSAGE_KEY\"\n"
-		     "      timeout: 10s\n"
-		     "    hooks:\n"
-		     "      exec: [/usr/local/bin/post-hook, --retry, '0']\n"
-		     "    \"*\":\n"
-		     "      exec: /usr/local/bin/publish\n") == 0,
-		"relay: a section with every key loads"))
-		diag(e.msg);
+	good(&c,
+	     "relay:\n"
+	     "  concurrency: 8\n"
+	     "  batch: 16\n"
+	     "  visibility: 2m\n"
+	     "  poll: 250ms\n"
+	     "  timeout: 45s\n"
+	     "  drain_timeout: 10s\n"
+	     "  kill_grace: 2\n"
+	     "  topics:\n"
+	     "    orders:\n"
+	     "      run: kcat -P -t orders -k \"$PD_MESSAGE_KEY\"\n"
+	     "      timeout: 10s\n"
+	     "    hooks:\n"
+	     "      exec: [/usr/local/bin/post-hook, --retry, '0']\n"
+	     "    \"*\":\n"
+	     "      exec: /usr/local/bin/publish\n",
+	     "relay: a section with every key loads");
 	is_int(c.relay.engine.concurrency, 8, "relay.engine.concurrency");
 	is_int(c.relay.engine.batch, 16, "relay.engine.batch");
 	is_int(c.relay.visibility_ms, 120000, "relay.visibility");
@@ -582,8 +588,7 @@ static void test_workflows(void)
 	const struct pd_flow *f;
 	const struct pd_flow_step *s;
 
-	if (!ok(load(&c, &e, flows) == 0, "workflows: the example loads"))
-		diag(e.msg);
+	good(&c, flows, "workflows: the example loads");
 	is_int(c.nflows, 2, "workflows: two");
 	f = pd_config_flow(&c, "place-order");
 	ok(f == &c.flows[0], "workflows: lookup by name");
