@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,6 +89,7 @@ void pd_config_release(struct pd_config *c)
 		free_strv(c->relay.topics[i].exec_argv);
 	}
 	free(c->relay.topics);
+	pd_flows_free(c->flows, c->nflows);
 	free_strv(c->worker.queues);
 	free(c->database_url);
 	free(c->path);
@@ -103,6 +105,11 @@ const struct pd_handler *pd_config_handler(const struct pd_config *c, const char
 const struct pd_handler *pd_config_topic(const struct pd_config *c, const char *topic)
 {
 	return pd_handler_find(c->relay.topics, c->relay.ntopics, topic);
+}
+
+const struct pd_flow *pd_config_flow(const struct pd_config *c, const char *name)
+{
+	return pd_flow_find(c->flows, c->nflows, name);
 }
 
 /* A non-empty string. */
@@ -305,28 +312,55 @@ static int dec_log_level(struct pd_config *c, const struct pd_ynode *n, struct p
 	return 0;
 }
 
-static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
-		       struct pd_handler *h, struct pd_err *e)
+/*
+ * The index of the one key among keys (NULL-terminated) that map n has, or
+ * -1 with an error at at when it has none or more than one, naming the
+ * thing as NOUN 'NAME': "handler 'a' has both 'run' and 'exec': set exactly
+ * one", "... has neither 'run' nor 'exec': ..." (two keys), "... has none of
+ * run, exec, sleep: ..." (more).
+ */
+static int one_of(const struct pd_ydoc *d, const struct pd_ynode *at, const struct pd_ynode *n,
+		  const char *const *keys, const char *noun, const char *name, struct pd_err *e)
 {
-	static const char *const known[] = {"run",  "exec", "timeout", "terminal_exit_codes",
-					    "mode", NULL};
-	const struct pd_ydoc *d = &c->doc;
+	char list[160] = "";
+	int found = -1, nkeys = 0;
+
+	for (; keys[nkeys] != NULL; nkeys++) {
+		size_t len = strlen(list);
+
+		snprintf(list + len, sizeof(list) - len, "%s%s", nkeys ? ", " : "", keys[nkeys]);
+		if (pd_y_get(n, keys[nkeys]) == NULL)
+			continue;
+		if (found >= 0)
+			return pd_y_errf(d, at, CODE, e,
+					 "%s '%s' has both '%s' and '%s': set exactly one", noun,
+					 name, keys[found], keys[nkeys]);
+		found = nkeys;
+	}
+	if (found >= 0)
+		return found;
+	if (nkeys == 2)
+		return pd_y_errf(d, at, CODE, e,
+				 "%s '%s' has neither '%s' nor '%s': set exactly one", noun, name,
+				 keys[0], keys[1]);
+	return pd_y_errf(d, at, CODE, e, "%s '%s' has none of %s: set exactly one", noun, name,
+			 list);
+}
+
+static const char *const run_exec[] = {"run", "exec", NULL};
+
+/*
+ * A command from map n into h: run (a non-empty string) or exec (a program,
+ * or a list of the program and its arguments), whichever n has (the caller
+ * has checked with one_of), and timeout (1ms to 365d) when n has one; an
+ * absent key leaves its field as it was.
+ */
+static int dec_command(const struct pd_ydoc *d, const struct pd_ynode *n, struct pd_handler *h,
+		       struct pd_err *e)
+{
 	const struct pd_ynode *v;
 	const char *s;
-	char desc[160];
 
-	if (key->value[0] == '\0')
-		return pd_y_errf(d, key, CODE, e, "a handler's job type must not be empty");
-	if (pd_y_check_keys(d, n, known, CODE, e) < 0)
-		return -1;
-	if (pd_y_get(n, "run") && pd_y_get(n, "exec"))
-		return pd_y_errf(d, key, CODE, e,
-				 "handler '%s' has both 'run' and 'exec': set exactly one",
-				 key->value);
-	if (!pd_y_get(n, "run") && !pd_y_get(n, "exec"))
-		return pd_y_errf(d, key, CODE, e,
-				 "handler '%s' has neither 'run' nor 'exec': set exactly one",
-				 key->value);
 	if ((v = pd_y_get(n, "run")) != NULL) {
 		if (nonempty(d, v, "a command", &s, e) < 0)
 			return -1;
@@ -338,6 +372,99 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 	if ((v = pd_y_get(n, "timeout")) != NULL &&
 	    dur_range(d, v, 1, DUR_MAX, &h->timeout_ms, e) < 0)
 		return -1;
+	return 0;
+}
+
+/*
+ * terminal_exit_codes at v: one code or a list of at most
+ * PD_HANDLER_MAX_CODES, each 1 to 255, appended to h's.
+ */
+static int dec_terminal_codes(const struct pd_ydoc *d, const struct pd_ynode *v,
+			      struct pd_handler *h, struct pd_err *e)
+{
+	const struct pd_ynode *const *items = (const struct pd_ynode *const *)&v;
+	char desc[160];
+	int k = 1;
+
+	if (v->type != PD_Y_SCALAR) {
+		if (pd_y_seq(d, v, CODE, e) < 0)
+			return -1;
+		items = (const struct pd_ynode *const *)v->items;
+		k = v->n;
+	}
+	if (k > PD_HANDLER_MAX_CODES)
+		return pd_y_errf(d, v, CODE, e, "%s: at most %d exit codes, got %d",
+				 pd_y_describe(v, desc, sizeof(desc)), PD_HANDLER_MAX_CODES, k);
+	for (int i = 0; i < k; i++) {
+		long long code;
+
+		if (pd_y_int(d, items[i], 1, 255, &code, CODE, e) < 0)
+			return -1;
+		h->terminal_codes[h->nterminal++] = (int)code;
+	}
+	return 0;
+}
+
+/* Decodes one entry of a mapping: key, value, and the element to fill. */
+typedef int (*entry_fn)(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
+			void *elem, struct pd_err *e);
+
+/*
+ * The entries of mapping n (a null has none), in order, into *arr: a new
+ * array of n->n zeroed elements of size bytes, or NULL when there are none.
+ * Element i is counted in *count before decode fills it from key i and
+ * value i, so that on failure *arr and *count cover everything allocated,
+ * for pd_config_release.
+ */
+static int dec_entries(struct pd_config *c, const struct pd_ynode *n, size_t size, void **arr,
+		       int *count, entry_fn decode, struct pd_err *e)
+{
+	if (pd_y_map(&c->doc, n, CODE, e) < 0)
+		return -1;
+	if (n->n == 0)
+		return 0;
+	*arr = pd_xcalloc((size_t)n->n, size);
+	for (int i = 0; i < n->n; i++) {
+		(*count)++;
+		if (decode(c, n->keys[i], n->items[i], (char *)*arr + (size_t)i * size, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Define fn, the decoder of a section that is a mapping of named entries,
+ * into c->array and c->count with dec_entries and decode.
+ */
+#define ENTRIES_SECTION(fn, array, count, decode)                                                  \
+	static int fn(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)             \
+	{                                                                                          \
+		void *v = NULL;                                                                    \
+		int rc = dec_entries(c, n, sizeof(*c->array), &v, &c->count, decode, e);           \
+                                                                                                   \
+		c->array = v;                                                                      \
+		return rc;                                                                         \
+	}
+
+static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
+		       void *elem, struct pd_err *e)
+{
+	static const char *const known[] = {"run",  "exec", "timeout", "terminal_exit_codes",
+					    "mode", NULL};
+	const struct pd_ydoc *d = &c->doc;
+	const struct pd_ynode *v;
+	struct pd_handler *h = elem;
+	const char *s;
+	char desc[160];
+
+	h->name = pd_xstrdup(key->value);
+	h->timeout_ms = -1;
+	if (key->value[0] == '\0')
+		return pd_y_errf(d, key, CODE, e, "a handler's job type must not be empty");
+	if (pd_y_check_keys(d, n, known, CODE, e) < 0 ||
+	    one_of(d, key, n, run_exec, "handler", key->value, e) < 0 ||
+	    dec_command(d, n, h, e) < 0)
+		return -1;
 	if ((v = pd_y_get(n, "mode")) != NULL) {
 		if (pd_y_str(d, v, &s, CODE, e) < 0)
 			return -1;
@@ -348,105 +475,37 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 					 pd_y_describe(v, desc, sizeof(desc)), s);
 	}
 	if ((v = pd_y_get(n, "terminal_exit_codes")) != NULL) {
-		const struct pd_ynode *const *items = (const struct pd_ynode *const *)&v;
-
 		if (h->mode == PD_HANDLER_STREAM)
 			return pd_y_errf(d, v, CODE, e,
 					 "%s: a stream handler has no exit status per job (its "
 					 "answers say \"terminal\": true)",
 					 pd_y_describe(v, desc, sizeof(desc)));
-		int k = 1;
-
-		if (v->type != PD_Y_SCALAR) {
-			if (pd_y_seq(d, v, CODE, e) < 0)
-				return -1;
-			items = (const struct pd_ynode *const *)v->items;
-			k = v->n;
-		}
-		if (k > PD_HANDLER_MAX_CODES)
-			return pd_y_errf(d, v, CODE, e, "%s: at most %d exit codes, got %d",
-					 pd_y_describe(v, desc, sizeof(desc)), PD_HANDLER_MAX_CODES,
-					 k);
-		for (int i = 0; i < k; i++) {
-			long long code;
-
-			if (pd_y_int(d, items[i], 1, 255, &code, CODE, e) < 0)
-				return -1;
-			h->terminal_codes[h->nterminal++] = (int)code;
-		}
-	}
-	return 0;
-}
-
-static int dec_handlers(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
-{
-	if (pd_y_map(&c->doc, n, CODE, e) < 0)
-		return -1;
-	if (n->n == 0)
-		return 0;
-	c->handlers = pd_xcalloc((size_t)n->n, sizeof(*c->handlers));
-	for (int i = 0; i < n->n; i++) {
-		struct pd_handler *h = &c->handlers[c->nhandlers++];
-
-		h->name = pd_xstrdup(n->keys[i]->value);
-		h->timeout_ms = -1;
-		if (dec_handler(c, n->keys[i], n->items[i], h, e) < 0)
+		if (dec_terminal_codes(d, v, h, e) < 0)
 			return -1;
 	}
 	return 0;
 }
 
+ENTRIES_SECTION(dec_handlers, handlers, nhandlers, dec_handler)
+
 static int dec_topic(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
-		     struct pd_handler *t, struct pd_err *e)
+		     void *elem, struct pd_err *e)
 {
 	static const char *const known[] = {"run", "exec", "timeout", NULL};
 	const struct pd_ydoc *d = &c->doc;
-	const struct pd_ynode *v;
-	const char *s;
+	struct pd_handler *t = elem;
 
+	t->name = pd_xstrdup(key->value);
+	t->timeout_ms = -1;
 	if (key->value[0] == '\0')
 		return pd_y_errf(d, key, CODE, e, "a relay topic must not be empty");
-	if (pd_y_check_keys(d, n, known, CODE, e) < 0)
+	if (pd_y_check_keys(d, n, known, CODE, e) < 0 ||
+	    one_of(d, key, n, run_exec, "relay topic", key->value, e) < 0)
 		return -1;
-	if (pd_y_get(n, "run") && pd_y_get(n, "exec"))
-		return pd_y_errf(d, key, CODE, e,
-				 "relay topic '%s' has both 'run' and 'exec': set exactly one",
-				 key->value);
-	if (!pd_y_get(n, "run") && !pd_y_get(n, "exec"))
-		return pd_y_errf(d, key, CODE, e,
-				 "relay topic '%s' has neither 'run' nor 'exec': set exactly one",
-				 key->value);
-	if ((v = pd_y_get(n, "run")) != NULL) {
-		if (nonempty(d, v, "a command", &s, e) < 0)
-			return -1;
-		t->run = pd_xstrdup(s);
-	}
-	if ((v = pd_y_get(n, "exec")) != NULL &&
-	    strv(d, v, "a program", &t->exec_argv, NULL, e) < 0)
-		return -1;
-	if ((v = pd_y_get(n, "timeout")) != NULL &&
-	    dur_range(d, v, 1, DUR_MAX, &t->timeout_ms, e) < 0)
-		return -1;
-	return 0;
+	return dec_command(d, n, t, e);
 }
 
-static int dec_relay_topics(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
-{
-	if (pd_y_map(&c->doc, n, CODE, e) < 0)
-		return -1;
-	if (n->n == 0)
-		return 0;
-	c->relay.topics = pd_xcalloc((size_t)n->n, sizeof(*c->relay.topics));
-	for (int i = 0; i < n->n; i++) {
-		struct pd_handler *t = &c->relay.topics[c->relay.ntopics++];
-
-		t->name = pd_xstrdup(n->keys[i]->value);
-		t->timeout_ms = -1;
-		if (dec_topic(c, n->keys[i], n->items[i], t, e) < 0)
-			return -1;
-	}
-	return 0;
-}
+ENTRIES_SECTION(dec_relay_topics, relay.topics, relay.ntopics, dec_topic)
 
 static const struct field relay_fields[] = {
     {"concurrency", F_LLONG, OFF(relay.engine.concurrency), 1, 1024, NULL},
@@ -464,6 +523,161 @@ static int dec_relay(struct pd_config *c, const struct pd_ynode *n, struct pd_er
 	return decode_fields(c, n, relay_fields, NFIELDS(relay_fields), e);
 }
 
+/* The longest workflow name: it becomes the job type "workflow:NAME". */
+#define FLOW_NAME_MAX 100
+
+/* 1 if name is 1 to FLOW_NAME_MAX ASCII letters, digits, '-', '_' or '.'. */
+static int flow_name_ok(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > FLOW_NAME_MAX)
+		return 0;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+			return 0;
+	return 1;
+}
+
+/* The key node of key in map, or NULL. */
+static const struct pd_ynode *key_node(const struct pd_ynode *map, const char *key)
+{
+	for (int i = 0; i < map->n; i++)
+		if (strcmp(map->keys[i]->value, key) == 0)
+			return map->keys[i];
+	return NULL;
+}
+
+/* The keys that set a step's kind (one_of's index) and the kind each sets. */
+static const char *const step_keys[] = {"run", "exec", "sleep", "wait_for", NULL};
+static const enum pd_flow_step_kind step_kind[] = {PD_FLOW_STEP_RUN, PD_FLOW_STEP_RUN,
+						   PD_FLOW_STEP_SLEEP, PD_FLOW_STEP_WAIT};
+
+/*
+ * Step i of steps (a sequence) into s, whose h.timeout_ms and wait_ms are
+ * -1 already; f holds steps 0..i-1, whose names s's must differ from.
+ */
+static int dec_step(const struct pd_ydoc *d, const struct pd_flow *f, const struct pd_ynode *steps,
+		    int i, struct pd_flow_step *s, struct pd_err *e)
+{
+	static const char *const known[] = {
+	    "name",  "run",	 "exec",       "timeout", "terminal_exit_codes",
+	    "sleep", "wait_for", "on_timeout", NULL};
+	/* The options and the kinds (1 << enum pd_flow_step_kind) each goes with. */
+	static const struct {
+		const char *key;
+		unsigned kinds;
+		const char *which;
+	} opts[] = {
+	    {"timeout", 1u << PD_FLOW_STEP_RUN | 1u << PD_FLOW_STEP_WAIT, "run, exec and wait_for"},
+	    {"terminal_exit_codes", 1u << PD_FLOW_STEP_RUN, "run and exec"},
+	    {"on_timeout", 1u << PD_FLOW_STEP_WAIT, "wait_for"},
+	};
+	const struct pd_ynode *n = steps->items[i], *v;
+	const char *str;
+	char desc[160];
+	int kind;
+
+	if (pd_y_map(d, n, CODE, e) < 0 || pd_y_check_keys(d, n, known, CODE, e) < 0)
+		return -1;
+	if ((v = pd_y_get(n, "name")) == NULL)
+		return pd_y_errf(d, n, CODE, e, "step %d of workflow '%s' has no 'name'", i + 1,
+				 f->name);
+	if (nonempty(d, v, "a step name", &str, e) < 0)
+		return -1;
+	for (int k = 0; k < i; k++)
+		if (strcmp(f->steps[k].name, str) == 0) {
+			const struct pd_ynode *first = pd_y_get(steps->items[k], "name");
+
+			return pd_y_errf(d, v, CODE, e,
+					 "duplicate step name '%s' (first at line %d, column %d)",
+					 str, first->line, first->col);
+		}
+	s->name = s->h.name = pd_xstrdup(str);
+	if ((kind = one_of(d, n, n, step_keys, "step", s->name, e)) < 0)
+		return -1;
+	s->kind = step_kind[kind];
+	for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++) {
+		const struct pd_ynode *key = key_node(n, opts[k].key);
+
+		if (key != NULL && !(opts[k].kinds & 1u << s->kind))
+			return pd_y_errf(d, key, CODE, e, "step '%s': '%s' is only for %s steps",
+					 s->name, opts[k].key, opts[k].which);
+	}
+	switch (s->kind) {
+	case PD_FLOW_STEP_RUN:
+		s->h.mode = PD_HANDLER_PROCESS;
+		if (dec_command(d, n, &s->h, e) < 0)
+			return -1;
+		if ((v = pd_y_get(n, "terminal_exit_codes")) != NULL &&
+		    dec_terminal_codes(d, v, &s->h, e) < 0)
+			return -1;
+		break;
+	case PD_FLOW_STEP_SLEEP:
+		if (dur_range(d, pd_y_get(n, "sleep"), 1, DUR_MAX, &s->sleep_ms, e) < 0)
+			return -1;
+		break;
+	case PD_FLOW_STEP_WAIT:
+		if (nonempty(d, pd_y_get(n, "wait_for"), "a signal name", &str, e) < 0)
+			return -1;
+		s->signal = pd_xstrdup(str);
+		if ((v = pd_y_get(n, "timeout")) != NULL &&
+		    dur_range(d, v, 1, DUR_MAX, &s->wait_ms, e) < 0)
+			return -1;
+		if ((v = pd_y_get(n, "on_timeout")) != NULL) {
+			if (pd_y_str(d, v, &str, CODE, e) < 0)
+				return -1;
+			if (strcmp(str, "continue") == 0)
+				s->on_timeout_continue = 1;
+			else if (strcmp(str, "fail") != 0)
+				return pd_y_errf(d, v, CODE, e,
+						 "%s: expected fail or continue, got '%s'",
+						 pd_y_describe(v, desc, sizeof(desc)), str);
+		}
+		break;
+	}
+	return 0;
+}
+
+static int dec_workflow(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
+			void *elem, struct pd_err *e)
+{
+	static const char *const known[] = {"steps", NULL};
+	const struct pd_ydoc *d = &c->doc;
+	const struct pd_ynode *steps;
+	struct pd_flow *f = elem;
+	char desc[160];
+
+	f->name = pd_xstrdup(key->value);
+	if (!flow_name_ok(key->value))
+		return pd_y_errf(d, key, CODE, e,
+				 "workflow name '%s': expected 1 to %d letters, digits, '-', '_' "
+				 "or '.'",
+				 key->value, FLOW_NAME_MAX);
+	if (pd_y_map(d, n, CODE, e) < 0 || pd_y_check_keys(d, n, known, CODE, e) < 0)
+		return -1;
+	if ((steps = pd_y_get(n, "steps")) == NULL)
+		return pd_y_errf(d, key, CODE, e, "workflow '%s' has no 'steps'", f->name);
+	if (pd_y_seq(d, steps, CODE, e) < 0)
+		return -1;
+	if (steps->n == 0)
+		return pd_y_errf(d, steps, CODE, e, "%s: expected a list of steps, got %s",
+				 pd_y_describe(steps, desc, sizeof(desc)),
+				 pd_y_is_null(steps) ? "null" : "[]");
+	f->steps = pd_xcalloc((size_t)steps->n, sizeof(*f->steps));
+	for (int i = 0; i < steps->n; i++) {
+		struct pd_flow_step *s = &f->steps[f->nsteps++];
+
+		s->h.timeout_ms = s->wait_ms = -1;
+		if (dec_step(d, f, steps, i, s, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+ENTRIES_SECTION(dec_workflows, flows, nflows, dec_workflow)
+
 static const struct section {
 	const char *key;
 	int (*decode)(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e);
@@ -475,7 +689,8 @@ static const struct section {
     {"reaper", dec_reaper},
     {"handlers", dec_handlers},
     {"relay", dec_relay},
-    /* Later: {"cron", dec_cron}, {"workflows", dec_workflows}. */
+    {"workflows", dec_workflows},
+    /* Later: {"cron", dec_cron}. */
 };
 
 #define NSECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))

@@ -13,6 +13,7 @@
 #define PD_CONFIG_H
 
 #include "err.h"
+#include "flow.h"
 #include "handler.h"
 #include "ydoc.h"
 
@@ -59,6 +60,8 @@ struct pd_config {
 	} relay;
 	struct pd_handler *handlers; /* in file order */
 	int nhandlers;
+	struct pd_flow *flows; /* workflows:, in file order */
+	int nflows;
 	struct pd_ydoc doc; /* kept so later modules can read their own sections */
 };
 
@@ -86,5 +89,8 @@ const struct pd_handler *pd_config_handler(const struct pd_config *c, const char
 
 /* The relay's publish command for a topic: an exact match, else "*", else NULL. */
 const struct pd_handler *pd_config_topic(const struct pd_config *c, const char *topic);
+
+/* The workflow called name (without "workflow:"), or NULL. */
+const struct pd_flow *pd_config_flow(const struct pd_config *c, const char *name);
 
 #endif

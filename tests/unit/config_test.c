@@ -35,6 +35,15 @@ static int load(struct pd_config *c, struct pd_err *e, const char *text)
 	return pd_config_load(c, path, e);
 }
 
+/* The file must load into c (initialised here; release it). */
+static void good(struct pd_config *c, const char *text, const char *name)
+{
+	struct pd_err e = PD_ERR_INIT;
+
+	if (!ok(load(c, &e, text) == 0, name))
+		diag(e.msg);
+}
+
 /* The file must be refused with exactly "dir/pd.yaml:<where>". */
 static void bad(const char *text, const char *where, const char *name)
 {
@@ -106,11 +115,9 @@ static const char full[] = "# every key\n"
 static void test_full(void)
 {
 	struct pd_config c;
-	struct pd_err e = PD_ERR_INIT;
 	const struct pd_handler *h;
 
-	if (!ok(load(&c, &e, full) == 0, "a file with every key loads"))
-		diag(e.msg);
+	good(&c, full, "a file with every key loads");
 	is_str(c.path, path, "path is the file read");
 	is_str(c.database_url, "postgresql://pd@localhost:5433/pd", "database_url");
 	is_int(c.log_level, PD_LOG_WARN, "log_level");
@@ -445,25 +452,24 @@ static void test_relay(void)
 	ok(pd_config_topic(&c, "orders") == NULL, "relay: no topic command by default");
 	pd_config_release(&c);
 
-	if (!ok(load(&c, &e,
-		     "relay:\n"
-		     "  concurrency: 8\n"
-		     "  batch: 16\n"
-		     "  visibility: 2m\n"
-		     "  poll: 250ms\n"
-		     "  timeout: 45s\n"
-		     "  drain_timeout: 10s\n"
-		     "  kill_grace: 2\n"
-		     "  topics:\n"
-		     "    orders:\n"
-		     "      run: kcat -P -t orders -k \"$PD_MESSAGE_KEY\"\n"
-		     "      timeout: 10s\n"
-		     "    hooks:\n"
-		     "      exec: [/usr/local/bin/post-hook, --retry, '0']\n"
-		     "    \"*\":\n"
-		     "      exec: /usr/local/bin/publish\n") == 0,
-		"relay: a section with every key loads"))
-		diag(e.msg);
+	good(&c,
+	     "relay:\n"
+	     "  concurrency: 8\n"
+	     "  batch: 16\n"
+	     "  visibility: 2m\n"
+	     "  poll: 250ms\n"
+	     "  timeout: 45s\n"
+	     "  drain_timeout: 10s\n"
+	     "  kill_grace: 2\n"
+	     "  topics:\n"
+	     "    orders:\n"
+	     "      run: kcat -P -t orders -k \"$PD_MESSAGE_KEY\"\n"
+	     "      timeout: 10s\n"
+	     "    hooks:\n"
+	     "      exec: [/usr/local/bin/post-hook, --retry, '0']\n"
+	     "    \"*\":\n"
+	     "      exec: /usr/local/bin/publish\n",
+	     "relay: a section with every key loads");
 	is_int(c.relay.engine.concurrency, 8, "relay.engine.concurrency");
 	is_int(c.relay.engine.batch, 16, "relay.engine.batch");
 	is_int(c.relay.visibility_ms, 120000, "relay.visibility");
@@ -553,6 +559,200 @@ static void test_relay(void)
 	    "5:7: unknown key 'terminal_exit_codes' in 'a'", "relay: no terminal codes per topic");
 	bad("relay:\n  topics:\n    a: {run: x}\n    a: {run: y}\n",
 	    "4:5: duplicate key 'a' (first at line 3, column 5)", "relay: a duplicate topic");
+}
+
+static const char flows[] = "workflows:\n"
+			    "  place-order:\n"
+			    "    steps:\n"
+			    "      - name: reserve-stock\n"
+			    "        run: ./reserve.sh\n"
+			    "        timeout: 30s\n"
+			    "        terminal_exit_codes: [3, 4]\n"
+			    "      - name: approval\n"
+			    "        wait_for: approved\n"
+			    "        timeout: 3d\n"
+			    "        on_timeout: continue\n"
+			    "      - name: cool-off\n"
+			    "        sleep: 1h\n"
+			    "      - name: charge-card\n"
+			    "        exec: /usr/local/bin/charge\n"
+			    "  Nightly_v2.1:\n"
+			    "    steps:\n"
+			    "      - {name: a, exec: [/bin/echo, hi]}\n"
+			    "      - {name: b, wait_for: go, on_timeout: fail}\n";
+
+static void test_workflows(void)
+{
+	struct pd_config c;
+	struct pd_err e = PD_ERR_INIT;
+	const struct pd_flow *f;
+	const struct pd_flow_step *s;
+
+	good(&c, flows, "workflows: the example loads");
+	is_int(c.nflows, 2, "workflows: two");
+	f = pd_config_flow(&c, "place-order");
+	ok(f == &c.flows[0], "workflows: lookup by name");
+	ok(pd_config_flow(&c, "workflow:place-order") == NULL && pd_config_flow(&c, "x") == NULL,
+	   "workflows: lookup misses (the name is without the job type's prefix)");
+	is_str(f->name, "place-order", "workflows: the name");
+	is_int(f->nsteps, 4, "workflows: four steps");
+
+	s = &f->steps[0];
+	is_str(s->name, "reserve-stock", "step 1 name");
+	is_int(s->kind, PD_FLOW_STEP_RUN, "step 1 runs a command");
+	is_str(s->h.run, "./reserve.sh", "step 1 run");
+	ok(s->h.exec_argv == NULL, "step 1 has no exec");
+	ok(s->h.name == s->name, "step 1's handler is named by the step's name, not a copy");
+	is_int(s->h.timeout_ms, 30000, "step 1 timeout");
+	ok(s->h.nterminal == 2 && s->h.terminal_codes[0] == 3 && s->h.terminal_codes[1] == 4,
+	   "step 1 terminal codes 3 4");
+	is_int(s->h.mode, PD_HANDLER_PROCESS, "step 1 runs a process per job");
+	ok(s->signal == NULL && s->wait_ms == -1, "step 1 waits for nothing");
+
+	s = &f->steps[1];
+	is_str(s->name, "approval", "step 2 name");
+	is_int(s->kind, PD_FLOW_STEP_WAIT, "step 2 waits");
+	is_str(s->signal, "approved", "step 2 signal");
+	is_int(s->wait_ms, 259200000, "step 2 timeout 3d");
+	is_int(s->on_timeout_continue, 1, "step 2 on_timeout: continue");
+	ok(s->h.run == NULL && s->h.exec_argv == NULL && s->h.timeout_ms == -1,
+	   "step 2 has no command");
+
+	s = &f->steps[2];
+	is_str(s->name, "cool-off", "step 3 name");
+	is_int(s->kind, PD_FLOW_STEP_SLEEP, "step 3 sleeps");
+	is_int(s->sleep_ms, 3600000, "step 3 sleep 1h");
+	ok(s->signal == NULL && s->h.run == NULL && s->h.exec_argv == NULL,
+	   "step 3 has no signal and no command");
+
+	s = &f->steps[3];
+	is_str(s->name, "charge-card", "step 4 name");
+	is_int(s->kind, PD_FLOW_STEP_RUN, "step 4 runs a command");
+	ok(s->h.run == NULL && s->h.exec_argv &&
+	       strcmp(s->h.exec_argv[0], "/usr/local/bin/charge") == 0 && s->h.exec_argv[1] == NULL,
+	   "step 4 exec, a single string");
+	is_int(s->h.timeout_ms, -1, "step 4 timeout unset");
+	is_int(s->h.nterminal, 0, "step 4 has no terminal codes");
+
+	f = pd_config_flow(&c, "Nightly_v2.1");
+	ok(f == &c.flows[1] && f->nsteps == 2, "workflows: the second, in flow style");
+	ok(strcmp(f->steps[0].h.exec_argv[1], "hi") == 0, "  exec with arguments");
+	ok(f->steps[1].kind == PD_FLOW_STEP_WAIT && f->steps[1].wait_ms == -1 &&
+	       f->steps[1].on_timeout_continue == 0,
+	   "  a wait without a timeout, on_timeout: fail");
+	pd_config_release(&c);
+	ok(c.flows == NULL && c.nflows == 0, "workflows: release frees them");
+
+	ok(load(&c, &e, "workflows:\n") == 0 && c.nflows == 0 && c.flows == NULL,
+	   "workflows: a null section is empty");
+	pd_config_release(&c);
+	ok(load(&c, &e, "workflows: {}\n") == 0 && c.nflows == 0 && pd_config_flow(&c, "a") == NULL,
+	   "workflows: an empty mapping");
+	pd_config_release(&c);
+	{
+		char text[300];
+
+		snprintf(text, sizeof(text),
+			 "workflows:\n  %0100d:\n    steps: [{name: a, sleep: 1s}]\n", 0);
+		ok(load(&c, &e, text) == 0 && c.nflows == 1 && strlen(c.flows[0].name) == 100,
+		   "workflows: a name of 100 bytes");
+		pd_config_release(&c);
+		snprintf(text, sizeof(text),
+			 "workflows:\n  %0101d:\n    steps: [{name: a, sleep: 1s}]\n", 0);
+		ok(load(&c, &e, text) == -1 && e.code == PD_EX_CONFIG,
+		   "workflows: a name of 101 bytes is refused");
+		like(e.msg, ":2:3: workflow name '0000", "  at the name");
+		pd_config_release(&c);
+	}
+
+	/* The workflow and its steps. */
+	bad("workflows: [a]\n", "1:12: 'workflows': expected a mapping, got a sequence",
+	    "workflows: a list");
+	bad("workflows:\n  a b:\n    steps: [{name: x, sleep: 1s}]\n",
+	    "2:3: workflow name 'a b': expected 1 to 100 letters, digits, '-', '_' or '.'",
+	    "workflows: a name with a space");
+	bad("workflows:\n  'a:b':\n    steps: [{name: x, sleep: 1s}]\n",
+	    "2:3: workflow name 'a:b': expected 1 to 100 letters, digits, '-', '_' or '.'",
+	    "workflows: a name with a colon");
+	bad("workflows:\n  '':\n    steps: [{name: x, sleep: 1s}]\n",
+	    "2:3: workflow name '': expected 1 to 100 letters, digits, '-', '_' or '.'",
+	    "workflows: an empty name");
+	bad("workflows:\n  w: [a]\n", "2:6: 'w': expected a mapping, got a sequence",
+	    "workflows: a workflow is a list");
+	bad("workflows:\n  w:\n    stpes: []\n",
+	    "3:5: unknown key 'stpes' in 'w'; did you mean 'steps'?",
+	    "workflows: an unknown key in a workflow");
+	bad("workflows:\n  w:\n", "2:3: workflow 'w' has no 'steps'", "workflows: no steps");
+	bad("workflows:\n  w:\n    steps: []\n", "3:12: 'steps': expected a list of steps, got []",
+	    "workflows: empty steps");
+	bad("workflows:\n  w:\n    steps:\n", "3:11: 'steps': expected a list of steps, got null",
+	    "workflows: null steps");
+	bad("workflows:\n  w:\n    steps: {name: a}\n",
+	    "3:12: 'steps': expected a sequence, got a mapping", "workflows: steps a mapping");
+	bad("workflows:\n  w:\n    steps:\n      - ./run.sh\n",
+	    "4:9: 'steps' item 1: expected a mapping, got './run.sh'",
+	    "workflows: a step a string");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        run: x\n        tiemout: 1s\n",
+	    "6:9: unknown key 'tiemout' in 'steps' item 1; did you mean 'timeout'?",
+	    "workflows: an unknown key in a step");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        run: x\n        mode: stream\n",
+	    "6:9: unknown key 'mode' in 'steps' item 1", "workflows: no mode in a step");
+	bad("workflows:\n  w:\n    steps:\n      - run: x\n",
+	    "4:9: step 1 of workflow 'w' has no 'name'", "workflows: a step without a name");
+	bad("workflows:\n  w:\n    steps:\n      - name: ''\n        run: x\n",
+	    "4:15: 'name': expected a step name, got ''", "workflows: an empty step name");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        run: x\n      - name: b\n"
+	    "        sleep: 1s\n      -   name: a\n          run: y\n",
+	    "8:17: duplicate step name 'a' (first at line 4, column 15)",
+	    "workflows: a duplicate step name");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        timeout: 1s\n",
+	    "4:9: step 'a' has none of run, exec, sleep, wait_for: set exactly one",
+	    "workflows: a step with neither");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        run: x\n        sleep: 1s\n",
+	    "4:9: step 'a' has both 'run' and 'sleep': set exactly one",
+	    "workflows: a step with two");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        exec: x\n        wait_for: s\n",
+	    "4:9: step 'a' has both 'exec' and 'wait_for': set exactly one",
+	    "workflows: a step with exec and wait_for");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        sleep: 1h\n        timeout: "
+	    "1s\n",
+	    "6:9: step 'a': 'timeout' is only for run, exec and wait_for steps",
+	    "workflows: timeout on a sleep");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        run: x\n"
+	    "        on_timeout: continue\n",
+	    "6:9: step 'a': 'on_timeout' is only for wait_for steps",
+	    "workflows: on_timeout on a run step");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        wait_for: s\n"
+	    "        terminal_exit_codes: [3]\n",
+	    "6:9: step 'a': 'terminal_exit_codes' is only for run and exec steps",
+	    "workflows: terminal codes on a wait");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        wait_for: s\n"
+	    "        on_timeout: skip\n",
+	    "6:21: 'on_timeout': expected fail or continue, got 'skip'",
+	    "workflows: a bad on_timeout");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        wait_for: ''\n",
+	    "5:19: 'wait_for': expected a signal name, got ''", "workflows: an empty signal");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        sleep: 0s\n",
+	    "5:16: 'sleep': expected a duration from 1ms to 365d, got '0s'",
+	    "workflows: a sleep of zero");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        wait_for: s\n"
+	    "        timeout: 0\n",
+	    "6:18: 'timeout': expected a duration from 1ms to 365d, got '0'",
+	    "workflows: a wait timeout of zero");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        run: ''\n",
+	    "5:14: 'run': expected a command, got ''", "workflows: an empty run");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        exec: x\n"
+	    "        terminal_exit_codes: [0]\n",
+	    "6:31: 'terminal_exit_codes' item 1: expected an integer from 1 to 255, got '0'",
+	    "workflows: a bad terminal code");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        run: x\n"
+	    "        timeout: soon\n",
+	    "6:18: 'timeout': invalid duration 'soon': expected a number with ms, s, m, h or d",
+	    "workflows: a bad run timeout");
+	bad("workflows:\n  a: {steps: [{name: x, sleep: 1s}]}\n  b: {steps: [{name: x, wait_for: "
+	    "s, on_timeout: no}]}\n",
+	    "3:50: 'on_timeout': expected fail or continue, got 'no'",
+	    "workflows: an error in the second workflow");
 }
 
 static void test_yaml(void)
@@ -739,6 +939,7 @@ int main(void)
 	test_lookup();
 	test_errors();
 	test_relay();
+	test_workflows();
 	test_yaml();
 	test_engine_settle();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
