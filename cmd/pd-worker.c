@@ -187,14 +187,18 @@ int main(int argc, char **argv)
 		if (f == NULL || strcmp(f->name, app.cfg.handlers[i].name) != 0)
 			hs.v[hs.n++] = app.cfg.handlers[i];
 	}
-	if (hs.n == 0) {
-		rc = pd_cli_usage(SYNOPSIS, "no handlers: give --handler TYPE=COMMAND, --exec "
-					    "TYPE=PATH, --stream TYPE=COMMAND, --stream-exec "
-					    "TYPE=PATH, or a handlers: map in the config file");
+	if (hs.n == 0 && app.cfg.nflows == 0) {
+		rc = pd_cli_usage(SYNOPSIS,
+				  "no handlers: give --handler TYPE=COMMAND, --exec "
+				  "TYPE=PATH, --stream TYPE=COMMAND, --stream-exec "
+				  "TYPE=PATH, or a handlers: or workflows: map in the config "
+				  "file");
 		goto out;
 	}
 	w.handlers = hs.v;
 	w.nhandlers = hs.n;
+	w.flows = app.cfg.flows;
+	w.nflows = app.cfg.nflows;
 	if (pd_worker_settle(&w, &app.cfg, &e) < 0 || pd_app_connect(&app, 1, &e) < 0 ||
 	    pd_worker_run(&w, &app.db, &e) < 0)
 		goto fail;

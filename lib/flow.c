@@ -106,8 +106,7 @@ static int check_steps(const struct pd_json *j, int rec, int pos, struct pd_flow
 			pd_buf_printf(&p->reason,
 				      "workflow '%s' changed under the run: step %d is '%s' in "
 				      "the run but '%s' in the definition (step '%s' moved to %d)",
-				      def->name, i + 1, name, def->steps[i].name, name,
-				      found + 1);
+				      def->name, i + 1, name, def->steps[i].name, name, found + 1);
 		else
 			pd_buf_printf(&p->reason,
 				      "workflow '%s' changed under the run: step %d '%s' is "
@@ -200,9 +199,10 @@ void pd_flow_plan(const struct pd_flow *def, const char *name, const char *ctx,
 			} else {
 				p->action = PD_FLOW_FAIL;
 				p->unpark = 1;
-				pd_buf_printf(&p->reason,
-					      "step '%s' timed out after %s waiting for signal '%s'",
-					      s->name, d, s->signal);
+				pd_buf_printf(
+				    &p->reason,
+				    "step '%s' timed out after %s waiting for signal '%s'", s->name,
+				    d, s->signal);
 			}
 		} else {
 			p->action = PD_FLOW_PARK;

@@ -43,7 +43,8 @@ void pd_claimed_free(struct pd_claimed *c, int n);
 enum pd_flow_write_kind {
 	PD_FLOW_WRITE_NONE,
 	PD_FLOW_WRITE_STEP,   /* the job: succeeded (last step) or back to PENDING, attempt 0 */
-	PD_FLOW_WRITE_PARK,   /* the job: PENDING until the signal or the deadline, attempt refunded */
+	PD_FLOW_WRITE_PARK,   /* the job: PENDING until the signal or the deadline, attempt refunded
+			       */
 	PD_FLOW_WRITE_UNPARK, /* the job: dead-lettered (kind DEAD) */
 };
 

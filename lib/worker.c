@@ -179,23 +179,12 @@ static char *envvar(const char *k, const char *v)
  */
 static char **env_base(size_t extra, size_t *k)
 {
-	static const char *ours[] = {"PD_JOB_ID",
-				     "PD_JOB_TYPE",
-				     "PD_QUEUE",
-				     "PD_TENANT",
-				     "PD_ATTEMPT",
-				     "PD_MAX_ATTEMPTS",
-				     "PD_LEASE_TOKEN",
-				     "PD_RUN_AT",
-				     "PD_IDEMPOTENCY_KEY",
-				     "PD_REPLAY_COUNT",
-				     "TRACEPARENT",
-				     "PD_WORKER_ID",
-				     "PD_WORKFLOW_RUN_ID",
-				     "PD_WORKFLOW",
-				     "PD_STEP_NAME",
-				     "PD_STEP_INDEX",
-				     NULL};
+	static const char *ours[] = {"PD_JOB_ID",	   "PD_JOB_TYPE", "PD_QUEUE",
+				     "PD_TENANT",	   "PD_ATTEMPT",  "PD_MAX_ATTEMPTS",
+				     "PD_LEASE_TOKEN",	   "PD_RUN_AT",	  "PD_IDEMPOTENCY_KEY",
+				     "PD_REPLAY_COUNT",	   "TRACEPARENT", "PD_WORKER_ID",
+				     "PD_WORKFLOW_RUN_ID", "PD_WORKFLOW", "PD_STEP_NAME",
+				     "PD_STEP_INDEX",	   NULL};
 	size_t n = 0;
 	char **env;
 

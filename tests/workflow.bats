@@ -41,6 +41,11 @@ worker() {
 	start_worker "$name" -c "$CFG" --lease 2s --heartbeat 500ms --poll 200ms "$@"
 }
 
+# child_exited PID: a child of PID has exited and waits to be reaped (PID is stopped).
+child_exited() {
+	ps -o stat= --ppid "$1" | grep -q '^Z'
+}
+
 # same_json A B: the two JSON texts are equal as jsonb.
 same_json() {
 	[ "$(sql "SELECT '$1'::jsonb = '$2'::jsonb")" = t ]
@@ -113,7 +118,7 @@ workflows:
       - name: a
         run: '$(step a)'
       - name: b
-        run: '$(step b "g=$D/gate\$(wc -l <$D/b.count); while [ ! -e \$g ]; do sleep 0.05; done")'
+        run: 'echo x >>$D/b.count; g=$D/gate\$(wc -l <$D/b.count); while [ ! -e \$g ]; do sleep 0.05; done; echo "{\"token\": \$PD_LEASE_TOKEN}"'
       - name: c
         run: '$(step c)'
 EOF
@@ -122,6 +127,7 @@ EOF
 	worker w1 -n 1 --no-reap
 	wait_for 30 lines_at_least "$D/b.count" 1
 	kill -STOP "$(bg_pid w1)"
+	token1=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $job")
 	wait_for 30 sql_is "SELECT lease_expires_at < now() FROM pendulum.jobs WHERE id = $job" t
 	run pd-reaper --once
 	[ "$status" -eq 0 ]
@@ -130,6 +136,7 @@ EOF
 	before=$(fenced)
 	# the stalled worker's handler ends first: its output is stored, its job write fenced
 	touch "$D/gate1"
+	wait_for 30 child_exited "$(bg_pid w1)"
 	kill -CONT "$(bg_pid w1)"
 	wait_for 30 sql_is "SELECT count(*) FROM pendulum.workflow_steps WHERE run_id = $id AND step_index = 1" 1
 	wait_for 30 sql_is "SELECT value > $before FROM pendulum.counters WHERE name = 'writes_fenced'" t
@@ -139,8 +146,9 @@ EOF
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" SUCCEEDED
 	[ "$(lines "$D/b.count")" = 2 ]
 	[ "$(lines "$D/c.count")" = 1 ]
-	same_json "$(sql "SELECT output FROM pendulum.workflow_steps WHERE run_id = $id AND step_index = 1")" '{"step": "b", "n": 1}'
-	same_json "$(cat "$D/c.in")" '{"input": null, "outputs": {"a": {"step": "a", "n": 1}, "b": {"step": "b", "n": 1}}}'
+	# the stored output is the stalled worker's, and c saw it
+	same_json "$(sql "SELECT output FROM pendulum.workflow_steps WHERE run_id = $id AND step_index = 1")" "{\"token\": $token1}"
+	same_json "$(cat "$D/c.in")" "{\"input\": null, \"outputs\": {\"a\": {\"step\": \"a\", \"n\": 1}, \"b\": {\"token\": $token1}}}"
 }
 
 @test "a sleep step frees the worker: another job runs meanwhile, the run resumes after it" {

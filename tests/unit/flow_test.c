@@ -105,25 +105,24 @@ int main(void)
 	       "naming the step that is gone");
 	pd_flow_plan_release(&p);
 
-	is_int(plan(&def, "{\"run\": 7, \"position\": 1, \"steps\": [\"approval\", \"reserve\"]}",
-		    &p),
-	       PD_FLOW_FAIL, "steps reordered: fail");
+	is_int(
+	    plan(&def, "{\"run\": 7, \"position\": 1, \"steps\": [\"approval\", \"reserve\"]}", &p),
+	    PD_FLOW_FAIL, "steps reordered: fail");
 	is_str(p.reason.data,
 	       "workflow 'place-order' changed under the run: step 1 is 'approval' in the run but "
 	       "'reserve' in the definition (step 'approval' moved to 2)",
 	       "naming both");
 	pd_flow_plan_release(&p);
 
-	is_int(plan(&def, "{\"run\": 7, \"position\": 1, \"steps\": [\"reserve\", \"renamed\"]}",
-		    &p),
-	       PD_FLOW_FAIL, "the step at the position renamed: fail");
+	is_int(
+	    plan(&def, "{\"run\": 7, \"position\": 1, \"steps\": [\"reserve\", \"renamed\"]}", &p),
+	    PD_FLOW_FAIL, "the step at the position renamed: fail");
 	pd_flow_plan_release(&p);
 
 	is_int(plan(NULL, "{\"run\": 7, \"position\": 0}", &p), PD_FLOW_RETRY,
 	       "no definition here: retry");
 	is_str(p.reason.data,
-	       "workflow 'place-order' is not defined in this worker's configuration",
-	       "saying so");
+	       "workflow 'place-order' is not defined in this worker's configuration", "saying so");
 	pd_flow_plan_release(&p);
 
 	is_int(plan(&def, "{\"position\": 0}", &p), PD_FLOW_RETRY, "a context without a run");
