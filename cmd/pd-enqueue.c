@@ -136,19 +136,18 @@ static int job_option(struct opts *o, int ch, const char *arg, struct pd_err *e)
 static int check_workflow(int argc, char **argv, struct opts *o, struct pd_err *e)
 {
 	const struct pd_jobspec *s = &o->spec;
-	const char *bad = o->ndjson		 ? "--ndjson"
-			  : s->nafter		 ? "--after"
-			  : s->timeout_ms >= 0	 ? "--timeout"
-			  : s->delivery		 ? "--at-most-once"
-			  : s->traceparent	 ? "--traceparent"
-			  : *o->workflow == '\0' ? "an empty NAME"
-						 : NULL;
+	const char *bad = o->ndjson	       ? "--ndjson"
+			  : s->nafter	       ? "--after"
+			  : s->timeout_ms >= 0 ? "--timeout"
+			  : s->delivery	       ? "--at-most-once"
+			  : s->traceparent     ? "--traceparent"
+					       : NULL;
 
 	if (bad)
 		return pd_errf(e, PD_EX_USAGE, "--workflow: %s does not apply to a workflow run",
 			       bad);
-	if (s->has_run_at && s->delay_ms >= 0)
-		return pd_errf(e, PD_EX_USAGE, "--run-at and --delay cannot be combined");
+	if (*o->workflow == '\0')
+		return pd_errf(e, PD_EX_USAGE, "--workflow: NAME must not be empty");
 	if (argc - optind > 1)
 		return pd_errf(e, PD_EX_USAGE,
 			       "unexpected argument '%s' (--workflow takes INPUT only)",
@@ -161,14 +160,16 @@ static int check_args(int argc, char **argv, struct opts *o, struct pd_err *e)
 {
 	struct pd_jobspec *s = &o->spec;
 
-	if (o->workflow)
-		return check_workflow(argc, argv, o, e);
-	if (s->traceparent == NULL)
+	if (o->workflow && check_workflow(argc, argv, o, e) < 0)
+		return -1;
+	if (s->traceparent == NULL && !o->workflow)
 		s->traceparent = getenv("TRACEPARENT");
 	if (s->traceparent && *s->traceparent == '\0')
 		s->traceparent = NULL;
 	if (s->has_run_at && s->delay_ms >= 0)
 		return pd_errf(e, PD_EX_USAGE, "--run-at and --delay cannot be combined");
+	if (o->workflow)
+		return 0;
 	if (o->ndjson) {
 		if (argc - optind > 1)
 			return pd_errf(e, PD_EX_USAGE,
