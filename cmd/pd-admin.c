@@ -53,10 +53,9 @@ struct command {
 	long long limit_def, limit_max;
 };
 
-static cmd_fn cmd_jobs, cmd_job_show, cmd_job_replay, cmd_job_cancel, cmd_dlq_list, cmd_dlq_replay,
-    cmd_dlq_delete, cmd_dlq_purge, cmd_queues, cmd_depth, cmd_workers, cmd_metrics, cmd_top,
-    cmd_outbox_stats, cmd_outbox_list, cmd_outbox_replay, cmd_lease_check, cmd_flow_runs,
-    cmd_flow_show, cmd_flow_signal, cmd_flow_cancel;
+static cmd_fn cmd_jobs, cmd_on_id, cmd_dlq_list, cmd_dlq_replay, cmd_dlq_delete, cmd_dlq_purge,
+    cmd_queues, cmd_depth, cmd_workers, cmd_metrics, cmd_top, cmd_outbox_stats, cmd_outbox_list,
+    cmd_outbox_replay, cmd_lease_check, cmd_flow_runs, cmd_flow_signal;
 static int cmd_migrate(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 
 #define FILTERS "state,tenant,type,queue,limit,offset,json"
@@ -67,12 +66,12 @@ static const struct command commands[] = {
      0, 0, 0, 0},
     {NULL, "jobs", cmd_jobs, "jobs [options]", "list jobs, newest first, filtered and paged",
      "List jobs, newest (highest id) first, and how many match.", FILTERS, 0, 0, 50, 10000},
-    {"job", "show", cmd_job_show, "job show ID", "a job's fields, result and attempt chain",
+    {"job", "show", cmd_on_id, "job show ID", "a job's fields, result and attempt chain",
      "Print every field of job ID, its result and the chain of its attempts.", "json", 1, 1, 0, 0},
-    {"job", "replay", cmd_job_replay, "job replay ID", "run a finished job again",
+    {"job", "replay", cmd_on_id, "job replay ID", "run a finished job again",
      "Put a SUCCEEDED, DEAD_LETTERED or CANCELLED job back to PENDING, to run now:\n"
      "attempts reset, replay_count + 1.", "json", 1, 1, 0, 0},
-    {"job", "cancel", cmd_job_cancel, "job cancel ID [--reason TEXT]",
+    {"job", "cancel", cmd_on_id, "job cancel ID [--reason TEXT]",
      "cancel a PENDING or BLOCKED job", "Cancel a PENDING or BLOCKED job.", "reason,json", 1, 1,
      0, 0},
     {"dlq", "list", cmd_dlq_list, "dlq list [options]", "dead letters, newest first, with reasons",
@@ -121,7 +120,7 @@ static const struct command commands[] = {
      "how many match. A run's STATE: RUNNING, SLEEPING, WAITING, SUCCEEDED,\n"
      "DEAD_LETTERED or CANCELLED.", "workflow,state,tenant,queue,limit,offset,json", 0, 0, 50,
      10000},
-    {"flow", "show", cmd_flow_show, "flow show RUN", "a workflow run and its steps",
+    {"flow", "show", cmd_on_id, "flow show RUN", "a workflow run and its steps",
      "Print workflow run RUN (state, position, job, input, result) and each of its\n"
      "steps: done, pending, or at the position the run's state; attempts, output.",
      "json", 1, 1, 0, 0},
@@ -130,7 +129,7 @@ static const struct command commands[] = {
      "Send signal NAME with the JSON PAYLOAD (default null; - reads it from stdin)\n"
      "to workflow run RUN; a wait_for step parked on it resumes at once, else the\n"
      "signal is kept until a wait_for step of that name takes it.", "json", 2, 3, 0, 0},
-    {"flow", "cancel", cmd_flow_cancel, "flow cancel RUN [--reason TEXT]",
+    {"flow", "cancel", cmd_on_id, "flow cancel RUN [--reason TEXT]",
      "cancel a run whose job is PENDING",
      "Cancel workflow run RUN: its job, when PENDING or BLOCKED (waiting, sleeping\n"
      "or not yet claimed), as 'job cancel' does.", "reason,json", 1, 1, 0, 0},
@@ -407,10 +406,27 @@ static int parse_ids(const struct command *c, const struct args *x, long long **
 	return 0;
 }
 
-/* The job id, or for a flow command the run id, that is the first positional argument. */
+/* The id that is the first positional argument: a run's for a flow command, else a job's. */
 static int one_id(const struct command *c, const struct args *x, long long *id, struct pd_err *e)
 {
 	return pd_admin_parse_id(x->argv[0], strcmp(c->group, "flow") == 0 ? "run" : "job", id, e);
+}
+
+/* The commands on one job or run id: job show, replay and cancel; flow show and cancel. */
+static int cmd_on_id(struct pd_app *a, const struct command *c, struct args *x,
+		     const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	int flow = strcmp(c->group, "flow") == 0;
+	long long id;
+
+	if (one_id(c, x, &id, e) < 0)
+		return -1;
+	if (strcmp(c->name, "show") == 0)
+		return (flow ? pd_admin_flow_show : pd_admin_job_show)(&a->db, id, fmt, out, e);
+	if (strcmp(c->name, "cancel") == 0)
+		return (flow ? pd_admin_flow_cancel : pd_admin_job_cancel)(&a->db, id, x->reason,
+									   fmt, out, e);
+	return pd_admin_job_replay(&a->db, id, fmt, out, e);
 }
 
 static int cmd_jobs(struct pd_app *a, const struct command *c, struct args *x,
@@ -418,31 +434,6 @@ static int cmd_jobs(struct pd_app *a, const struct command *c, struct args *x,
 {
 	(void)c;
 	return pd_admin_jobs(&a->db, &x->f, fmt, out, e);
-}
-
-static int cmd_job_show(struct pd_app *a, const struct command *c, struct args *x,
-			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
-{
-	long long id;
-
-	return one_id(c, x, &id, e) < 0 ? -1 : pd_admin_job_show(&a->db, id, fmt, out, e);
-}
-
-static int cmd_job_replay(struct pd_app *a, const struct command *c, struct args *x,
-			  const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
-{
-	long long id;
-
-	return one_id(c, x, &id, e) < 0 ? -1 : pd_admin_job_replay(&a->db, id, fmt, out, e);
-}
-
-static int cmd_job_cancel(struct pd_app *a, const struct command *c, struct args *x,
-			  const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
-{
-	long long id;
-
-	return one_id(c, x, &id, e) < 0 ? -1
-					: pd_admin_job_cancel(&a->db, id, x->reason, fmt, out, e);
 }
 
 static int cmd_dlq_list(struct pd_app *a, const struct command *c, struct args *x,
@@ -546,14 +537,6 @@ static int cmd_flow_runs(struct pd_app *a, const struct command *c, struct args 
 	return pd_admin_flow_runs(&a->db, &x->f, fmt, out, e);
 }
 
-static int cmd_flow_show(struct pd_app *a, const struct command *c, struct args *x,
-			 const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
-{
-	long long id;
-
-	return one_id(c, x, &id, e) < 0 ? -1 : pd_admin_flow_show(&a->db, id, fmt, out, e);
-}
-
 /* flow signal RUN NAME [PAYLOAD]: PAYLOAD "-" is read from stdin. */
 static int cmd_flow_signal(struct pd_app *a, const struct command *c, struct args *x,
 			   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
@@ -572,15 +555,6 @@ static int cmd_flow_signal(struct pd_app *a, const struct command *c, struct arg
 		rc = pd_admin_flow_signal(&a->db, id, x->argv[1], payload, where, fmt, out, e);
 	pd_buf_release(&in);
 	return rc;
-}
-
-static int cmd_flow_cancel(struct pd_app *a, const struct command *c, struct args *x,
-			   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
-{
-	long long id;
-
-	return one_id(c, x, &id, e) < 0 ? -1
-					: pd_admin_flow_cancel(&a->db, id, x->reason, fmt, out, e);
 }
 
 static int cmd_lease_check(struct pd_app *a, const struct command *c, struct args *x,

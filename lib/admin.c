@@ -626,24 +626,37 @@ static void render_show(const PGresult *r, const struct pd_admin_col *cols, int 
 	free(row);
 }
 
-int pd_admin_job_show(struct pd_db *db, long long id, const struct pd_admin_fmt *fmt,
-		      struct pd_buf *out, struct pd_err *e)
+/*
+ * What a `show` reads: the row of id by sql ($1 the id; ncols wide, else
+ * code 2 "<what> ID not found") into *r, then its list by list_sql into *l.
+ */
+static int fetch_show(struct pd_db *db, long long id, const char *what, const char *sql, int ncols,
+		      const char *list_sql, PGresult **r, PGresult **l, struct pd_err *e)
 {
 	char ids[24];
 	const char *params[1] = {ids};
-	PGresult *j, *a;
 
 	snprintf(ids, sizeof(ids), "%lld", id);
-	if (pd_db_exec(db, show_sql, 1, params, PGRES_TUPLES_OK, &j, e) < 0)
+	if (pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, r, e) < 0)
 		return -1;
-	if (PQntuples(j) != 1 || PQnfields(j) != NCOLS(show_cols)) {
-		PQclear(j);
-		return pd_errf(e, PD_EX_NOTFOUND, "job %lld not found", id);
+	if (PQntuples(*r) != 1 || PQnfields(*r) != ncols) {
+		PQclear(*r);
+		return pd_errf(e, PD_EX_NOTFOUND, "%s %lld not found", what, id);
 	}
-	if (pd_db_exec(db, attempts_sql, 1, params, PGRES_TUPLES_OK, &a, e) < 0) {
-		PQclear(j);
+	if (pd_db_exec(db, list_sql, 1, params, PGRES_TUPLES_OK, l, e) < 0) {
+		PQclear(*r);
 		return -1;
 	}
+	return 0;
+}
+
+int pd_admin_job_show(struct pd_db *db, long long id, const struct pd_admin_fmt *fmt,
+		      struct pd_buf *out, struct pd_err *e)
+{
+	PGresult *j, *a;
+
+	if (fetch_show(db, id, "job", show_sql, NCOLS(show_cols), attempts_sql, &j, &a, e) < 0)
+		return -1;
 	render_show(j, show_cols, NCOLS(show_cols), "attempts", a, attempt_cols,
 		    NCOLS(attempt_cols), fmt, out);
 	if (!fmt->json && PQntuples(a) > 0)
@@ -1411,21 +1424,11 @@ static const struct pd_admin_col flow_step_cols[] = {
 int pd_admin_flow_show(struct pd_db *db, long long run, const struct pd_admin_fmt *fmt,
 		       struct pd_buf *out, struct pd_err *e)
 {
-	char ids[24];
-	const char *params[1] = {ids};
 	PGresult *r, *s;
 
-	snprintf(ids, sizeof(ids), "%lld", run);
-	if (pd_db_exec(db, flow_show_sql, 1, params, PGRES_TUPLES_OK, &r, e) < 0)
+	if (fetch_show(db, run, "workflow run", flow_show_sql, NCOLS(flow_show_cols),
+		       flow_steps_sql, &r, &s, e) < 0)
 		return -1;
-	if (PQntuples(r) != 1 || PQnfields(r) != NCOLS(flow_show_cols)) {
-		PQclear(r);
-		return pd_errf(e, PD_EX_NOTFOUND, "workflow run %lld not found", run);
-	}
-	if (pd_db_exec(db, flow_steps_sql, 1, params, PGRES_TUPLES_OK, &s, e) < 0) {
-		PQclear(r);
-		return -1;
-	}
 	render_show(r, flow_show_cols, NCOLS(flow_show_cols), "steps", s, flow_step_cols,
 		    NCOLS(flow_step_cols), fmt, out);
 	PQclear(s);

@@ -127,52 +127,62 @@ run_state() {
 
 # --- --wait on a run ---
 
-# started NAME: the background pd-enqueue NAME has printed its run id.
+# started: the background pd-enqueue w has printed its run id.
 started() {
-	[ -s "$BATS_FILE_TMPDIR/$1.out" ]
+	[ -s "$BATS_FILE_TMPDIR/w.out" ]
+}
+
+# start_waiting: pd-enqueue --workflow orders --wait in the background (w);
+# sets id to its run once it has printed it.
+start_waiting() {
+	start_bg w pd-enqueue --workflow orders --wait '{}'
+	wait_for 20 started
+	id=$(head -n 1 "$BATS_FILE_TMPDIR/w.out")
+}
+
+# waited: the background pd-enqueue has exited.
+waited() {
+	wait_for 20 test -s "$BATS_FILE_TMPDIR"/w.status
+}
+
+# out_line N: line N of its standard output.
+out_line() {
+	sed -n "$1p" "$BATS_FILE_TMPDIR/w.out"
 }
 
 @test "--wait: the run succeeds; its last step's output on stdout, exit 0" {
-	start_bg w pd-enqueue --workflow orders --wait '{}'
-	wait_for 20 started w
-	id=$(head -n 1 "$BATS_FILE_TMPDIR/w.out")
+	start_waiting
 	done_step "$id" 0 charge '{"paid": 1}'
 	job_to SUCCEEDED "$id" "result = '{\"shipped\": true}'"
-	wait_for 20 test -s "$BATS_FILE_TMPDIR/w.status"
+	waited
 	[ "$(bg_status w)" -eq 0 ]
-	[ "$(sed -n 2p "$BATS_FILE_TMPDIR/w.out" | jq -c .)" = '{"shipped":true}' ]
+	[ "$(out_line 2 | jq -c .)" = '{"shipped":true}' ]
 	[ "$(wc -l <"$BATS_FILE_TMPDIR/w.out")" -eq 2 ]
 }
 
 @test "--wait: a text output comes back as the text the step printed" {
-	start_bg w pd-enqueue --workflow orders --wait '{}'
-	wait_for 20 started w
-	id=$(head -n 1 "$BATS_FILE_TMPDIR/w.out")
+	start_waiting
 	job_to SUCCEEDED "$id" "result = to_jsonb(E'hello\\nworld\\n'::text), result_is_text = true"
-	wait_for 20 test -s "$BATS_FILE_TMPDIR/w.status"
+	waited
 	[ "$(bg_status w)" -eq 0 ]
-	[ "$(sed -n 2p "$BATS_FILE_TMPDIR/w.out")" = hello ]
-	[ "$(sed -n 3p "$BATS_FILE_TMPDIR/w.out")" = world ]
+	[ "$(out_line 2)" = hello ]
+	[ "$(out_line 3)" = world ]
 }
 
 @test "--wait: a dead-lettered run names the run, its state and reason; exit 1" {
-	start_bg w pd-enqueue --workflow orders --wait '{}'
-	wait_for 20 started w
-	id=$(head -n 1 "$BATS_FILE_TMPDIR/w.out")
+	start_waiting
 	job_to DEAD_LETTERED "$id" "dead_reason = 'step charge: terminal exit code', last_error = 'exit 65'"
-	wait_for 20 test -s "$BATS_FILE_TMPDIR/w.status"
+	waited
 	[ "$(bg_status w)" -eq 1 ]
 	[ "$(bg_log w)" = "pd-enqueue: workflow run $id (job $(run_job "$id")) dead-lettered: step charge: terminal exit code: exit 65" ]
 	[ "$(wc -l <"$BATS_FILE_TMPDIR/w.out")" -eq 1 ]
 }
 
 @test "--wait: a run cancelled with pd-admin flow cancel; exit 1" {
-	start_bg w pd-enqueue --workflow orders --wait '{}'
-	wait_for 20 started w
-	id=$(head -n 1 "$BATS_FILE_TMPDIR/w.out")
+	start_waiting
 	run --separate-stderr pd-admin flow cancel "$id" --reason "no longer wanted"
 	[ "$status" -eq 0 ]
-	wait_for 20 test -s "$BATS_FILE_TMPDIR/w.status"
+	waited
 	[ "$(bg_status w)" -eq 1 ]
 	[[ "$(bg_log w)" == "pd-enqueue: workflow run $id (job "*") cancelled: no longer wanted"* ]]
 }
@@ -196,25 +206,23 @@ started() {
 	done
 }
 
+# usage_error TEXT ARGS...: pd-admin ARGS exits 64 with TEXT in its stderr.
+usage_error() {
+	local text=$1
+	shift
+	run --separate-stderr pd-admin "$@"
+	[ "$status" -eq 64 ] || { echo "pd-admin $*: exit $status"; return 1; }
+	[[ "$stderr" == *"$text"* ]] || { echo "pd-admin $*: $stderr"; return 1; }
+}
+
 @test "flow usage errors exit 64 and name the bad input" {
-	run --separate-stderr pd-admin flow show
-	[ "$status" -eq 64 ]
-	[[ "$stderr" == *"missing run id"* ]]
-	run --separate-stderr pd-admin flow show 1x
-	[ "$status" -eq 64 ]
-	[[ "$stderr" == *"invalid run id '1x'"* ]]
-	run --separate-stderr pd-admin flow signal 1
-	[ "$status" -eq 64 ]
-	[[ "$stderr" == *"missing signal NAME"* ]]
-	run --separate-stderr pd-admin flow signal 1 ''
-	[ "$status" -eq 64 ]
-	[[ "$stderr" == *"the signal name must not be empty"* ]]
-	run --separate-stderr pd-admin flow runs --state PENDING
-	[ "$status" -eq 64 ]
-	[[ "$stderr" == *"unknown run state 'PENDING' (RUNNING, SLEEPING, WAITING, SUCCEEDED, DEAD_LETTERED or CANCELLED)"* ]]
-	run --separate-stderr pd-admin flow frob
-	[ "$status" -eq 64 ]
-	[[ "$stderr" == *"unknown flow command 'frob'"* ]]
+	usage_error "missing run id" flow show
+	usage_error "invalid run id '1x'" flow show 1x
+	usage_error "missing signal NAME" flow signal 1
+	usage_error "the signal name must not be empty" flow signal 1 ''
+	usage_error "unknown run state 'PENDING' (RUNNING, SLEEPING, WAITING, SUCCEEDED, DEAD_LETTERED or CANCELLED)" flow runs --state PENDING
+	usage_error "unknown option '--type'" flow runs --type x
+	usage_error "unknown flow command 'frob'" flow frob
 }
 
 @test "flow runs: newest first with the step each is at, filters, total" {
