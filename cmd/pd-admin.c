@@ -17,6 +17,7 @@
 #include "app.h"
 #include "cli.h"
 #include "clock.h"
+#include "enqueue.h"
 #include "jobs.h"
 #include "log.h"
 #include "metrics.h"
@@ -52,9 +53,9 @@ struct command {
 	long long limit_def, limit_max;
 };
 
-static cmd_fn cmd_jobs, cmd_job_show, cmd_job_replay, cmd_job_cancel, cmd_dlq_list, cmd_dlq_replay,
-    cmd_dlq_delete, cmd_dlq_purge, cmd_queues, cmd_depth, cmd_workers, cmd_metrics, cmd_top,
-    cmd_outbox_stats, cmd_outbox_list, cmd_outbox_replay, cmd_lease_check;
+static cmd_fn cmd_jobs, cmd_on_id, cmd_dlq_list, cmd_dlq_replay, cmd_dlq_delete, cmd_dlq_purge,
+    cmd_queues, cmd_depth, cmd_workers, cmd_metrics, cmd_top, cmd_outbox_stats, cmd_outbox_list,
+    cmd_outbox_replay, cmd_lease_check, cmd_flow_runs, cmd_flow_signal;
 static int cmd_migrate(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 
 #define FILTERS "state,tenant,type,queue,limit,offset,json"
@@ -65,12 +66,12 @@ static const struct command commands[] = {
      0, 0, 0, 0},
     {NULL, "jobs", cmd_jobs, "jobs [options]", "list jobs, newest first, filtered and paged",
      "List jobs, newest (highest id) first, and how many match.", FILTERS, 0, 0, 50, 10000},
-    {"job", "show", cmd_job_show, "job show ID", "a job's fields, result and attempt chain",
+    {"job", "show", cmd_on_id, "job show ID", "a job's fields, result and attempt chain",
      "Print every field of job ID, its result and the chain of its attempts.", "json", 1, 1, 0, 0},
-    {"job", "replay", cmd_job_replay, "job replay ID", "run a finished job again",
+    {"job", "replay", cmd_on_id, "job replay ID", "run a finished job again",
      "Put a SUCCEEDED, DEAD_LETTERED or CANCELLED job back to PENDING, to run now:\n"
      "attempts reset, replay_count + 1.", "json", 1, 1, 0, 0},
-    {"job", "cancel", cmd_job_cancel, "job cancel ID [--reason TEXT]",
+    {"job", "cancel", cmd_on_id, "job cancel ID [--reason TEXT]",
      "cancel a PENDING or BLOCKED job", "Cancel a PENDING or BLOCKED job.", "reason,json", 1, 1,
      0, 0},
     {"dlq", "list", cmd_dlq_list, "dlq list [options]", "dead letters, newest first, with reasons",
@@ -114,6 +115,24 @@ static const struct command commands[] = {
      "A live view of queue depth by state, worker occupancy and the newest dead\n"
      "letters, redrawn every --interval. q or Ctrl-C quits.", "interval,stale,once,json", 0, 0,
      0, 0},
+    {"flow", "runs", cmd_flow_runs, "flow runs [options]", "workflow runs, newest first",
+     "List workflow runs, newest (highest id) first, with the step each is at, and\n"
+     "how many match. A run's STATE: RUNNING, SLEEPING, WAITING, SUCCEEDED,\n"
+     "DEAD_LETTERED or CANCELLED.", "workflow,state,tenant,queue,limit,offset,json", 0, 0, 50,
+     10000},
+    {"flow", "show", cmd_on_id, "flow show RUN", "a workflow run and its steps",
+     "Print workflow run RUN (state, position, job, input, result) and each of its\n"
+     "steps: done, pending, or at the position the run's state; attempts, output.",
+     "json", 1, 1, 0, 0},
+    {"flow", "signal", cmd_flow_signal, "flow signal RUN NAME [PAYLOAD]",
+     "send a signal to a workflow run",
+     "Send signal NAME with the JSON PAYLOAD (default null; - reads it from stdin)\n"
+     "to workflow run RUN; a wait_for step parked on it resumes at once, else the\n"
+     "signal is kept until a wait_for step of that name takes it.", "json", 2, 3, 0, 0},
+    {"flow", "cancel", cmd_on_id, "flow cancel RUN [--reason TEXT]",
+     "cancel a run whose job is PENDING",
+     "Cancel workflow run RUN: its job, when PENDING or BLOCKED (waiting, sleeping\n"
+     "or not yet claimed), as 'job cancel' does.", "reason,json", 1, 1, 0, 0},
     {"lease", "check", cmd_lease_check, "lease check", "in a handler: is my lease still held?",
      "Exit 0 while the lease of the job this handler runs (PD_JOB_ID, PD_LEASE_TOKEN,\n"
      "set by pd-worker) is still held, 1 once it is lost.", "json", 0, 0, 0, 0},
@@ -137,6 +156,7 @@ enum {
 	O_RUNNABLE,
 	O_JSON,
 	O_TOPIC,
+	O_WORKFLOW,
 };
 
 static const struct optdef {
@@ -149,6 +169,7 @@ static const struct optdef {
     {"type", 1, O_TYPE, "TYPE", "only jobs of type TYPE"},
     {"queue", 1, O_QUEUE, "QUEUE", "only jobs of QUEUE"},
     {"topic", 1, O_TOPIC, "TOPIC", "only outbox messages of TOPIC"},
+    {"workflow", 1, O_WORKFLOW, "NAME", "only runs of workflow NAME"},
     {"limit", 1, O_LIMIT, "N", NULL}, /* help from the command's limits */
     {"offset", 1, O_OFFSET, "N", "skip the first N (paging)"},
     {"reason", 1, O_REASON, "TEXT", "why: kept as dead_reason and last_error"},
@@ -222,30 +243,32 @@ static void sub_help(const struct command *c)
 	printf("  %-22s %s\n\nSee pd-admin(1).\n", "-h, --help", "show this help");
 }
 
-/* Add each state of "A,B" to f: job states, or outbox states when outbox. */
-static int add_states(struct pd_admin_filter *f, const char *list, int outbox, struct pd_err *e)
+/*
+ * Add each state of "A,B" to f: one of names (job, outbox or run states;
+ * what: "", "outbox ", "run " for the message).
+ */
+static int add_states(struct pd_admin_filter *f, const char *list, const char *const *names,
+		      const char *what, struct pd_err *e)
 {
 	char *dup = pd_xstrdup(list), *save = NULL;
 	int rc = 0;
 
 	for (char *s = strtok_r(dup, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
-		const char *st = outbox ? pd_admin_outbox_state(s) : pd_admin_state(s);
+		const char *st = pd_admin_state_in(names, s);
 		int seen = 0;
 
-		if (st == NULL && outbox) {
-			rc = pd_errf(
-			    e, PD_EX_USAGE,
-			    "option --state: unknown outbox state '%s' (PENDING, PUBLISHED or "
-			    "DEAD_LETTERED)",
-			    s);
-			break;
-		}
 		if (st == NULL) {
-			rc =
-			    pd_errf(e, PD_EX_USAGE,
-				    "option --state: unknown state '%s' (PENDING, BLOCKED, LEASED, "
-				    "RUNNING, SUCCEEDED, DEAD_LETTERED or CANCELLED)",
-				    s);
+			struct pd_buf b = PD_BUF_INIT;
+
+			for (int i = 0; names[i]; i++)
+				pd_buf_printf(&b, "%s%s",
+					      i == 0	     ? ""
+					      : names[i + 1] ? ", "
+							     : " or ",
+					      names[i]);
+			rc = pd_errf(e, PD_EX_USAGE, "option --state: unknown %sstate '%s' (%s)",
+				     what, s, b.data);
+			pd_buf_release(&b);
 			break;
 		}
 		for (int i = 0; i < f->nstates; i++)
@@ -286,7 +309,13 @@ static int parse(struct pd_app *a, const struct command *c, int argc, char **arg
 			sub_help(c);
 			return 1;
 		case O_STATE:
-			rc = add_states(&x->f, optarg, c->fn == cmd_outbox_list, e);
+			if (c->fn == cmd_outbox_list)
+				rc =
+				    add_states(&x->f, optarg, pd_admin_outbox_states, "outbox ", e);
+			else if (c->fn == cmd_flow_runs)
+				rc = add_states(&x->f, optarg, pd_admin_flow_states, "run ", e);
+			else
+				rc = add_states(&x->f, optarg, pd_admin_states, "", e);
 			if (rc == 0 && c->fn == cmd_depth && x->f.nstates > 1)
 				rc = pd_errf(e, PD_EX_USAGE, "option --state: one state only");
 			x->state = x->f.states[0];
@@ -302,6 +331,9 @@ static int parse(struct pd_app *a, const struct command *c, int argc, char **arg
 			break;
 		case O_TOPIC:
 			x->f.topic = optarg;
+			break;
+		case O_WORKFLOW:
+			x->f.workflow = optarg;
 			break;
 		case O_LIMIT:
 			rc = pd_cli_int("--limit", optarg, 1, c->limit_max, &x->f.limit, e);
@@ -348,9 +380,11 @@ static int parse(struct pd_app *a, const struct command *c, int argc, char **arg
 	x->argv = argv + optind;
 	if (x->argc < c->min_args)
 		return pd_errf(e, PD_EX_USAGE, "missing %s",
-			       c->fn == cmd_depth	    ? "queue name"
-			       : c->fn == cmd_outbox_replay ? "message id"
-							    : "job id");
+			       c->fn == cmd_depth			  ? "queue name"
+			       : c->fn == cmd_outbox_replay		  ? "message id"
+			       : c->fn == cmd_flow_signal && x->argc == 1 ? "signal NAME"
+			       : strcmp(c->group ? c->group : "", "flow") == 0 ? "run id"
+									       : "job id");
 	if (c->max_args >= 0 && x->argc > c->max_args)
 		return pd_errf(e, PD_EX_USAGE, "unexpected argument '%s'", x->argv[c->max_args]);
 	return 0;
@@ -372,44 +406,34 @@ static int parse_ids(const struct command *c, const struct args *x, long long **
 	return 0;
 }
 
+/* The id that is the first positional argument: a run's for a flow command, else a job's. */
+static int one_id(const struct command *c, const struct args *x, long long *id, struct pd_err *e)
+{
+	return pd_admin_parse_id(x->argv[0], strcmp(c->group, "flow") == 0 ? "run" : "job", id, e);
+}
+
+/* The commands on one job or run id: job show, replay and cancel; flow show and cancel. */
+static int cmd_on_id(struct pd_app *a, const struct command *c, struct args *x,
+		     const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	int flow = strcmp(c->group, "flow") == 0;
+	long long id;
+
+	if (one_id(c, x, &id, e) < 0)
+		return -1;
+	if (strcmp(c->name, "show") == 0)
+		return (flow ? pd_admin_flow_show : pd_admin_job_show)(&a->db, id, fmt, out, e);
+	if (strcmp(c->name, "cancel") == 0)
+		return (flow ? pd_admin_flow_cancel : pd_admin_job_cancel)(&a->db, id, x->reason,
+									   fmt, out, e);
+	return pd_admin_job_replay(&a->db, id, fmt, out, e);
+}
+
 static int cmd_jobs(struct pd_app *a, const struct command *c, struct args *x,
 		    const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	(void)c;
 	return pd_admin_jobs(&a->db, &x->f, fmt, out, e);
-}
-
-static int cmd_job_show(struct pd_app *a, const struct command *c, struct args *x,
-			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
-{
-	long long id;
-
-	(void)c;
-	if (pd_admin_id(x->argv[0], &id, e) < 0)
-		return -1;
-	return pd_admin_job_show(&a->db, id, fmt, out, e);
-}
-
-static int cmd_job_replay(struct pd_app *a, const struct command *c, struct args *x,
-			  const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
-{
-	long long id;
-
-	(void)c;
-	if (pd_admin_id(x->argv[0], &id, e) < 0)
-		return -1;
-	return pd_admin_job_replay(&a->db, id, fmt, out, e);
-}
-
-static int cmd_job_cancel(struct pd_app *a, const struct command *c, struct args *x,
-			  const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
-{
-	long long id;
-
-	(void)c;
-	if (pd_admin_id(x->argv[0], &id, e) < 0)
-		return -1;
-	return pd_admin_job_cancel(&a->db, id, x->reason, fmt, out, e);
 }
 
 static int cmd_dlq_list(struct pd_app *a, const struct command *c, struct args *x,
@@ -503,6 +527,33 @@ static int cmd_outbox_replay(struct pd_app *a, const struct command *c, struct a
 	if (rc == 0)
 		rc = pd_admin_outbox_replay(&a->db, ids, x->argc, fmt, out, e);
 	free(ids);
+	return rc;
+}
+
+static int cmd_flow_runs(struct pd_app *a, const struct command *c, struct args *x,
+			 const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	(void)c;
+	return pd_admin_flow_runs(&a->db, &x->f, fmt, out, e);
+}
+
+/* flow signal RUN NAME [PAYLOAD]: PAYLOAD "-" is read from stdin. */
+static int cmd_flow_signal(struct pd_app *a, const struct command *c, struct args *x,
+			   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	struct pd_buf in = PD_BUF_INIT;
+	const char *payload = x->argc > 2 ? x->argv[2] : NULL, *where = "PAYLOAD";
+	long long id;
+	int rc = one_id(c, x, &id, e);
+
+	if (rc == 0 && payload && strcmp(payload, "-") == 0) {
+		rc = pd_enqueue_read(0, &in, e);
+		payload = pd_buf_str(&in);
+		where = "stdin";
+	}
+	if (rc == 0)
+		rc = pd_admin_flow_signal(&a->db, id, x->argv[1], payload, where, fmt, out, e);
+	pd_buf_release(&in);
 	return rc;
 }
 

@@ -1,6 +1,7 @@
 /*
- * pd-enqueue: put one job, or many (--ndjson), on a queue; print their ids.
- * The work is lib/enqueue's; this is the command line around it.
+ * pd-enqueue: put one job, or many (--ndjson), on a queue, or start a
+ * workflow run (--workflow); print their ids. The work is lib/enqueue's and
+ * lib/flowdb's; this is the command line around it.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -12,11 +13,13 @@
 #include "cli.h"
 #include "dur.h"
 #include "enqueue.h"
+#include "flowdb.h"
 #include "log.h"
 
 #define SYNOPSIS                                                                                   \
 	"usage: pd-enqueue [-hVv] [-c file] [-d conninfo] [options] TYPE [PAYLOAD]\n"              \
-	"       pd-enqueue [-hVv] [-c file] [-d conninfo] [options] --ndjson [TYPE]\n"
+	"       pd-enqueue [-hVv] [-c file] [-d conninfo] [options] --ndjson [TYPE]\n"             \
+	"       pd-enqueue [-hVv] [-c file] [-d conninfo] [options] --workflow NAME [INPUT]\n"
 
 #define MAX_AFTER 64
 
@@ -25,7 +28,8 @@ static void help(void)
 	printf(
 	    SYNOPSIS
 	    "\nEnqueue a job of type TYPE with a JSON PAYLOAD (default: read from stdin when it\n"
-	    "is not a terminal; {} otherwise) and print its id.\n\n"
+	    "is not a terminal; {} otherwise) and print its id. With --workflow, start a run\n"
+	    "of workflow NAME with the JSON INPUT (read the same way) and print the run's id.\n\n"
 	    "  -t, --tenant TENANT          tenant (default 'default')\n"
 	    "  -q, --queue QUEUE            queue (default 'default')\n"
 	    "  -p, --priority N             integer, higher first; or high, normal, low\n"
@@ -38,16 +42,20 @@ static void help(void)
 	    "      --traceparent TP         W3C trace context (default $TRACEPARENT)\n"
 	    "      --after ID               run only after job ID succeeded (repeatable)\n"
 	    "      --ndjson                 one job a line on stdin, all or nothing\n"
+	    "      --workflow NAME          start a run of workflow NAME (-t -q -p -k, --run-at,\n"
+	    "                               --delay, --max-attempts, --json, --wait apply)\n"
 	    "      --json                   print the job rows as JSON, not the ids\n"
-	    "      --wait                   wait for the job to end; print its result and exit\n"
-	    "                               with the handler's status\n"
+	    "      --wait                   wait for the job (the run) to end; print its result\n"
+	    "                               (the last step's output) and exit with the\n"
+	    "                               handler's status\n"
 	    "  -c, --config FILE            configuration file\n"
 	    "  -d, --database CONNINFO      libpq conninfo or URI (default $PD_DATABASE_URL)\n"
 	    "  -v, --verbose                log more\n"
 	    "  -h, --help                   show this help\n"
 	    "  -V, --version                show the version\n\n"
-	    "Exit status: 0 done, 2 dependency not found, 64 usage, 65 bad input (nothing\n"
-	    "enqueued), 69 database unavailable. See pd-enqueue(1).\n");
+	    "Exit status: 0 done, 1 idempotency key of a job that is no run, 2 dependency not\n"
+	    "found, 64 usage, 65 bad input (nothing enqueued), 69 database unavailable.\n"
+	    "See pd-enqueue(1).\n");
 }
 
 /* The long options without a short one (getopt_long's values). */
@@ -61,13 +69,15 @@ enum {
 	O_AFTER,
 	O_NDJSON,
 	O_JSON,
-	O_WAIT
+	O_WAIT,
+	O_WORKFLOW
 };
 
 struct opts {
 	struct pd_jobspec spec; /* the flags: defaults for every job */
 	long long after[MAX_AFTER];
 	int ndjson, json, wait;
+	const char *workflow; /* --workflow NAME */
 };
 
 /* A job's own option into s: 1 taken, 0 not one of them, -1 a bad value (e filled, 64). */
@@ -122,17 +132,44 @@ static int job_option(struct opts *o, int ch, const char *arg, struct pd_err *e)
 	}
 }
 
+/* check_args with --workflow NAME [INPUT]: the job options a run has no use for are errors. */
+static int check_workflow(int argc, char **argv, struct opts *o, struct pd_err *e)
+{
+	const struct pd_jobspec *s = &o->spec;
+	const char *bad = o->ndjson	       ? "--ndjson"
+			  : s->nafter	       ? "--after"
+			  : s->timeout_ms >= 0 ? "--timeout"
+			  : s->delivery	       ? "--at-most-once"
+			  : s->traceparent     ? "--traceparent"
+					       : NULL;
+
+	if (bad)
+		return pd_errf(e, PD_EX_USAGE, "--workflow: %s does not apply to a workflow run",
+			       bad);
+	if (*o->workflow == '\0')
+		return pd_errf(e, PD_EX_USAGE, "--workflow: NAME must not be empty");
+	if (argc - optind > 1)
+		return pd_errf(e, PD_EX_USAGE,
+			       "unexpected argument '%s' (--workflow takes INPUT only)",
+			       argv[optind + 1]);
+	return 0;
+}
+
 /* The arguments after the options, and the combinations that cannot be. */
 static int check_args(int argc, char **argv, struct opts *o, struct pd_err *e)
 {
 	struct pd_jobspec *s = &o->spec;
 
-	if (s->traceparent == NULL)
+	if (o->workflow && check_workflow(argc, argv, o, e) < 0)
+		return -1;
+	if (s->traceparent == NULL && !o->workflow)
 		s->traceparent = getenv("TRACEPARENT");
 	if (s->traceparent && *s->traceparent == '\0')
 		s->traceparent = NULL;
 	if (s->has_run_at && s->delay_ms >= 0)
 		return pd_errf(e, PD_EX_USAGE, "--run-at and --delay cannot be combined");
+	if (o->workflow)
+		return 0;
 	if (o->ndjson) {
 		if (argc - optind > 1)
 			return pd_errf(e, PD_EX_USAGE,
@@ -176,6 +213,7 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 	    {"ndjson", no_argument, NULL, O_NDJSON},
 	    {"json", no_argument, NULL, O_JSON},
 	    {"wait", no_argument, NULL, O_WAIT},
+	    {"workflow", required_argument, NULL, O_WORKFLOW},
 	    PD_APP_LONG_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
@@ -185,6 +223,8 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 		if ((rc = job_option(o, ch, optarg, e)) != 0) {
 			if (rc < 0)
 				return -1;
+		} else if (ch == O_WORKFLOW) {
+			o->workflow = optarg;
 		} else if (ch == O_NDJSON || ch == O_JSON || ch == O_WAIT) {
 			*(ch == O_NDJSON ? &o->ndjson : ch == O_JSON ? &o->json : &o->wait) = 1;
 		} else if ((rc = pd_app_option(a, NULL, ch, optarg, help, SYNOPSIS, argv, e)) !=
@@ -195,8 +235,11 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 	return check_args(argc, argv, o, e);
 }
 
-/* --wait: print how job id ended; returns the exit status, or -1 with e filled. */
-static int wait_job(struct pd_db *db, long long id, struct pd_err *e)
+/*
+ * --wait: print how job id ended; returns the exit status, or -1 with e
+ * filled. what names it on stderr ("job 12", "workflow run 3 (job 12)").
+ */
+static int wait_job(struct pd_db *db, long long id, const char *what, struct pd_err *e)
 {
 	struct pd_enqueue_end end;
 	int status;
@@ -209,7 +252,7 @@ static int wait_job(struct pd_db *db, long long id, struct pd_err *e)
 		if (!end.result_is_text)
 			putchar('\n');
 	} else if (!end.succeeded) {
-		fprintf(stderr, "%s: job %lld %s: %s%s%s\n", pd_progname(), id,
+		fprintf(stderr, "%s: %s %s: %s%s%s\n", pd_progname(), what,
 			end.cancelled ? "cancelled" : "dead-lettered", end.reason,
 			*end.last_error ? ": " : "", end.last_error);
 	}
@@ -244,6 +287,35 @@ static int print_jobs(struct pd_db *db, const struct opts *o, const struct pd_en
 	return 0;
 }
 
+/*
+ * --workflow: start the run of spec (its input in payload), print its id (or
+ * with --json its row); *job, what: the job that drives it, for --wait.
+ */
+static int start_run(struct pd_app *a, const struct opts *o, const struct pd_jobspec *spec,
+		     long long *job, char *what, size_t n, struct pd_err *e)
+{
+	/* NULL: the first worker records the step names. */
+	const struct pd_flow *def = NULL;
+	struct pd_flow_started run = PD_FLOW_STARTED_INIT;
+
+	/* MERGE(workflows config): def = pd_config_flow(&a->cfg, o->workflow); */
+	if (pd_flow_start(&a->db, o->workflow, spec, def, &run, e) < 0)
+		return -1;
+	if (!run.created)
+		fprintf(stderr,
+			"%s: idempotency key already used in tenant '%s': existing workflow run "
+			"%lld\n",
+			pd_progname(), spec->tenant ? spec->tenant : "default", run.run);
+	if (o->json)
+		puts(run.row);
+	else
+		printf("%lld\n", run.run);
+	*job = run.job;
+	snprintf(what, n, "workflow run %lld (job %lld)", run.run, run.job);
+	pd_flow_started_release(&run);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct pd_err e = PD_ERR_INIT;
@@ -251,6 +323,8 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct pd_buf in = PD_BUF_INIT;
 	struct pd_enqueue q;
+	long long job = 0;
+	char what[64] = "";
 	int rc;
 
 	pd_cli_init(argv[0]);
@@ -275,9 +349,9 @@ int main(int argc, char **argv)
 		if (pd_enqueue_read(0, &in, &e) < 0 ||
 		    pd_enqueue_ndjson(&q, &o.spec, in.data, in.len, &e) < 0)
 			goto done;
-	} else if (argc - optind == 2) {
-		if (pd_enqueue_one(&q, &o.spec, argv[optind + 1], strlen(argv[optind + 1]),
-				   "PAYLOAD", 0, &e) < 0)
+	} else if (argc - optind == (o.workflow ? 1 : 2)) {
+		if (pd_enqueue_one(&q, &o.spec, argv[argc - 1], strlen(argv[argc - 1]),
+				   o.workflow ? "INPUT" : "PAYLOAD", 0, &e) < 0)
 			goto done;
 	} else {
 		if (!isatty(0) && pd_enqueue_read(0, &in, &e) < 0)
@@ -285,10 +359,18 @@ int main(int argc, char **argv)
 		if (pd_enqueue_one(&q, &o.spec, in.data, in.len, "stdin", 1, &e) < 0)
 			goto done;
 	}
-	if (pd_app_connect(&a, 1, &e) < 0 || pd_enqueue_run(&q, &a.db, &e) < 0 ||
-	    print_jobs(&a.db, &o, &q, &e) < 0)
+	if (pd_app_connect(&a, 1, &e) < 0)
 		goto done;
-	if (o.wait && (rc = wait_job(&a.db, q.ids[0], &e)) >= 0)
+	if (o.workflow) {
+		if (start_run(&a, &o, &q.jobs[0], &job, what, sizeof(what), &e) < 0)
+			goto done;
+	} else {
+		if (pd_enqueue_run(&q, &a.db, &e) < 0 || print_jobs(&a.db, &o, &q, &e) < 0)
+			goto done;
+		job = q.ids[0];
+		snprintf(what, sizeof(what), "job %lld", job);
+	}
+	if (o.wait && (rc = wait_job(&a.db, job, what, &e)) >= 0)
 		e.code = rc;
 done:
 	if (e.msg[0])

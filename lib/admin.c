@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "flowdb.h"
 #include "json.h"
 
 /* An instant as ISO 8601 UTC with milliseconds, and an interval as seconds (3 decimals). */
@@ -18,6 +19,10 @@ const char *const pd_admin_states[] = {
 };
 
 const char *const pd_admin_outbox_states[] = {"PENDING", "PUBLISHED", "DEAD_LETTERED", NULL};
+
+const char *const pd_admin_flow_states[] = {
+    "RUNNING", "SLEEPING", "WAITING", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED", NULL,
+};
 
 /* clang-format off */
 const char pd_admin_queues_sql[] =
@@ -37,6 +42,14 @@ const char pd_admin_outbox_sql[] =
     " count(*) FILTER (WHERE state = 'DEAD_LETTERED'),"
     " " SECS("now() - min(created_at) FILTER (WHERE state = 'PENDING')")
     " FROM pendulum.outbox GROUP BY topic ORDER BY topic COLLATE \"C\"";
+
+const char pd_admin_flow_sql[] =
+    "SELECT workflow,"
+    " count(*) FILTER (WHERE state = 'RUNNING'), count(*) FILTER (WHERE state = 'SLEEPING'),"
+    " count(*) FILTER (WHERE state = 'WAITING'), count(*) FILTER (WHERE state = 'SUCCEEDED'),"
+    " count(*) FILTER (WHERE state = 'DEAD_LETTERED'),"
+    " count(*) FILTER (WHERE state = 'CANCELLED')"
+    " FROM pendulum.workflow_run_states GROUP BY workflow ORDER BY workflow COLLATE \"C\"";
 /* clang-format on */
 
 /* --- rendering --- */
@@ -53,7 +66,9 @@ static const char *word_color(const char *v)
 	    {"succeeded", "32"},      {"failed", "31"},		{"terminal", "31"},
 	    {"timeout", "31"},	      {"could_not_start", "31"}, {"lease_expired", "33"},
 	    {"lease_lost", "33"},     {"released", "2"},		{"stale", "31"},
-	    {"live", "32"},
+	    {"live", "32"},	      {"WAITING", "33"},		{"SLEEPING", "2"},
+	    {"done", "32"},	      {"running", "1;36"},	{"waiting", "33"},
+	    {"sleeping", "2"},	      {"dead", "31"},		{"cancelled", "2"},
 	};
 	/* clang-format on */
 
@@ -318,20 +333,22 @@ static void render_kv(const PGresult *r, const struct pd_admin_col *cols, int nc
 
 /* --- parsing --- */
 
+const char *pd_admin_state_in(const char *const *names, const char *s)
+{
+	for (int i = 0; names[i]; i++)
+		if (strcasecmp(s, names[i]) == 0)
+			return names[i];
+	return NULL;
+}
+
 const char *pd_admin_state(const char *s)
 {
-	for (int i = 0; pd_admin_states[i]; i++)
-		if (strcasecmp(s, pd_admin_states[i]) == 0)
-			return pd_admin_states[i];
-	return NULL;
+	return pd_admin_state_in(pd_admin_states, s);
 }
 
 const char *pd_admin_outbox_state(const char *s)
 {
-	for (int i = 0; pd_admin_outbox_states[i]; i++)
-		if (strcasecmp(s, pd_admin_outbox_states[i]) == 0)
-			return pd_admin_outbox_states[i];
-	return NULL;
+	return pd_admin_state_in(pd_admin_outbox_states, s);
 }
 
 int pd_admin_parse_id(const char *s, const char *what, long long *id, struct pd_err *e)
@@ -565,51 +582,85 @@ static void stderr_tails(const PGresult *a, struct pd_buf *out)
 	}
 }
 
-int pd_admin_job_show(struct pd_db *db, long long id, const struct pd_admin_fmt *fmt,
-		      struct pd_buf *out, struct pd_err *e)
+/* The row of r (or NULL) of a PGresult's ncols first columns, into row. */
+static void result_row(const PGresult *r, int i, int ncols, const char **row)
+{
+	for (int c = 0; c < ncols; c++)
+		row[c] = PQgetisnull(r, i, c) ? NULL : PQgetvalue(r, i, c);
+}
+
+/*
+ * What a `show` prints of one object (row 0 of r, cols) and its list (the
+ * rows of sub, subcols): in JSON one line, the object with the list under
+ * key; in a table "key  value" lines, a blank line, then the list as a table
+ * or "no KEY yet".
+ */
+static void render_show(const PGresult *r, const struct pd_admin_col *cols, int ncols,
+			const char *key, const PGresult *sub, const struct pd_admin_col *subcols,
+			int nsub, const struct pd_admin_fmt *fmt, struct pd_buf *out)
+{
+	const char **row;
+
+	if (!fmt->json) {
+		render_kv(r, cols, ncols, out);
+		if (PQntuples(sub) == 0) {
+			pd_buf_printf(out, "\nno %s yet\n", key);
+		} else {
+			pd_buf_puts(out, "\n");
+			pd_admin_render_result(sub, subcols, nsub, fmt, out);
+		}
+		return;
+	}
+	row = pd_xcalloc((size_t)(ncols > nsub ? ncols : nsub), sizeof(*row));
+	result_row(r, 0, ncols, row);
+	json_row(out, cols, ncols, row);
+	out->data[--out->len] = '\0'; /* reopen the object */
+	pd_buf_printf(out, ",\"%s\":[", key);
+	for (int i = 0; i < PQntuples(sub); i++) {
+		result_row(sub, i, nsub, row);
+		if (i)
+			pd_buf_putc(out, ',');
+		json_row(out, subcols, nsub, row);
+	}
+	pd_buf_puts(out, "]}\n");
+	free(row);
+}
+
+/*
+ * What a `show` reads: the row of id by sql ($1 the id; ncols wide, else
+ * code 2 "<what> ID not found") into *r, then its list by list_sql into *l.
+ */
+static int fetch_show(struct pd_db *db, long long id, const char *what, const char *sql, int ncols,
+		      const char *list_sql, PGresult **r, PGresult **l, struct pd_err *e)
 {
 	char ids[24];
 	const char *params[1] = {ids};
-	PGresult *j, *a;
 
 	snprintf(ids, sizeof(ids), "%lld", id);
-	if (pd_db_exec(db, show_sql, 1, params, PGRES_TUPLES_OK, &j, e) < 0)
+	if (pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, r, e) < 0)
 		return -1;
-	if (PQntuples(j) != 1 || PQnfields(j) != NCOLS(show_cols)) {
-		PQclear(j);
-		return pd_errf(e, PD_EX_NOTFOUND, "job %lld not found", id);
+	if (PQntuples(*r) != 1 || PQnfields(*r) != ncols) {
+		PQclear(*r);
+		return pd_errf(e, PD_EX_NOTFOUND, "%s %lld not found", what, id);
 	}
-	if (pd_db_exec(db, attempts_sql, 1, params, PGRES_TUPLES_OK, &a, e) < 0) {
-		PQclear(j);
+	if (pd_db_exec(db, list_sql, 1, params, PGRES_TUPLES_OK, l, e) < 0) {
+		PQclear(*r);
 		return -1;
 	}
-	if (fmt->json) {
-		const char *row[NCOLS(show_cols)];
-		const char *arow[NCOLS(attempt_cols)];
+	return 0;
+}
 
-		for (int c = 0; c < NCOLS(show_cols); c++)
-			row[c] = PQgetisnull(j, 0, c) ? NULL : PQgetvalue(j, 0, c);
-		json_row(out, show_cols, NCOLS(show_cols), row);
-		out->data[--out->len] = '\0'; /* reopen the object */
-		pd_buf_puts(out, ",\"attempts\":[");
-		for (int i = 0; i < PQntuples(a); i++) {
-			for (int c = 0; c < NCOLS(attempt_cols); c++)
-				arow[c] = PQgetisnull(a, i, c) ? NULL : PQgetvalue(a, i, c);
-			if (i)
-				pd_buf_putc(out, ',');
-			json_row(out, attempt_cols, NCOLS(attempt_cols), arow);
-		}
-		pd_buf_puts(out, "]}\n");
-	} else {
-		render_kv(j, show_cols, NCOLS(show_cols), out);
-		if (PQntuples(a) == 0) {
-			pd_buf_puts(out, "\nno attempts yet\n");
-		} else {
-			pd_buf_puts(out, "\n");
-			pd_admin_render_result(a, attempt_cols, NCOLS(attempt_cols), fmt, out);
-			stderr_tails(a, out);
-		}
-	}
+int pd_admin_job_show(struct pd_db *db, long long id, const struct pd_admin_fmt *fmt,
+		      struct pd_buf *out, struct pd_err *e)
+{
+	PGresult *j, *a;
+
+	if (fetch_show(db, id, "job", show_sql, NCOLS(show_cols), attempts_sql, &j, &a, e) < 0)
+		return -1;
+	render_show(j, show_cols, NCOLS(show_cols), "attempts", a, attempt_cols,
+		    NCOLS(attempt_cols), fmt, out);
+	if (!fmt->json && PQntuples(a) > 0)
+		stderr_tails(a, out);
 	PQclear(a);
 	PQclear(j);
 	return 0;
@@ -702,14 +753,36 @@ int pd_admin_job_replay(struct pd_db *db, long long id, const struct pd_admin_fm
 	return 0;
 }
 
-int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
-			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+/*
+ * Cancel job id (PENDING or BLOCKED) with reason (NULL: "cancelled by
+ * operator"); *r: its row (id, job_type, state, queue, dead_reason). Code 1
+ * naming the current state otherwise, 2 when absent.
+ */
+static int cancel_job(struct pd_db *db, long long id, const char *reason, PGresult **r,
+		      struct pd_err *e)
 {
 	static const char sql[] =
 	    "UPDATE pendulum.jobs SET state = 'CANCELLED', finished_at = now(),"
 	    " dead_reason = $2, last_error = $2"
 	    " WHERE id = $1 AND state IN ('PENDING', 'BLOCKED')"
 	    " RETURNING id, job_type, state, queue, dead_reason";
+	char ids[24];
+	const char *params[2] = {ids, reason ? reason : "cancelled by operator"};
+
+	snprintf(ids, sizeof(ids), "%lld", id);
+	if (pd_db_exec(db, sql, 2, params, PGRES_TUPLES_OK, r, e) < 0)
+		return -1;
+	if (PQntuples(*r) != 1) {
+		PQclear(*r);
+		*r = NULL;
+		return refuse(db, id, "cancel", "PENDING or BLOCKED", e);
+	}
+	return 0;
+}
+
+int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
+			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
 	/* clang-format off */
 	static const struct pd_admin_col cols[] = {
 	    {"id", NULL, 'n', 'b'},	  {"job_type", "type", 's', 'b'},
@@ -717,17 +790,10 @@ int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
 	    {"dead_reason", "reason", 's', 'b'},
 	};
 	/* clang-format on */
-	char ids[24];
-	const char *params[2] = {ids, reason ? reason : "cancelled by operator"};
 	PGresult *r;
 
-	snprintf(ids, sizeof(ids), "%lld", id);
-	if (pd_db_exec(db, sql, 2, params, PGRES_TUPLES_OK, &r, e) < 0)
+	if (cancel_job(db, id, reason, &r, e) < 0)
 		return -1;
-	if (PQntuples(r) != 1) {
-		PQclear(r);
-		return refuse(db, id, "cancel", "PENDING or BLOCKED", e);
-	}
 	if (fmt->json)
 		pd_admin_render_result(r, cols, NCOLS(cols), fmt, out);
 	else
@@ -1207,4 +1273,231 @@ int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
 	rc = missed_in(db, "pendulum.outbox", "message", ids, nids, r, "replayed", e);
 	PQclear(r);
 	return rc;
+}
+
+/* --- workflow runs --- */
+
+/* The runs with their state and job; $1 states, $2 tenant, $3 workflow, $4 the job's queue. */
+/* clang-format off */
+#define FLOW_FROM                                                                                  \
+	" FROM pendulum.workflow_runs r JOIN pendulum.workflow_run_states v ON v.run_id = r.id"    \
+	" JOIN pendulum.jobs j ON j.id = r.job_id WHERE"                                           \
+	" ($1::text[] IS NULL OR v.state = ANY ($1::text[])) AND ($2::text IS NULL OR r.tenant_id = $2)" \
+	" AND ($3::text IS NULL OR r.workflow = $3) AND ($4::text IS NULL OR j.queue = $4)"
+
+static const char flow_runs_sql[] =
+    "SELECT x.*, t.total FROM (SELECT count(*) AS total" FLOW_FROM ") t"
+    " LEFT JOIN LATERAL (SELECT r.id, r.workflow, v.state,"
+    " concat_ws(' ', r.position || coalesce('/' || array_length(r.steps, 1), ''),"
+    " r.steps[r.position + 1]), r.tenant_id, " SECS("now() - r.created_at") ", r.job_id,"
+    " CASE v.state WHEN 'WAITING' THEN 'signal ' || r.waiting_for"
+    " WHEN 'SLEEPING' THEN 'until ' || " ISO("r.sleep_until") " ELSE j.dead_reason END,"
+    " r.position, r.steps[r.position + 1], to_json(r.steps)::text, j.state, j.attempt, j.queue,"
+    " r.waiting_for, " ISO("r.sleep_until") ", " ISO("r.created_at") ", " ISO("r.updated_at") ","
+    " " ISO("j.finished_at") ", j.dead_reason"
+    FLOW_FROM " ORDER BY r.id DESC LIMIT $5 OFFSET $6) x ON true ORDER BY x.id DESC";
+#undef FLOW_FROM
+/* clang-format on */
+
+static const struct pd_admin_col flow_runs_cols[] = {
+    {"id", "run", 'n', 'b'},	       {"workflow", NULL, 's', 'b'},
+    {"state", NULL, 'S', 'b'},	       {"step_at", "step", 's', 't'},
+    {"tenant_id", "tenant", 's', 'b'}, {"age_s", "age", 'd', 'b'},
+    {"job_id", "job", 'n', 'b'},       {"note", NULL, 's', 't'},
+    {"position", NULL, 'n', 'j'},      {"step", NULL, 's', 'j'},
+    {"steps", NULL, 'j', 'j'},	       {"job_state", NULL, 's', 'j'},
+    {"attempt", NULL, 'n', 'j'},       {"queue", NULL, 's', 'j'},
+    {"waiting_for", NULL, 's', 'j'},   {"sleep_until", NULL, 's', 'j'},
+    {"created_at", NULL, 's', 'j'},    {"updated_at", NULL, 's', 'j'},
+    {"finished_at", NULL, 's', 'j'},   {"dead_reason", NULL, 's', 'j'},
+    {"total", NULL, 'n', 'j'},
+};
+
+int pd_admin_flow_runs(struct pd_db *db, const struct pd_admin_filter *f,
+		       const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	struct pd_admin_filter g = *f;
+	char *states = state_array(f);
+	PGresult *r;
+	int rc;
+
+	g.type = f->workflow; /* the listing's third parameter */
+	rc = run_listing(db, flow_runs_sql, &g, states, &r, e);
+	free(states);
+	if (rc < 0)
+		return -1;
+	pd_admin_render_result(r, flow_runs_cols, NCOLS(flow_runs_cols), fmt, out);
+	if (!fmt->json)
+		footer(r, f, "runs", out);
+	PQclear(r);
+	return 0;
+}
+
+/* clang-format off */
+static const char flow_show_sql[] =
+    "SELECT r.id, r.workflow, r.tenant_id, v.state, r.position, r.job_id, j.state,"
+    " j.attempt || '/' || j.max_attempts, j.attempt, j.max_attempts, j.queue, r.input::text,"
+    " to_json(r.steps)::text, r.signals::text, r.waiting_for, " ISO("r.wait_deadline") ","
+    " " ISO("r.sleep_until") ", " ISO("r.created_at") ", " ISO("r.updated_at") ","
+    " " ISO("j.finished_at") ", " SECS("now() - r.created_at") ", j.dead_reason, j.last_error,"
+    " j.result::text, j.result_is_text"
+    " FROM pendulum.workflow_runs r JOIN pendulum.workflow_run_states v ON v.run_id = r.id"
+    " JOIN pendulum.jobs j ON j.id = r.job_id WHERE r.id = $1";
+/* clang-format on */
+
+static const struct pd_admin_col flow_show_cols[] = {
+    {"id", NULL, 'n', 'b'},
+    {"workflow", NULL, 's', 'b'},
+    {"tenant_id", NULL, 's', 'b'},
+    {"state", NULL, 'S', 'b'},
+    {"position", NULL, 'n', 'b'},
+    {"job_id", NULL, 'n', 'b'},
+    {"job_state", NULL, 's', 'b'},
+    {"attempts", NULL, 's', 't'},
+    {"attempt", NULL, 'n', 'j'},
+    {"max_attempts", NULL, 'n', 'j'},
+    {"queue", NULL, 's', 'b'},
+    {"input", NULL, 'j', 'b'},
+    {"step_names", NULL, 'j', 'b'}, /* "steps" is the list of steps */
+    {"signals", NULL, 'j', 'b'},
+    {"waiting_for", NULL, 's', 'b'},
+    {"wait_deadline", NULL, 's', 'b'},
+    {"sleep_until", NULL, 's', 'b'},
+    {"created_at", NULL, 's', 'b'},
+    {"updated_at", NULL, 's', 'b'},
+    {"finished_at", NULL, 's', 'b'},
+    {"age_s", NULL, 'd', 'b'},
+    {"dead_reason", NULL, 's', 'b'},
+    {"last_error", NULL, 's', 'b'},
+    {"result", NULL, 'j', 'b'},
+    {"result_is_text", NULL, 'b', 'b'},
+};
+
+/*
+ * A run's steps: one row for each name the run recorded (or, while it has
+ * none, for each stored step, and the step at the position while the run is
+ * not over), in order. state: done (stored), the run's state for the step
+ * at the position, else pending; attempts: stored, or the job's attempt for
+ * the step at the position.
+ */
+/* clang-format off */
+static const char flow_steps_sql[] =
+    "SELECT i, coalesce(s.step_name, n.names[i + 1]), s.kind,"
+    " CASE WHEN s.run_id IS NOT NULL THEN 'done' WHEN i <> r.position THEN 'pending'"
+    " ELSE CASE v.state WHEN 'RUNNING' THEN 'running' WHEN 'WAITING' THEN 'waiting'"
+    " WHEN 'SLEEPING' THEN 'sleeping' WHEN 'DEAD_LETTERED' THEN 'dead'"
+    " WHEN 'CANCELLED' THEN 'cancelled' ELSE 'pending' END END,"
+    " coalesce(s.attempts, CASE WHEN i = r.position AND v.state <> 'SUCCEEDED'"
+    " THEN j.attempt END),"
+    " " ISO("s.started_at") ", " ISO("s.finished_at") ","
+    " " SECS("s.finished_at - s.started_at") ","
+    " CASE WHEN s.output_is_text THEN s.output #>> '{}' ELSE s.output::text END,"
+    " s.output::text, s.output_is_text, s.output_truncated"
+    " FROM pendulum.workflow_runs r JOIN pendulum.workflow_run_states v ON v.run_id = r.id"
+    " JOIN pendulum.jobs j ON j.id = r.job_id"
+    " CROSS JOIN LATERAL (SELECT coalesce(r.steps, ARRAY(SELECT w.step_name"
+    "  FROM pendulum.workflow_steps w WHERE w.run_id = r.id ORDER BY w.step_index)) AS names) n"
+    " CROSS JOIN LATERAL generate_series(0, greatest(coalesce(array_length(n.names, 1), 0),"
+    "  (SELECT coalesce(max(w.step_index) + 1, 0) FROM pendulum.workflow_steps w"
+    "   WHERE w.run_id = r.id),"
+    "  CASE WHEN r.steps IS NULL AND v.state NOT IN ('SUCCEEDED', 'CANCELLED')"
+    "  THEN r.position + 1 ELSE 0 END) - 1) i"
+    " LEFT JOIN pendulum.workflow_steps s ON s.run_id = r.id AND s.step_index = i"
+    " WHERE r.id = $1 ORDER BY i";
+/* clang-format on */
+
+static const struct pd_admin_col flow_step_cols[] = {
+    {"index", NULL, 'n', 'b'},
+    {"name", NULL, 's', 'b'},
+    {"kind", NULL, 's', 'b'},
+    {"state", NULL, 'S', 'b'},
+    {"attempts", NULL, 'n', 'b'},
+    {"started_at", "started", 's', 'b'},
+    {"finished_at", "finished", 's', 'b'},
+    {"duration_s", "duration", 'd', 'b'},
+    {"output_text", "output", 's', 't'},
+    {"output", NULL, 'j', 'j'},
+    {"output_is_text", NULL, 'b', 'j'},
+    {"output_truncated", NULL, 'b', 'j'},
+};
+
+int pd_admin_flow_show(struct pd_db *db, long long run, const struct pd_admin_fmt *fmt,
+		       struct pd_buf *out, struct pd_err *e)
+{
+	PGresult *r, *s;
+
+	if (fetch_show(db, run, "workflow run", flow_show_sql, NCOLS(flow_show_cols),
+		       flow_steps_sql, &r, &s, e) < 0)
+		return -1;
+	render_show(r, flow_show_cols, NCOLS(flow_show_cols), "steps", s, flow_step_cols,
+		    NCOLS(flow_step_cols), fmt, out);
+	PQclear(s);
+	PQclear(r);
+	return 0;
+}
+
+int pd_admin_flow_signal(struct pd_db *db, long long run, const char *name, const char *payload,
+			 const char *where, const struct pd_admin_fmt *fmt, struct pd_buf *out,
+			 struct pd_err *e)
+{
+	static const struct pd_admin_col cols[] = {
+	    {"run", NULL, 'n', 'b'},
+	    {"signal", NULL, 's', 'b'},
+	    {"woke", NULL, 'b', 'b'},
+	};
+	char ids[24];
+	int woke;
+
+	if (pd_flow_signal(db, run, name, payload, where, &woke, e) < 0)
+		return -1;
+	snprintf(ids, sizeof(ids), "%lld", run);
+	if (fmt->json) {
+		const char *row[3] = {ids, name, woke ? "t" : "f"};
+
+		pd_admin_render(cols, 3, row, 1, fmt, out);
+	} else {
+		pd_buf_printf(out, "workflow run %lld: signal '%s' sent; %s\n", run, name,
+			      woke ? "it woke the run"
+				   : "kept until a wait_for step of that name takes it");
+	}
+	return 0;
+}
+
+int pd_admin_flow_cancel(struct pd_db *db, long long run, const char *reason,
+			 const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	/* clang-format off */
+	static const struct pd_admin_col cols[] = {
+	    {"run", NULL, 'n', 'b'},	  {"job_id", "job", 'n', 'b'},
+	    {"job_type", "type", 's', 'b'}, {"state", NULL, 'S', 'b'},
+	    {"queue", NULL, 's', 'b'},	  {"dead_reason", "reason", 's', 'b'},
+	};
+	/* clang-format on */
+	struct pd_err inner = PD_ERR_INIT;
+	char ids[24];
+	long long job;
+	PGresult *r;
+
+	if (pd_flow_job(db, run, &job, e) < 0)
+		return -1;
+	if (cancel_job(db, job, reason, &r, &inner) < 0) {
+		pd_errf(e, inner.code, "workflow run %lld: %s", run, inner.msg);
+		return -1;
+	}
+	snprintf(ids, sizeof(ids), "%lld", run);
+	if (fmt->json) {
+		const char *row[6] = {ids,
+				      PQgetvalue(r, 0, 0),
+				      PQgetvalue(r, 0, 1),
+				      PQgetvalue(r, 0, 2),
+				      PQgetvalue(r, 0, 3),
+				      PQgetvalue(r, 0, 4)};
+
+		pd_admin_render(cols, 6, row, 1, fmt, out);
+	} else {
+		pd_buf_printf(out, "workflow run %lld cancelled (job %lld, queue %s)\n", run, job,
+			      PQgetvalue(r, 0, 3));
+	}
+	PQclear(r);
+	return 0;
 }

@@ -57,6 +57,9 @@ void pd_admin_age(double seconds, char *out, size_t n);
  */
 const char *pd_admin_state(const char *s);
 
+/* The same among names (NULL-terminated): the entry s names, or NULL. */
+const char *pd_admin_state_in(const char *const *names, const char *s);
+
 /* Parse a job id (a positive integer); code 64 "invalid job id 'x'". */
 int pd_admin_id(const char *s, long long *id, struct pd_err *e);
 
@@ -72,7 +75,8 @@ struct pd_admin_filter {
 	int nstates;
 	const char *tenant, *type, *queue;
 	long long limit, offset;
-	const char *topic; /* outbox list */
+	const char *topic;    /* outbox list */
+	const char *workflow; /* flow runs */
 };
 
 /* `jobs`: matching jobs, newest (highest id) first, then "1-50 of 1234 jobs" in a table. */
@@ -165,6 +169,48 @@ int pd_admin_outbox_list(struct pd_db *db, const struct pd_admin_filter *f,
  */
 int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
 			   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/*
+ * `flow runs`: the workflow runs matching f (states are run states, as
+ * pendulum.workflow_run_states names them; tenant, workflow, and queue of
+ * the run's job; type ignored), newest (highest id) first, with the step
+ * each is at, then "1-50 of 1234 runs" in a table; JSON rows carry the total.
+ */
+int pd_admin_flow_runs(struct pd_db *db, const struct pd_admin_filter *f,
+		       const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/*
+ * `flow show`: the run (state, position, job, input, ...), then one row per
+ * step: index, name, kind, state (done, pending, or for the step at the
+ * position the run's state in lower case: running, waiting, sleeping, dead,
+ * cancelled), attempts, start, finish, output. Code 2 when absent.
+ */
+int pd_admin_flow_show(struct pd_db *db, long long run, const struct pd_admin_fmt *fmt,
+		       struct pd_buf *out, struct pd_err *e);
+
+/*
+ * `flow signal`: pd_flow_signal (same codes), then whether it woke the run.
+ */
+int pd_admin_flow_signal(struct pd_db *db, long long run, const char *name, const char *payload,
+			 const char *where, const struct pd_admin_fmt *fmt, struct pd_buf *out,
+			 struct pd_err *e);
+
+/*
+ * `flow cancel`: cancel the run's job as pd_admin_job_cancel does (PENDING
+ * or BLOCKED only): code 2 when the run is absent, 1 naming the job's state.
+ */
+int pd_admin_flow_cancel(struct pd_db *db, long long run, const char *reason,
+			 const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/* The six workflow run states of pendulum.workflow_run_states, NULL-terminated. */
+extern const char *const pd_admin_flow_states[];
+
+/*
+ * The SQL of the per-workflow run counts (for `metrics`): workflow, then
+ * the counts in pd_admin_flow_states order; ordered by workflow, byte-wise.
+ */
+extern const char pd_admin_flow_sql[];
+#define PD_ADMIN_FLOW_NCOLS 7
 
 /* The three outbox states, in life order, NULL-terminated. */
 extern const char *const pd_admin_outbox_states[];

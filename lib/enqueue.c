@@ -93,20 +93,28 @@ static int json_error(struct pd_err *e, const struct pd_err *je, const char *whe
 	return pd_errf(e, PD_EX_DATAERR, "%s: %s", where, je->msg);
 }
 
-int pd_enqueue_one(struct pd_enqueue *q, const struct pd_jobspec *defaults, const char *text,
-		   size_t len, const char *where, int blank_is_empty, struct pd_err *e)
+int pd_enqueue_check_json(const char *text, size_t len, const char *where, struct pd_err *e)
 {
 	struct pd_json j = PD_JSON_INIT;
 	struct pd_err je = PD_ERR_INIT;
+
+	if (pd_json_parse(&j, text, len, &je) < 0)
+		return json_error(e, &je, where, 0);
+	pd_json_release(&j);
+	return 0;
+}
+
+int pd_enqueue_one(struct pd_enqueue *q, const struct pd_jobspec *defaults, const char *text,
+		   size_t len, const char *where, int blank_is_empty, struct pd_err *e)
+{
 	struct pd_jobspec s = *defaults;
 
 	if (text == NULL || (blank_is_empty && blank(text, len))) {
 		text = "{}";
 		len = 2;
 	}
-	if (pd_json_parse(&j, text, len, &je) < 0)
-		return json_error(e, &je, where, 0);
-	pd_json_release(&j);
+	if (pd_enqueue_check_json(text, len, where, e) < 0)
+		return -1;
 	s.payload = text;
 	s.payload_len = len;
 	add(q, &s, 0);

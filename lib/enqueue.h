@@ -48,6 +48,12 @@ void pd_enqueue_release(struct pd_enqueue *q);
 int pd_enqueue_read(int fd, struct pd_buf *b, struct pd_err *e);
 
 /*
+ * Check that text (len bytes) is one JSON value. Code 65 naming where, the
+ * line and the column: "invalid JSON in PAYLOAD at line 1, column 6: ...".
+ */
+int pd_enqueue_check_json(const char *text, size_t len, const char *where, struct pd_err *e);
+
+/*
  * One job: defaults with the payload text (len bytes, not NUL-terminated),
  * checked to be JSON; NULL, or with blank_is_empty nothing but white space,
  * is {}. where names the text in errors ("PAYLOAD", "stdin"). The text must

@@ -146,6 +146,16 @@ static void outbox_metrics(const PGresult *ob, const PGresult *f, struct out *o)
 	sample(o, "pendulum_outbox_writes_fenced_total", NULL, PQgetvalue(f, 0, 1));
 }
 
+/* Workflow runs: fl is pd_admin_flow_sql's result, every state of each workflow exported. */
+static void flow_metrics(const PGresult *fl, struct out *o)
+{
+	family(o, "pendulum_workflow_runs", "gauge", "Workflow runs of each workflow and state.");
+	for (int i = 0; i < PQntuples(fl); i++)
+		for (int s = 0; pd_admin_flow_states[s]; s++)
+			sample2(o, "pendulum_workflow_runs", "workflow", PQgetvalue(fl, i, 0),
+				"state", pd_admin_flow_states[s], PQgetvalue(fl, i, 1 + s));
+}
+
 int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd_buf *out,
 		       struct pd_err *e)
 {
@@ -165,7 +175,7 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 	    " GROUP BY outcome ORDER BY outcome COLLATE \"C\"";
 	char ms[24];
 	const char *params[1] = {ms};
-	PGresult *q = NULL, *w = NULL, *f = NULL, *a = NULL, *ob = NULL;
+	PGresult *q = NULL, *w = NULL, *f = NULL, *a = NULL, *ob = NULL, *fl = NULL;
 	struct out o = {out, json, ""};
 	int rc = -1;
 
@@ -178,10 +188,12 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 	    pd_db_exec(db, workers_sql, 1, params, PGRES_TUPLES_OK, &w, e) < 0 ||
 	    pd_db_exec(db, fenced_sql, 0, NULL, PGRES_TUPLES_OK, &f, e) < 0 ||
 	    pd_db_exec(db, attempts_sql, 0, NULL, PGRES_TUPLES_OK, &a, e) < 0 ||
-	    pd_db_exec(db, pd_admin_outbox_sql, 0, NULL, PGRES_TUPLES_OK, &ob, e) < 0)
+	    pd_db_exec(db, pd_admin_outbox_sql, 0, NULL, PGRES_TUPLES_OK, &ob, e) < 0 ||
+	    pd_db_exec(db, pd_admin_flow_sql, 0, NULL, PGRES_TUPLES_OK, &fl, e) < 0)
 		goto done;
 	if (PQnfields(q) != 10 || PQntuples(w) != 1 || PQnfields(w) != 4 || PQntuples(f) != 1 ||
-	    PQnfields(f) != 2 || PQnfields(ob) != PD_ADMIN_OUTBOX_NCOLS) {
+	    PQnfields(f) != 2 || PQnfields(ob) != PD_ADMIN_OUTBOX_NCOLS ||
+	    PQnfields(fl) != PD_ADMIN_FLOW_NCOLS) {
 		pd_errf(e, PD_EX_SOFTWARE, "metrics: unexpected result shape");
 		goto done;
 	}
@@ -200,6 +212,7 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 	sample(&o, "pendulum_worker_concurrency", NULL, PQgetvalue(w, 0, 3));
 	attempt_metrics(a, &o);
 	outbox_metrics(ob, f, &o);
+	flow_metrics(fl, &o);
 	rc = 0;
 done:
 	PQclear(q);
@@ -207,6 +220,7 @@ done:
 	PQclear(f);
 	PQclear(a);
 	PQclear(ob);
+	PQclear(fl);
 	if (rc == 0)
 		rc = pd_db_exec(db, "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL, e);
 	else if (pd_db_ok(db))

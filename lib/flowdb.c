@@ -1,0 +1,187 @@
+/*
+ * flowdb: start and signal workflow runs, find a run's job
+ * (sql/010_workflows.sql).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dur.h"
+#include "enqueue.h"
+#include "flowdb.h"
+
+void pd_flow_started_release(struct pd_flow_started *s)
+{
+	free(s->row);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The server's own words of a failed query, without pd_db_exec's "database error: ". */
+static const char *server_text(const struct pd_err *in)
+{
+	static const char prefix[] = "database error: ";
+
+	if (strncmp(in->msg, prefix, sizeof(prefix) - 1) == 0)
+		return in->msg + sizeof(prefix) - 1;
+	return in->msg;
+}
+
+/*
+ * e from the failed query's in, with code for SQLSTATE sqlstate (or for a
+ * state of its class when sqlstate is two characters) and the server's words.
+ */
+static int map_state(struct pd_err *e, const struct pd_err *in, const char *sqlstate, int code)
+{
+	if (strncmp(in->sqlstate, sqlstate, strlen(sqlstate)) != 0)
+		return 0;
+	pd_errf(e, code, "%s", server_text(in));
+	snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", in->sqlstate);
+	return 1;
+}
+
+/* e from in as it is (unless e is filled already); returns -1. */
+static int pass(struct pd_err *e, const struct pd_err *in)
+{
+	if (e->code == 0)
+		*e = *in;
+	return -1;
+}
+
+/* The statements of a start, in the open transaction. */
+static int start_in_tx(struct pd_db *db, const char *const *params, struct pd_flow_started *out,
+		       struct pd_err *e)
+{
+	/* clang-format off */
+	static const char start_sql[] =
+	    "SELECT pendulum.start_workflow($1, $2, $3::jsonb, $4, $5::integer, $6, $7::integer,"
+	    " CASE WHEN $8::jsonb IS NULL THEN NULL ELSE ARRAY(SELECT s.v FROM"
+	    " jsonb_array_elements_text($8::jsonb) WITH ORDINALITY AS s(v, i) ORDER BY s.i) END,"
+	    " $9::timestamptz, $10::bigint * interval '1 millisecond')";
+	/*
+	 * A second statement, so that it sees the row the function wrote: a
+	 * run whose row this transaction inserted is new; one that an
+	 * idempotency key named was there before.
+	 */
+	static const char row_sql[] =
+	    "SELECT r.job_id, r.xmin = pg_current_xact_id()::xid, row_to_json(r)::text"
+	    " FROM pendulum.workflow_runs r WHERE r.id = $1";
+	/* clang-format on */
+	char *id = NULL;
+	const char *rparams[1];
+	PGresult *r;
+
+	if (pd_db_value(db, start_sql, 10, params, &id, e) < 0)
+		return -1;
+	if (id == NULL)
+		return pd_errf(e, PD_EX_SOFTWARE, "start_workflow returned no run");
+	rparams[0] = id;
+	out->run = strtoll(id, NULL, 10);
+	if (pd_db_exec(db, row_sql, 1, rparams, PGRES_TUPLES_OK, &r, e) < 0) {
+		free(id);
+		return -1;
+	}
+	free(id);
+	if (PQntuples(r) != 1 || PQnfields(r) != 3) {
+		PQclear(r);
+		return pd_errf(e, PD_EX_SOFTWARE, "workflow run %lld vanished after its start",
+			       out->run);
+	}
+	out->job = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	out->created = PQgetvalue(r, 0, 1)[0] == 't';
+	out->row = pd_xstrdup(PQgetvalue(r, 0, 2));
+	PQclear(r);
+	return 0;
+}
+
+int pd_flow_start(struct pd_db *db, const char *name, const struct pd_jobspec *spec,
+		  const struct pd_flow *def, struct pd_flow_started *out, struct pd_err *e)
+{
+	struct pd_err inner = PD_ERR_INIT, ignore = PD_ERR_INIT;
+	struct pd_buf steps = PD_BUF_INIT;
+	char prio[24], max[24], at[PD_INSTANT_MAX], delay[24];
+	char *input = spec->payload ? pd_xstrndup(spec->payload, spec->payload_len) : NULL;
+	const char *params[10];
+	int rc = -1;
+
+	if (name == NULL || *name == '\0') {
+		free(input);
+		return pd_errf(e, PD_EX_USAGE, "the workflow name must not be empty");
+	}
+	snprintf(prio, sizeof(prio), "%lld", spec->priority);
+	snprintf(max, sizeof(max), "%lld", spec->max_attempts);
+	snprintf(delay, sizeof(delay), "%lld", spec->delay_ms);
+	if (spec->has_run_at)
+		pd_instant_format(spec->run_at_us, at, sizeof(at));
+	if (def)
+		pd_flow_steps_json(&steps, def);
+	params[0] = spec->tenant;
+	params[1] = name;
+	params[2] = input;
+	params[3] = spec->queue;
+	params[4] = spec->has_priority ? prio : NULL;
+	params[5] = spec->idempotency_key;
+	params[6] = spec->max_attempts > 0 ? max : NULL;
+	params[7] = def ? steps.data : NULL;
+	params[8] = spec->has_run_at ? at : NULL;
+	params[9] = spec->delay_ms >= 0 ? delay : NULL;
+	memset(out, 0, sizeof(*out));
+	if (pd_db_exec_script(db, "BEGIN", &inner) == 0 &&
+	    start_in_tx(db, params, out, &inner) == 0)
+		rc = pd_db_exec_script(db, "COMMIT", &inner);
+	if (rc < 0 && pd_db_ok(db))
+		pd_db_exec_script(db, "ROLLBACK", &ignore);
+	pd_buf_release(&steps);
+	free(input);
+	if (rc == 0)
+		return 0;
+	pd_flow_started_release(out);
+	/* a key of a job that is no run: unique_violation, raised by start_workflow */
+	if (map_state(e, &inner, "23505", PD_EX_CONFLICT) ||
+	    map_state(e, &inner, "22", PD_EX_DATAERR) || map_state(e, &inner, "23", PD_EX_DATAERR))
+		return -1;
+	return pass(e, &inner);
+}
+
+int pd_flow_signal(struct pd_db *db, long long run, const char *name, const char *payload,
+		   const char *where, int *woke, struct pd_err *e)
+{
+	static const char sql[] = "SELECT pendulum.signal_workflow($1::bigint, $2, $3::jsonb)";
+	struct pd_err inner = PD_ERR_INIT;
+	char ids[24], *v = NULL;
+	const char *params[3] = {ids, name, payload ? payload : "null"};
+
+	*woke = 0;
+	if (name == NULL || *name == '\0')
+		return pd_errf(e, PD_EX_USAGE, "the signal name must not be empty");
+	if (payload && pd_enqueue_check_json(payload, strlen(payload), where, e) < 0)
+		return -1;
+	snprintf(ids, sizeof(ids), "%lld", run);
+	if (pd_db_value(db, sql, 3, params, &v, &inner) == 0) {
+		*woke = v && v[0] == 't';
+		free(v);
+		return 0;
+	}
+	if (strcmp(inner.sqlstate, "P0002") == 0) /* no_data_found */
+		return pd_errf(e, PD_EX_NOTFOUND, "workflow run %lld not found", run);
+	/* object_not_in_prerequisite_state: the run is over */
+	if (map_state(e, &inner, "55000", PD_EX_CONFLICT) ||
+	    map_state(e, &inner, "22", PD_EX_DATAERR))
+		return -1;
+	return pass(e, &inner);
+}
+
+int pd_flow_job(struct pd_db *db, long long run, long long *job, struct pd_err *e)
+{
+	static const char sql[] = "SELECT job_id FROM pendulum.workflow_runs WHERE id = $1";
+	char ids[24], *v = NULL;
+	const char *params[1] = {ids};
+
+	snprintf(ids, sizeof(ids), "%lld", run);
+	if (pd_db_value(db, sql, 1, params, &v, e) < 0)
+		return -1;
+	if (v == NULL)
+		return pd_errf(e, PD_EX_NOTFOUND, "workflow run %lld not found", run);
+	*job = strtoll(v, NULL, 10);
+	free(v);
+	return 0;
+}
