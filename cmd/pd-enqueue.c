@@ -294,11 +294,14 @@ static int print_jobs(struct pd_db *db, const struct opts *o, const struct pd_en
 static int start_run(struct pd_app *a, const struct opts *o, const struct pd_jobspec *spec,
 		     long long *job, char *what, size_t n, struct pd_err *e)
 {
-	/* NULL: the first worker records the step names. */
-	const struct pd_flow *def = NULL;
+	/* NULL (no config file): the first worker records the step names. */
+	const struct pd_flow *def = pd_config_flow(&a->cfg, o->workflow);
 	struct pd_flow_started run = PD_FLOW_STARTED_INIT;
 
-	/* MERGE(workflows config): def = pd_config_flow(&a->cfg, o->workflow); */
+	if (def == NULL && a->cfg.path)
+		return pd_errf(e, PD_EX_USAGE,
+			       "unknown workflow '%s': %s has no such workflows: entry",
+			       o->workflow, a->cfg.path);
 	if (pd_flow_start(&a->db, o->workflow, spec, def, &run, e) < 0)
 		return -1;
 	if (!run.created)

@@ -716,15 +716,19 @@ static void outcome_of(struct worker *w, struct finished *f, struct pd_job_outco
 
 static void log_outcome(const struct pd_claimed *j, const struct pd_job_outcome *x)
 {
-	char q[300];
+	const struct pd_flow_write *fw = &x->o.flow;
+	char q[300], name[160], step[200] = "";
 
+	if (fw->run > 0) /* a workflow job: which run, and the step it was at */
+		snprintf(step, sizeof(step), " run=%lld step=%s", fw->run,
+			 fw->step_name ? pd_log_quote(name, sizeof(name), fw->step_name) : "-");
 	if (!x->applied) {
 		pd_log(PD_LOG_WARN, "fenced: the lease was taken over, outcome not written",
-		       "job=%lld attempt=%d outcome=%s", j->id, j->attempt, x->o.outcome);
+		       "job=%lld attempt=%d outcome=%s%s", j->id, j->attempt, x->o.outcome, step);
 		return;
 	}
-	pd_log(PD_LOG_INFO, "job done", "job=%lld attempt=%d outcome=%s state=%s%s%s", j->id,
-	       j->attempt, x->o.outcome, x->state, x->o.error ? " error=" : "",
+	pd_log(PD_LOG_INFO, "job done", "job=%lld attempt=%d outcome=%s state=%s%s%s%s", j->id,
+	       j->attempt, x->o.outcome, x->state, step, x->o.error ? " error=" : "",
 	       x->o.error ? pd_log_quote(q, sizeof(q), x->o.error) : "");
 }
 

@@ -78,6 +78,32 @@ EOF
 	[ "$(sql "SELECT array_to_string(steps, ',') || ' ' || position FROM pendulum.workflow_runs WHERE id = $id")" = "a,b,c,d 4" ]
 	[ "$(run_state "$id")" = SUCCEEDED ]
 	for s in a b c d; do [ "$(lines "$D/$s.count")" = 1 ]; done
+	# flow show lists each step with its output
+	run pd-admin flow show "$id" --json
+	[ "$status" -eq 0 ]
+	[ "$(jq -c '[.steps[] | [.name, .state, .attempts, .output.n]]' <<<"$output")" = '[["a","done",1,1],["b","done",1,1],["c","done",1,1],["d","done",1,1]]' ]
+}
+
+@test "pd-enqueue --workflow --wait starts a run and prints its last output" {
+	cat >"$CFG" <<EOF
+workflows:
+  two:
+    steps:
+      - name: a
+        run: 'jq -c "{twice: (.input.x * 2)}"'
+      - name: b
+        run: 'jq -c "{plus_one: (.outputs.a.twice + 1)}"'
+EOF
+	worker w1 -n 1
+	run --separate-stderr pd-enqueue -c "$CFG" --workflow two --wait '{"x": 20}'
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "$(sql "SELECT max(id) FROM pendulum.workflow_runs")" ]
+	[ "${lines[1]}" = '{"plus_one": 41}' ]
+	# a workflow the config does not define starts nothing
+	run --separate-stderr pd-enqueue -c "$CFG" --workflow too '{}'
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"unknown workflow 'too'"* ]]
+	[ "$(sql "SELECT count(*) FROM pendulum.workflow_runs")" = 1 ]
 }
 
 @test "kill -9 of the worker in step 3: steps 1 and 2 are not run again, step 3 at most twice" {
