@@ -509,14 +509,11 @@ static void outcome_json(struct pd_buf *b, const struct pd_job_outcome *x)
 		      x->token, finish_kind(o), o->backoff_ms);
 	if (o->flow.kind != PD_FLOW_WRITE_NONE)
 		pd_buf_printf(b, ",\"attempt\":%d", o->flow.attempts);
-	pd_buf_puts(b, ",\"result\":");
-	pd_buf_puts(b, o->result ? o->result : "null");
+	pd_json_member_raw(b, "result", o->result);
 	pd_buf_printf(b, ",\"result_is_text\":%s,\"result_truncated\":%s",
 		      o->result_is_text ? "true" : "false", o->result_truncated ? "true" : "false");
-	pd_buf_puts(b, ",\"error\":");
-	pd_json_quote_or_null(b, o->error);
-	pd_buf_puts(b, ",\"dead_reason\":");
-	pd_json_quote_or_null(b, o->dead_reason);
+	pd_json_member_str(b, "error", o->error);
+	pd_json_member_str(b, "dead_reason", o->dead_reason);
 	pd_buf_puts(b, ",\"outcome\":");
 	pd_json_quote(b, o->outcome, strlen(o->outcome));
 	if (o->exit_code >= 0)
@@ -525,8 +522,7 @@ static void outcome_json(struct pd_buf *b, const struct pd_job_outcome *x)
 		pd_buf_printf(b, ",\"signal\":%d", o->signal);
 	if (o->started_ago_ms >= 0)
 		pd_buf_printf(b, ",\"started_ago_ms\":%lld", o->started_ago_ms);
-	pd_buf_puts(b, ",\"stderr_tail\":");
-	pd_json_quote_or_null(b, o->stderr_tail);
+	pd_json_member_str(b, "stderr_tail", o->stderr_tail);
 	pd_buf_putc(b, '}');
 }
 
@@ -542,16 +538,11 @@ static void flow_json(struct pd_buf *b, const struct pd_job_outcome *x)
 	pd_buf_printf(b, ",\"ran_ms\":%lld,\"sleep_ms\":%lld", f->ran_ms, f->sleep_ms);
 	if (f->wait_ms >= 0)
 		pd_buf_printf(b, ",\"wait_ms\":%lld", f->wait_ms);
-	pd_buf_puts(b, ",\"name\":");
-	pd_json_quote_or_null(b, f->step_name);
-	pd_buf_puts(b, ",\"kind\":");
-	pd_json_quote_or_null(b, f->step_kind);
-	pd_buf_puts(b, ",\"signal\":");
-	pd_json_quote_or_null(b, f->signal);
-	pd_buf_puts(b, ",\"steps\":");
-	pd_buf_puts(b, f->steps ? f->steps : "null");
-	pd_buf_puts(b, ",\"output\":");
-	pd_buf_puts(b, f->output ? f->output : "null");
+	pd_json_member_str(b, "name", f->step_name);
+	pd_json_member_str(b, "kind", f->step_kind);
+	pd_json_member_str(b, "signal", f->signal);
+	pd_json_member_raw(b, "steps", f->steps);
+	pd_json_member_raw(b, "output", f->output);
 	pd_buf_printf(b, ",\"output_is_text\":%s,\"output_truncated\":%s}",
 		      f->output_is_text ? "true" : "false", f->output_truncated ? "true" : "false");
 }

@@ -821,3 +821,14 @@ void pd_json_quote_or_null(struct pd_buf *b, const char *s)
 	else
 		pd_buf_puts(b, "null");
 }
+
+void pd_json_member_str(struct pd_buf *b, const char *key, const char *s)
+{
+	pd_buf_printf(b, ",\"%s\":", key);
+	pd_json_quote_or_null(b, s);
+}
+
+void pd_json_member_raw(struct pd_buf *b, const char *key, const char *json)
+{
+	pd_buf_printf(b, ",\"%s\":%s", key, json ? json : "null");
+}

@@ -105,6 +105,14 @@ void pd_json_quote(struct pd_buf *b, const char *s, size_t n);
 /* s (NUL-terminated) as pd_json_quote writes it, or null when s is NULL. */
 void pd_json_quote_or_null(struct pd_buf *b, const char *s);
 
+/*
+ * For objects written a member at a time: ,"key": and then s as
+ * pd_json_quote_or_null writes it (str), or the JSON text json as it is, or
+ * null when it is NULL (raw). key is written as it is: no escaping.
+ */
+void pd_json_member_str(struct pd_buf *b, const char *key, const char *s);
+void pd_json_member_raw(struct pd_buf *b, const char *key, const char *json);
+
 /* 1 if s (n bytes) is valid UTF-8 (no overlongs, surrogates or > U+10FFFF), else 0. */
 int pd_json_valid_utf8(const char *s, size_t n);
 

@@ -275,19 +275,14 @@ static void job_line(struct pd_buf *b, const struct pd_claimed *j)
 	pd_buf_printf(b, "{\"id\":%lld,\"attempt\":%d,\"lease_token\":%lld,\"type\":", j->id,
 		      j->attempt, j->token);
 	pd_json_quote_or_null(b, j->type);
-	pd_buf_puts(b, ",\"queue\":");
-	pd_json_quote_or_null(b, j->queue);
-	pd_buf_puts(b, ",\"tenant\":");
-	pd_json_quote_or_null(b, j->tenant);
-	pd_buf_puts(b, ",\"traceparent\":");
-	pd_json_quote_or_null(b, j->traceparent);
-	pd_buf_puts(b, ",\"payload\":");
-	pd_buf_puts(b, j->payload ? j->payload : "null");
+	pd_json_member_str(b, "queue", j->queue);
+	pd_json_member_str(b, "tenant", j->tenant);
+	pd_json_member_str(b, "traceparent", j->traceparent);
+	pd_json_member_raw(b, "payload", j->payload);
 	pd_buf_printf(b, ",\"max_attempts\":%d,\"replay_count\":%d,\"run_at\":", j->max_attempts,
 		      j->replay_count);
 	pd_json_quote_or_null(b, j->run_at);
-	pd_buf_puts(b, ",\"idempotency_key\":");
-	pd_json_quote_or_null(b, j->idempotency_key);
+	pd_json_member_str(b, "idempotency_key", j->idempotency_key);
 	pd_buf_putc(b, '}');
 }
 
