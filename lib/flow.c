@@ -129,6 +129,14 @@ void pd_flow_plan(const struct pd_flow *def, const char *name, const char *ctx,
 	const struct pd_flow_step *s;
 
 	p->def = def;
+	if (ctx == NULL) {
+		p->action = PD_FLOW_FAIL;
+		pd_buf_printf(&p->reason,
+			      "no workflow run drives this job: start runs of '%s' with pd-enqueue "
+			      "--workflow or pendulum.start_workflow",
+			      name);
+		return;
+	}
 	if (pd_json_parse(&j, ctx, strlen(ctx), &e) == 0 && j.tok[0].type == PD_JSON_OBJECT &&
 	    (t = pd_json_get(&j, 0, "run")) >= 0)
 		pd_json_int(&j, t, &run);

@@ -81,9 +81,9 @@ struct pd_flow_plan {
 
 /*
  * Plan the job of a run of workflow name, from the run's context ctx
- * (pendulum.workflow_context's JSON) and definition def (NULL when this
- * worker has none: RETRY). p must be PD_FLOW_PLAN_INIT; release it with
- * pd_flow_plan_release.
+ * (pendulum.workflow_context's JSON; NULL: the job has no run, FAIL) and
+ * definition def (NULL when this worker has none: RETRY). p must be
+ * PD_FLOW_PLAN_INIT; release it with pd_flow_plan_release.
  *
  * The run's recorded step names must agree with def's at every index up to
  * and including the position (else FAIL, naming the difference); steps

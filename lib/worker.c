@@ -440,7 +440,7 @@ static void hold(const struct worker *w, struct held *r, const struct pd_claimed
 
 	memset(r, 0, sizeof(*r));
 	r->job = *c;
-	if (c->flow) {
+	if (strncmp(c->type, PD_FLOW_JOB_PREFIX, strlen(PD_FLOW_JOB_PREFIX)) == 0) {
 		const char *name = c->type + strlen(PD_FLOW_JOB_PREFIX);
 
 		r->plan = pd_xcalloc(1, sizeof(*r->plan));

@@ -104,6 +104,10 @@ EOF
 	[ "$status" -eq 64 ]
 	[[ "$stderr" == *"unknown workflow 'too'"* ]]
 	[ "$(sql "SELECT count(*) FROM pendulum.workflow_runs")" = 1 ]
+	# a job of a workflow's type with no run behind it is dead-lettered, saying why
+	job=$(sql "SELECT pendulum.enqueue('default', 'workflow:two', '{}')")
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" DEAD_LETTERED
+	[[ "$(sql "SELECT dead_reason FROM pendulum.jobs WHERE id = $job")" == "no workflow run drives this job"* ]]
 }
 
 @test "kill -9 of the worker in step 3: steps 1 and 2 are not run again, step 3 at most twice" {

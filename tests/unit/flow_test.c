@@ -131,6 +131,14 @@ int main(void)
 	like(p.reason.data, "invalid JSON at line 1", "the parser's message");
 	pd_flow_plan_release(&p);
 
+	is_int(plan(&def, NULL, &p), PD_FLOW_FAIL, "a workflow job without a run: fail");
+	is_str(p.reason.data,
+	       "no workflow run drives this job: start runs of 'place-order' with pd-enqueue "
+	       "--workflow or pendulum.start_workflow",
+	       "saying how runs start");
+	ok(p.s == NULL, "no step");
+	pd_flow_plan_release(&p);
+
 	ok(pd_flow_find(&def, 1, "place-order") == &def, "pd_flow_find: by name");
 	ok(pd_flow_find(&def, 1, "place") == NULL, "pd_flow_find: exact names only");
 	return done_testing();
