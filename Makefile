@@ -3,6 +3,7 @@
 #   make            library and binaries in build/
 #   make check      deps, normal and ASan+UBSan builds, every test on a real Postgres
 #   make demo       the state machine moving in your terminal
+#   make demo-flow  a durable workflow (examples/place-order) run step by step
 #   make bench      performance figures beside their targets (never gates anything)
 #   make lint       clang-format, shellcheck, mandoc -T lint
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -101,6 +102,9 @@ unit: all
 demo: deps all
 	sh scripts/demo
 
+demo-flow: deps all
+	sh scripts/demo-flow
+
 bench: deps all $(BENCH)
 	PD_BIN=$(abspath $(B))/bin PD_BENCH_BIN=$(abspath $(B))/bench sh scripts/bench
 
@@ -119,7 +123,7 @@ install: $(BINS)
 clean:
 	rm -rf build build-asan
 
-.PHONY: all deps check unit demo bench lint install clean
+.PHONY: all deps check unit demo demo-flow bench lint install clean
 .SECONDARY:
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
