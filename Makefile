@@ -36,7 +36,7 @@ UNITS     := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 HELPERS   := $(B)/tests/pd-test-tool
 SQL       := $(sort $(wildcard sql/[0-9]*.sql))
 MANS      := $(sort $(wildcard man/*.[1-9]))
-SCRIPTS   := $(shell grep -lE '^\#!.*(sh|bash)' scripts/* .ci/run 2>/dev/null) $(wildcard tests/*.bash)
+SCRIPTS   := $(shell grep -lE '^\#!.*(sh|bash)' scripts/* examples/*/*.sh .ci/run 2>/dev/null) $(wildcard tests/*.bash)
 BATS      := $(wildcard tests/*.bats)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH     := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
