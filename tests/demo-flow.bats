@@ -93,7 +93,7 @@ left_behind() {
 	log=$BATS_TEST_TMPDIR/demo-flow.out
 	sh "$PD_ROOT/scripts/demo-flow" </dev/null >"$log" 2>&1 &
 	demo=$!
-	wait_for 60 grep -q '^demo-flow: run [0-9]* is WAITING' "$log"
+	wait_for 60 grep -q '^demo-flow: run [0-9]* is WAITING' "$log" || { cat "$log"; false; }
 	dir=$(demo_dir "$log")
 	worker=$(demo_worker "$log")
 	[ -d "$dir" ]
