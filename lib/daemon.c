@@ -12,7 +12,73 @@
 #include "log.h"
 #include "sig.h"
 
-#define OWN_FDS 2 /* the signalfd and the database socket */
+#define OWN_FDS		2    /* the signalfd and the database socket */
+#define STATUS_EVERY_MS 1000 /* at most one STATUS= a second */
+
+/* Tell the service manager state; a failure is logged at debug and otherwise ignored. */
+static void notify(const struct pd_daemon *d, const char *state)
+{
+	if (pd_notify_send(&d->notify, state) < 0)
+		pd_log(PD_LOG_DEBUG, "notify failed", "error=\"%s\"", strerror(errno));
+}
+
+/* STOPPING=1, once. */
+static void notify_stopping(struct pd_daemon *d)
+{
+	if (!d->stopping_sent)
+		notify(d, "STOPPING=1");
+	d->stopping_sent = 1;
+}
+
+/* WATCHDOG=1 when it is due at now. */
+static void watchdog(struct pd_daemon *d, long long now)
+{
+	if (d->notify.watchdog_ms <= 0 || now < d->next_watchdog)
+		return;
+	notify(d, "WATCHDOG=1");
+	d->next_watchdog = now + d->notify.watchdog_ms;
+}
+
+/* The status line: the phase while draining, the database when it is down, else the engine's. */
+static void status_text(struct pd_daemon *d, struct pd_buf *b)
+{
+	if (d->phase != PD_DAEMON_SERVING)
+		pd_buf_puts(b, d->phase == PD_DAEMON_DRAINING ? "draining, " : "stopping, ");
+	if (d->db && !d->link.up)
+		pd_buf_puts(b, "database unavailable, reconnecting");
+	else if (d->ops->status)
+		d->ops->status(d, b);
+	else if (d->pool)
+		pd_buf_printf(b, "running %d of %d", pd_pool_busy(d->pool), d->pool->size);
+	else
+		pd_buf_puts(b, "serving");
+}
+
+/*
+ * STATUS= when the status line changed and the last one is a second old.
+ * Returns when a changed line may go out (the poll's deadline), or -1.
+ */
+static long long status(struct pd_daemon *d, long long now)
+{
+	struct pd_buf b = PD_BUF_INIT;
+	long long due = -1;
+
+	if (!pd_notify_enabled(&d->notify))
+		return -1;
+	pd_buf_puts(&b, "STATUS=");
+	status_text(d, &b);
+	if (strcmp(b.data, d->status) != 0) {
+		if (now >= d->next_status) {
+			notify(d, b.data);
+			snprintf(d->status, sizeof(d->status), "%s", b.data);
+			d->next_status = now + STATUS_EVERY_MS;
+		} else {
+			due = d->next_status;
+		}
+	}
+	pd_buf_release(&b);
+	return due;
+}
 
 int pd_daemon_timeout(long long deadline, long long now)
 {
@@ -100,6 +166,10 @@ int pd_daemon_open(struct pd_daemon *d, struct pd_err *e)
 	d->open_ms = pd_now_ms();
 	d->next_period = d->open_ms;
 	d->phase = PD_DAEMON_SERVING;
+	pd_notify_init(&d->notify);
+	d->next_watchdog = d->next_status = d->open_ms;
+	d->status[0] = '\0';
+	d->stopping_sent = 0;
 	d->drain_deadline = -1;
 	gethostname(d->host, sizeof(d->host) - 1);
 	pd_rng_seed(&d->rng, 0);
@@ -158,6 +228,20 @@ static void log_stop(const struct pd_daemon *d, int sig)
 	       pd_pool_busy(d->pool), d->drain_ms);
 }
 
+/* SIGHUP: on_reload, between RELOADING=1 (with the time, as sd_notify(3) asks) and READY=1. */
+static void reload(struct pd_daemon *d)
+{
+	char state[64];
+
+	snprintf(state, sizeof(state), "RELOADING=1\nMONOTONIC_USEC=%lld", pd_now_us());
+	notify(d, state);
+	if (d->ops->on_reload)
+		d->ops->on_reload(d);
+	else
+		pd_log(PD_LOG_INFO, "SIGHUP: nothing to reload", NULL);
+	notify(d, "READY=1");
+}
+
 static void on_signals(struct pd_daemon *d)
 {
 	int sig;
@@ -171,15 +255,11 @@ static void on_signals(struct pd_daemon *d)
 				d->ops->on_child(d);
 			break;
 		case SIGHUP:
-			if (d->ops->on_reload)
-				d->ops->on_reload(d);
-			else
-				pd_log(PD_LOG_INFO, "SIGHUP: nothing to reload", NULL);
+			reload(d);
 			break;
 		default:
 			d->stops++;
-			if (d->phase == PD_DAEMON_SERVING)
-				d->phase = PD_DAEMON_DRAINING;
+			pd_daemon_drain(d);
 			d->drain_deadline = d->stops == 1 ? pd_now_ms() + d->drain_ms : pd_now_ms();
 			if (d->pool)
 				log_stop(d, sig);
@@ -194,6 +274,7 @@ void pd_daemon_drain(struct pd_daemon *d)
 {
 	if (d->phase == PD_DAEMON_SERVING)
 		d->phase = PD_DAEMON_DRAINING;
+	notify_stopping(d);
 }
 
 int pd_daemon_drained(const struct pd_daemon *d)
@@ -250,9 +331,12 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 	struct pollfd *fds = pd_xcalloc((size_t)cap, sizeof(*fds));
 	int rc = 0;
 
+	notify(d, "READY=1");
 	for (;;) {
 		long long now = pd_now_ms(), deadline;
 		int nfds = 0, own, n, sockfd = -1, again;
+
+		watchdog(d, now);
 
 		if (d->db && !d->link.up && now >= d->link.next_connect && reconnect(d, e) < 0) {
 			rc = -1;
@@ -295,6 +379,9 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 		if (d->db && !d->link.up)
 			deadline = pd_deadline_min(deadline, d->link.next_connect);
 		now = pd_now_ms();
+		deadline = pd_deadline_min(deadline, status(d, now));
+		if (d->notify.watchdog_ms > 0)
+			deadline = pd_deadline_min(deadline, d->next_watchdog);
 		n = poll(fds, (nfds_t)nfds, again ? 0 : pd_daemon_timeout(deadline, now));
 		if (n < 0) {
 			if (errno == EINTR)
@@ -316,5 +403,6 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 			d->ops->on_io(d, fds + own, nfds - own);
 	}
 	free(fds);
+	notify_stopping(d);
 	return rc;
 }

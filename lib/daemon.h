@@ -27,6 +27,13 @@
  * children given drain_ms to end; a second signal shortens that to now;
  * at the deadline the children still running are stopped (PD_STOP_DRAIN)
  * and the phase is STOPPING.
+ *
+ * The loop also tells a service manager (lib/notify: nothing without
+ * $NOTIFY_SOCKET) what happens: READY=1 when it starts (connected, LISTEN
+ * and on_connect done); STATUS= when the status line changes, at most once
+ * a second; STOPPING=1 when the drain starts; RELOADING=1 before on_reload
+ * and READY=1 after it; WATCHDOG=1 every watchdog interval, the poll timeout
+ * bounded so that it keeps that rhythm when nothing happens.
  */
 #ifndef PD_DAEMON_H
 #define PD_DAEMON_H
@@ -36,6 +43,7 @@
 #include "config.h"
 #include "db.h"
 #include "link.h"
+#include "notify.h"
 #include "pool.h"
 #include "retry.h"
 
@@ -92,6 +100,14 @@ struct pd_daemon_ops {
 	/* SIGHUP: reload (a later issue fills it in). */
 	void (*on_reload)(struct pd_daemon *d);
 	/*
+	 * The engine's status line for the service manager into b (empty),
+	 * e.g. "running 3 of 4, 2 ready". Called each pass while a manager
+	 * listens, so cheap. NULL: "running N of M" with a pool, else "serving".
+	 * The loop prefixes the phase while draining and says when the database
+	 * is down.
+	 */
+	void (*status)(struct pd_daemon *d, struct pd_buf *b);
+	/*
 	 * 1: the loop ends (after on_tick). NULL: with a pool, once it is drained
 	 * (pd_daemon_drained) or, with until_idle, once idle is set and the pool
 	 * is empty with the database up; without a pool, at the first stop signal.
@@ -124,6 +140,13 @@ struct pd_daemon {
 	long long passes;      /* loop passes, for tests */
 	long long open_ms;     /* pd_now_ms() at open */
 	long long next_period; /* monotonic ms: on_period's next run */
+
+	/* the service manager (lib/notify) */
+	struct pd_notify notify;
+	long long next_watchdog; /* monotonic ms: WATCHDOG=1 is due */
+	long long next_status;	 /* monotonic ms: a changed STATUS= may be sent */
+	char status[256];	 /* the STATUS= line last sent */
+	int stopping_sent;	 /* STOPPING=1 was sent */
 };
 
 /*
@@ -135,13 +158,14 @@ void pd_daemon_init(struct pd_daemon *d, const struct pd_daemon_ops *ops, struct
 		    void *ctx, struct pd_pool *pool, const struct pd_engine_cfg *ec);
 
 /*
- * Block the daemon's signals behind a signalfd, ignore SIGPIPE, and connect
+ * Read the service manager's environment (pd_notify_init), block the
+ * daemon's signals behind a signalfd, ignore SIGPIPE, and connect
  * (LISTEN, on_connect first; "connected" logged at debug, a reconnect at info). Returns 0, or -1
  * with e filled (69 when the database is unreachable at start).
  */
 int pd_daemon_open(struct pd_daemon *d, struct pd_err *e);
 
-/* Run the loop until finished. Returns 0, or -1 with e filled. */
+/* Run the loop until finished (READY=1 first). Returns 0, or -1 with e filled. */
 int pd_daemon_run(struct pd_daemon *d, struct pd_err *e);
 
 /*

@@ -289,12 +289,25 @@ static long long deadline(struct pd_daemon *d)
 	return t;
 }
 
+/* The status line for the service manager: "idle", or "publishing 2 of 4". */
+static void status(struct pd_daemon *d, struct pd_buf *b)
+{
+	struct relay *r = d->ctx;
+	int busy = pd_pool_busy(&r->pool);
+
+	if (busy == 0)
+		pd_buf_puts(b, "idle");
+	else
+		pd_buf_printf(b, "publishing %d of %d", busy, r->pool.size);
+}
+
 static const char *const relay_channels[] = {"pendulum_outbox", NULL};
 
 static const struct pd_daemon_ops relay_ops = {
     .kind = {"relay", relay_channels, "messages", "publish commands"},
     .on_tick = on_tick,
     .deadline = deadline,
+    .status = status,
 };
 
 int pd_relay_run(const struct pd_relay_cfg *cfg, struct pd_db *db, struct pd_err *e)

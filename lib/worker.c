@@ -1334,6 +1334,18 @@ static void on_stop(struct pd_daemon *d, int sig, int count)
 	       "in_flight=%d", n);
 }
 
+/* The status line for the service manager: "idle", or "running 3 of 4, 2 ready". */
+static void status(struct pd_daemon *d, struct pd_buf *b)
+{
+	struct worker *w = d->ctx;
+	int running = w->pool.size - runs_free(w);
+
+	if (running == 0 && w->nready == 0)
+		pd_buf_puts(b, "idle");
+	else
+		pd_buf_printf(b, "running %d of %d, %d ready", running, w->pool.size, w->nready);
+}
+
 static const char *const worker_channels[] = {"pendulum_jobs", NULL};
 
 static const struct pd_daemon_ops worker_ops = {
@@ -1345,6 +1357,7 @@ static const struct pd_daemon_ops worker_ops = {
     .on_io = on_io,
     .on_notify = on_notify,
     .on_stop = on_stop,
+    .status = status,
     .finished = finished,
 };
 

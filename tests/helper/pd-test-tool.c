@@ -4,15 +4,22 @@
  *
  *   pd-test-tool run [OPTIONS] -- PROG [ARGS...]
  *   pd-test-tool kill-after MS [OPTIONS] -- PROG [ARGS...]
+ *   pd-test-tool notify-listen PATH
  *
  * The child's stdout goes to stdout verbatim, each stderr line to stderr as
  * "stderr: LINE", then one summary line on stderr:
  *
  *   result exit=N signal=S timed_out=0|1 truncated=0|1 killed=REASON|- tail_len=N
  *
+ * notify-listen binds a Unix datagram socket at PATH (what a service
+ * manager gives as $NOTIFY_SOCKET) and prints each datagram it receives,
+ * then a newline, flushed, until it is killed.
+ *
  * Exit 0 when the child ran (whatever it did), 70 when it could not be
  * started, 64 on bad usage.
  */
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -41,6 +48,7 @@ struct cmd {
 
 static int cmd_run(int argc, char **argv);
 static int cmd_kill_after(int argc, char **argv);
+static int cmd_notify_listen(int argc, char **argv);
 static int usage(void);
 
 static const struct cmd cmds[] = {
@@ -48,6 +56,7 @@ static const struct cmd cmds[] = {
      "run [--timeout MS] [--grace MS] [--limit BYTES] [--input STRING | --input-file FILE]\n"
      "        [--hold-fd] -- PROG [ARGS...]"},
     {"kill-after", cmd_kill_after, "kill-after MS [run options] -- PROG [ARGS...]"},
+    {"notify-listen", cmd_notify_listen, "notify-listen PATH"},
 };
 
 struct run_opts {
@@ -284,6 +293,39 @@ static int cmd_kill_after(int argc, char **argv)
 	close(sfd);
 	pd_buf_release(&o.input);
 	return rc;
+}
+
+static int cmd_notify_listen(int argc, char **argv)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	char buf[4096];
+	sigset_t all;
+	int fd;
+
+	if (argc != 2 || strlen(argv[1]) >= sizeof(a.sun_path))
+		return usage();
+	sigfillset(&all);
+	sigprocmask(SIG_UNBLOCK, &all, NULL); /* killed by the tests' SIGTERM */
+	memcpy(a.sun_path, argv[1], strlen(argv[1]));
+	unlink(argv[1]);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		fprintf(stderr, "%s: bind '%s': %s\n", pd_progname(), argv[1], strerror(errno));
+		return PD_EX_SOFTWARE;
+	}
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "%s: recv: %s\n", pd_progname(), strerror(errno));
+			return PD_EX_SOFTWARE;
+		}
+		fwrite(buf, 1, (size_t)n, stdout);
+		putchar('\n');
+		fflush(stdout);
+	}
 }
 
 int main(int argc, char **argv)
