@@ -100,6 +100,7 @@ static void help(void)
 	       "      --json               one JSON object a line instead of a table\n"
 	       "  -q, --quiet              log warnings and errors only\n"
 	       "  -v, --verbose            log debug messages\n"
+	       "      --log-format FORMAT  logfmt (default) or json, a line each\n"
 	       "  -h, --help               show this help\n"
 	       "  -V, --version            show the version\n\n"
 	       "Run 'pd-cron COMMAND --help' for a command's options. See pd-cron(1).\n");

@@ -51,6 +51,7 @@ static void help(void)
 	    "  -c, --config FILE            configuration file\n"
 	    "  -d, --database CONNINFO      libpq conninfo or URI (default $PD_DATABASE_URL)\n"
 	    "  -v, --verbose                log more\n"
+	    "      --log-format FORMAT      logfmt (default) or json, a line each\n"
 	    "  -h, --help                   show this help\n"
 	    "  -V, --version                show the version\n\n"
 	    "Exit status: 0 done, 1 idempotency key of a job that is no run, 2 dependency not\n"

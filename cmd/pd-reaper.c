@@ -26,6 +26,7 @@ static void help(void)
 	       "  -d, --database CONNINFO  libpq conninfo or URI (default $PD_DATABASE_URL)\n"
 	       "  -q, --quiet              log warnings and errors only\n"
 	       "  -v, --verbose            log debug messages\n"
+	       "      --log-format FORMAT  logfmt (default) or json, a line each\n"
 	       "  -h, --help               show this help\n"
 	       "  -V, --version            show the version\n\n"
 	       "pd-worker does the same pass unless --no-reap. See pd-reaper(1).\n");

@@ -38,6 +38,7 @@ static void help(void)
 	    "  -d, --database CONNINFO     libpq conninfo or URI (default $PD_DATABASE_URL)\n"
 	    "      --quiet                 log warnings and errors only\n"
 	    "  -v, --verbose               log debug messages\n"
+	    "      --log-format FORMAT     logfmt (default) or json, a line each\n"
 	    "  -h, --help                  show this help\n"
 	    "  -V, --version               show the version\n\n"
 	    "Exit 0 publishes; 64 or 65 dead-letters; anything else is retried with backoff.\n"

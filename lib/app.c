@@ -47,6 +47,12 @@ int pd_app_option(struct pd_app *a, struct pd_engine_cfg *engine, int ch, const 
 	case 'v':
 		a->verbosity++;
 		return 0;
+	case PD_APP_OPT_LOG_FORMAT:
+		if ((rc = pd_log_format_parse(arg)) < 0)
+			return pd_errf(e, PD_EX_USAGE,
+				       "option --log-format: '%s' is not logfmt or json", arg);
+		pd_log_set_format((enum pd_log_format)rc);
+		return 0;
 	case 'h':
 		help();
 		return 1;

@@ -25,6 +25,7 @@ enum {
 	PD_APP_OPT_POLL,
 	PD_APP_OPT_DRAIN,
 	PD_APP_OPT_IDLE,
+	PD_APP_OPT_LOG_FORMAT,
 	PD_APP_OPT_OWN
 };
 
@@ -32,6 +33,7 @@ enum {
 #define PD_APP_LONG_OPTIONS                                                                        \
 	{"config", required_argument, NULL, 'c'}, {"database", required_argument, NULL, 'd'},      \
 	    {"quiet", no_argument, NULL, PD_APP_OPT_QUIET}, {"verbose", no_argument, NULL, 'v'},   \
+	    {"log-format", required_argument, NULL, PD_APP_OPT_LOG_FORMAT},                        \
 	    {"help", no_argument, NULL, 'h'},                                                      \
 	{                                                                                          \
 		"version", no_argument, NULL, 'V'                                                  \
@@ -51,7 +53,8 @@ enum {
  * Take getopt's ch if it is an option the daemons share: with engine, the
  * PD_APP_ENGINE_LONG_OPTIONS (-n N, --batch N, --poll DURATION,
  * --drain-timeout DURATION, --until-idle) into it; always -c FILE,
- * -d CONNINFO, --quiet (or -q), -v, -h (help is called), -V. Anything else is
+ * -d CONNINFO, --quiet (or -q), -v, --log-format logfmt|json (set at once),
+ * -h (help is called), -V. Anything else is
  * reported as a bad option under synopsis. Returns 0 (taken), 1 (help or
  * version printed: exit 0), 2 (a bad option, reported: exit 64) or -1 (a bad
  * value: e filled, 64); for parse_args to return when not 0.
