@@ -6,11 +6,14 @@
 #   make demo-flow  a durable workflow (examples/place-order) run step by step
 #   make bench      performance figures beside their targets (never gates anything)
 #   make lint       clang-format, shellcheck, mandoc -T lint
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (SYSTEMDUNITDIR, SYSCONFDIR)
 
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
 MANDIR   ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 B        ?= build
 CC       ?= cc
 CFLAGS   ?= -O2 -g
@@ -36,6 +39,7 @@ UNITS     := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 HELPERS   := $(B)/tests/pd-test-tool
 SQL       := $(sort $(wildcard sql/[0-9]*.sql))
 MANS      := $(sort $(wildcard man/*.[1-9]))
+SYSD      := $(sort $(wildcard systemd/*.service systemd/*.timer))
 SCRIPTS   := $(shell grep -lE '^\#!.*(sh|bash)' scripts/* examples/*/*.sh .ci/run 2>/dev/null) $(wildcard tests/*.bash)
 BATS      := $(wildcard tests/*.bats)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
@@ -93,7 +97,13 @@ check: deps
 	$(MAKE) lint
 	$(MAKE) -j$$(nproc) all
 	$(MAKE) -j$$(nproc) B=build-asan SANITIZE=1 CC=clang all
+	$(MAKE) verify-units
 	sh scripts/check
+
+# systemd-analyze verify on the units (when it is installed), ExecStart= on
+# the binaries just built: see scripts/verify-units.
+verify-units: $(BINS)
+	sh scripts/verify-units $(abspath $(B))/bin
 
 # Only the unit tests, no Postgres needed.
 unit: all
@@ -119,11 +129,18 @@ install: $(BINS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
 	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)
 	for m in $(MANS); do s=$${m##*.}; install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s; done
+	# The units, ExecStart= on $(BINDIR); an example config, never over a real one.
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(SYSCONFDIR)/pendulum
+	for u in $(SYSD); do sed 's|@BINDIR@|$(BINDIR)|g' $$u >$(DESTDIR)$(SYSTEMDUNITDIR)/$${u##*/}.tmp && \
+		chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/$${u##*/}.tmp && \
+		mv $(DESTDIR)$(SYSTEMDUNITDIR)/$${u##*/}.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/$${u##*/} || exit 1; done
+	install -m 644 systemd/pendulum.sysusers $(DESTDIR)$(SYSUSERSDIR)/pendulum.conf
+	install -m 644 systemd/pendulum.yaml.example $(DESTDIR)$(SYSCONFDIR)/pendulum/pendulum.yaml.example
 
 clean:
 	rm -rf build build-asan
 
-.PHONY: all deps check unit demo demo-flow bench lint install clean
+.PHONY: all deps check verify-units unit demo demo-flow bench lint install clean
 .SECONDARY:
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
