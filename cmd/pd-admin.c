@@ -17,10 +17,12 @@
 #include "app.h"
 #include "cli.h"
 #include "clock.h"
+#include "dur.h"
 #include "enqueue.h"
 #include "jobs.h"
 #include "log.h"
 #include "metrics.h"
+#include "prune.h"
 #include "migrate.h"
 #include "top.h"
 
@@ -55,7 +57,7 @@ struct command {
 
 static cmd_fn cmd_jobs, cmd_on_id, cmd_dlq_list, cmd_dlq_replay, cmd_dlq_delete, cmd_dlq_purge,
     cmd_queues, cmd_depth, cmd_workers, cmd_metrics, cmd_top, cmd_outbox_stats, cmd_outbox_list,
-    cmd_outbox_replay, cmd_lease_check, cmd_flow_runs, cmd_flow_signal;
+    cmd_outbox_replay, cmd_lease_check, cmd_flow_runs, cmd_flow_signal, cmd_prune;
 static int cmd_migrate(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 
 #define FILTERS "state,tenant,type,queue,limit,offset,json"
@@ -87,6 +89,10 @@ static const struct command commands[] = {
      "delete old dead letters (retention)",
      "Delete the dead letters that died more than DURATION ago.", "older-than,queue,dry-run,json",
      0, 0, 0, 0},
+    {NULL, "prune", cmd_prune, "prune [--dry-run]", "delete finished history (retention:)",
+     "Delete finished jobs (with their attempts and workflow runs), published outbox\n"
+     "messages and gone workers older than the retention: of the configuration, in\n"
+     "batches, and print how many of each kind.", "dry-run,json", 0, 0, 0, 0},
     {NULL, "queues", cmd_queues, "queues", "jobs per queue and state, oldest runnable",
      "Per queue: jobs in each state, the runnable ones, and how long the oldest\n"
      "runnable job has waited since its run_at.", "json", 0, 0, 0, 0},
@@ -472,6 +478,58 @@ static int cmd_dlq_purge(struct pd_app *a, const struct command *c, struct args 
 {
 	(void)c;
 	return pd_admin_dlq_purge(&a->db, x->older_ms, x->f.queue, x->dry_run, fmt, out, e);
+}
+
+/* Progress of a long prune on a terminal: one line, redrawn. */
+static void prune_progress(void *arg, enum pd_prune_kind k, const struct pd_prune_report *rep)
+{
+	(void)arg;
+	fprintf(stderr, "\rpd-admin: prune: %s: %lld rows in %lld batches", pd_prune_kinds[k],
+		rep->rows[k], rep->batches[k]);
+}
+
+static int cmd_prune(struct pd_app *a, const struct command *c, struct args *x,
+		     const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	static const struct pd_admin_col cols[] = {
+	    {"kind", NULL, 's', 'b'},	 {"retention", NULL, 's', 'b'}, {"rows", NULL, 'n', 'b'},
+	    {"batches", NULL, 'n', 'b'}, {"dry_run", NULL, 'b', 'j'},
+	};
+	struct pd_prune_opts o = {.batch = 5000, .dry_run = x->dry_run};
+	struct pd_prune_report rep;
+	char cell[PD_PRUNE_NKINDS][3][PD_DUR_MAX];
+	const char *cells[PD_PRUNE_NKINDS * 5];
+	long long total = 0;
+	int rc;
+
+	(void)c;
+	if (isatty(STDERR_FILENO) && !x->dry_run)
+		o.progress = prune_progress;
+	rc = pd_prune(&a->db, &a->cfg.retention, &o, &rep, e);
+	if (o.progress && (rep.batches[0] || rep.batches[1] || rep.batches[2] || rep.batches[3] ||
+			   rep.batches[4]))
+		fputc('\n', stderr);
+	for (int k = 0; k < PD_PRUNE_NKINDS; k++) {
+		long long w = pd_prune_window(&a->cfg.retention, (enum pd_prune_kind)k);
+
+		if (w == PD_RETAIN_FOREVER)
+			snprintf(cell[k][0], PD_DUR_MAX, "forever");
+		else
+			pd_dur_format(w, cell[k][0], PD_DUR_MAX);
+		snprintf(cell[k][1], PD_DUR_MAX, "%lld", rep.rows[k]);
+		snprintf(cell[k][2], PD_DUR_MAX, "%lld", rep.batches[k]);
+		cells[5 * k] = pd_prune_kinds[k];
+		cells[5 * k + 1] = cell[k][0];
+		cells[5 * k + 2] = cell[k][1];
+		cells[5 * k + 3] = cell[k][2];
+		cells[5 * k + 4] = x->dry_run ? "t" : "f";
+		total += rep.rows[k];
+	}
+	pd_admin_render(cols, 5, cells, PD_PRUNE_NKINDS, fmt, out);
+	if (!fmt->json)
+		pd_buf_printf(out, "%s %lld row%s\n", x->dry_run ? "would prune" : "pruned", total,
+			      total == 1 ? "" : "s");
+	return rc;
 }
 
 static int cmd_queues(struct pd_app *a, const struct command *c, struct args *x,

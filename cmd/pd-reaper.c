@@ -19,7 +19,8 @@ static void help(void)
 {
 	printf(SYNOPSIS
 	       "\nGive expired leases back to their queues; dead-letter jobs whose attempts\n"
-	       "are exhausted and at-most-once jobs.\n\n"
+	       "are exhausted and at-most-once jobs; prune finished history older than its\n"
+	       "retention.\n\n"
 	       "      --interval DURATION  time between passes (default 5s)\n"
 	       "      --once               one pass, print what it did, and exit\n"
 	       "  -c, --config FILE        configuration file\n"
@@ -78,6 +79,8 @@ int main(int argc, char **argv)
 		goto fail;
 	if (r.once) {
 		printf("requeued %lld, dead-lettered %lld\n", st.requeued, st.dead);
+		if (st.pruned > 0)
+			printf("pruned %lld rows of finished history\n", st.pruned);
 		rc = pd_cli_finish_stdout();
 	}
 	pd_app_release(&a);

@@ -964,9 +964,8 @@ int pd_admin_dlq_delete(struct pd_db *db, const long long *ids, int nids,
 			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	static const char sql[] =
-	    "WITH d AS (DELETE FROM pendulum.jobs WHERE id = ANY ($1::bigint[])"
-	    " AND state = 'DEAD_LETTERED' RETURNING id, job_type, queue)"
-	    " SELECT id, job_type, queue FROM d ORDER BY id";
+	    "SELECT id, job_type, queue FROM pendulum.delete_jobs($1::bigint[], 'DEAD_LETTERED')"
+	    " ORDER BY id";
 	/* clang-format off */
 	static const struct pd_admin_col cols[] = {
 	    {"id", NULL, 'n', 'b'},
@@ -1004,7 +1003,9 @@ int pd_admin_dlq_purge(struct pd_db *db, long long older_ms, const char *queue, 
 	" AND coalesce(finished_at, created_at) < now() - $1::bigint * interval '1 millisecond'"   \
 	" AND ($2::text IS NULL OR queue = $2)"
 	static const char count_sql[] = "SELECT count(*)" OLD;
-	static const char purge_sql[] = "WITH d AS (DELETE" OLD " RETURNING 1) SELECT count(*) FROM d";
+	/* Through delete_jobs: what they counted stays in the metrics (sql/011). */
+	static const char purge_sql[] = "SELECT count(*) FROM pendulum.delete_jobs(ARRAY(SELECT id"
+					OLD "), 'DEAD_LETTERED')";
 /* clang-format on */
 #undef OLD
 	char ms[24], secs[32], age[32], *n = NULL;

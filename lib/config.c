@@ -50,6 +50,30 @@ void pd_engine_cfg_settle(struct pd_engine_cfg *c, const struct pd_engine_cfg *f
 		c->batch = file->batch > 0 ? file->batch : c->concurrency;
 }
 
+#define DAY_MS 86400000LL
+
+void pd_retention_init(struct pd_retention *r)
+{
+	r->succeeded_ms = 7 * DAY_MS;
+	r->cancelled_ms = 7 * DAY_MS;
+	r->dead_lettered_ms = 30 * DAY_MS;
+	r->outbox_published_ms = 7 * DAY_MS;
+	r->workers_gone_ms = DAY_MS;
+}
+
+/*
+ * The process's current retention (pd_config_retention). Kept by value: a
+ * reap pass inside an engine has no pointer to the engine's configuration.
+ */
+static struct pd_retention current_retention = {
+    7 * DAY_MS, 7 * DAY_MS, 30 * DAY_MS, 7 * DAY_MS, DAY_MS,
+};
+
+const struct pd_retention *pd_config_retention(void)
+{
+	return &current_retention;
+}
+
 void pd_config_init(struct pd_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -66,6 +90,7 @@ void pd_config_init(struct pd_config *c)
 	c->retry.base_ms = 1000;
 	c->retry.cap_ms = 3600000;
 	c->reaper.interval_ms = 5000;
+	pd_retention_init(&c->retention);
 	c->relay.engine.concurrency = 4;
 	c->relay.engine.batch = 0;
 	c->relay.visibility_ms = 60000;
@@ -161,7 +186,7 @@ static int strv(const struct pd_ydoc *d, const struct pd_ynode *n, const char *w
 }
 
 /* Fields: a key, a type, where it goes, and its range. */
-enum ftype { F_INT, F_LLONG, F_BOOL, F_DUR, F_FN };
+enum ftype { F_INT, F_LLONG, F_BOOL, F_DUR, F_RETAIN, F_FN };
 
 struct field {
 	const char *key;
@@ -189,6 +214,28 @@ static int dur_range(const struct pd_ydoc *d, const struct pd_ynode *n, long lon
 	}
 	*out = ms;
 	return 0;
+}
+
+/* A retention: a duration in range, the message naming 'forever' too. */
+static int retain_dur(const struct pd_ydoc *d, const struct pd_ynode *n, long long min,
+		      long long max, long long *out, struct pd_err *e)
+{
+	char desc[160], lo[PD_DUR_MAX], hi[PD_DUR_MAX];
+	long long ms;
+	struct pd_err ignored = PD_ERR_INIT;
+
+	if (n->type == PD_Y_SCALAR && pd_y_dur(d, n, &ms, CODE, &ignored) == 0 && ms >= min &&
+	    ms <= max) {
+		*out = ms;
+		return 0;
+	}
+	if (n->type != PD_Y_SCALAR)
+		return pd_y_dur(d, n, &ms, CODE, e); /* its message: the wrong type */
+	pd_dur_format(min, lo, sizeof(lo));
+	pd_dur_format(max, hi, sizeof(hi));
+	return pd_y_errf(d, n, CODE, e,
+			 "%s: expected 'forever' or a duration from %s to %s, got '%s'",
+			 pd_y_describe(n, desc, sizeof(desc)), lo, hi, n->value);
 }
 
 static int decode_fields(struct pd_config *c, const struct pd_ynode *map, const struct field *f,
@@ -231,6 +278,14 @@ static int decode_fields(struct pd_config *c, const struct pd_ynode *map, const 
 			if (dur_range(d, n, fi->min, fi->max, (long long *)(void *)dst, e) < 0)
 				return -1;
 			break;
+		case F_RETAIN:
+			if (n->type == PD_Y_SCALAR && strcmp(n->value, "forever") == 0) {
+				*(long long *)(void *)dst = PD_RETAIN_FOREVER;
+				break;
+			}
+			if (retain_dur(d, n, fi->min, fi->max, (long long *)(void *)dst, e) < 0)
+				return -1;
+			break;
 		case F_FN:
 			if (fi->fn(c, n, e) < 0)
 				return -1;
@@ -269,6 +324,22 @@ static const struct field retry_fields[] = {
 static const struct field reaper_fields[] = {
     {"interval", F_DUR, OFF(reaper.interval_ms), 1, DUR_MAX, NULL},
 };
+
+/* The longest retention short of forever: ten years. */
+#define RETAIN_MAX (10 * 365 * DAY_MS)
+
+static const struct field retention_fields[] = {
+    {"succeeded", F_RETAIN, OFF(retention.succeeded_ms), 1000, RETAIN_MAX, NULL},
+    {"cancelled", F_RETAIN, OFF(retention.cancelled_ms), 1000, RETAIN_MAX, NULL},
+    {"dead_lettered", F_RETAIN, OFF(retention.dead_lettered_ms), 1000, RETAIN_MAX, NULL},
+    {"outbox_published", F_RETAIN, OFF(retention.outbox_published_ms), 1000, RETAIN_MAX, NULL},
+    {"workers_gone", F_RETAIN, OFF(retention.workers_gone_ms), 1000, RETAIN_MAX, NULL},
+};
+
+static int dec_retention(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	return decode_fields(c, n, retention_fields, NFIELDS(retention_fields), e);
+}
 
 static int dec_worker(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
 {
@@ -687,6 +758,7 @@ static const struct section {
     {"worker", dec_worker},
     {"retry", dec_retry},
     {"reaper", dec_reaper},
+    {"retention", dec_retention},
     {"handlers", dec_handlers},
     {"relay", dec_relay},
     {"workflows", dec_workflows},
@@ -724,8 +796,10 @@ int pd_config_load(struct pd_config *c, const char *explicit_path, struct pd_err
 	if (path == NULL && (path = getenv("PD_CONFIG")) != NULL && *path == '\0')
 		path = NULL;
 	if (path == NULL) {
-		if (access(PD_CONFIG_DEFAULT_PATH, F_OK) < 0)
+		if (access(PD_CONFIG_DEFAULT_PATH, F_OK) < 0) {
+			current_retention = c->retention;
 			return 0; /* no file: the defaults */
+		}
 		path = PD_CONFIG_DEFAULT_PATH;
 	}
 	/* Checked here for the message; pd_ydoc_load opens it again. */
@@ -733,7 +807,8 @@ int pd_config_load(struct pd_config *c, const char *explicit_path, struct pd_err
 		return pd_errf(e, CODE, "config file '%s': %s", path, strerror(errno));
 	close(fd);
 	c->path = pd_xstrdup(path);
-	if (pd_ydoc_load(&c->doc, path, e) < 0)
+	if (pd_ydoc_load(&c->doc, path, e) < 0 || decode(c, e) < 0)
 		return -1;
-	return decode(c, e);
+	current_retention = c->retention;
+	return 0;
 }

@@ -36,6 +36,20 @@ struct pd_retry_cfg {
 	long long base_ms, cap_ms; /* the backoff: base x 2^(attempt-1), jittered, capped */
 };
 
+/*
+ * retention: how long finished history is kept, in milliseconds, each
+ * PD_RETAIN_FOREVER (never pruned) or a duration (lib/prune).
+ */
+#define PD_RETAIN_FOREVER (-1LL)
+
+struct pd_retention {
+	long long succeeded_ms;	       /* SUCCEEDED jobs, by finished_at (default 7d) */
+	long long cancelled_ms;	       /* CANCELLED jobs (7d) */
+	long long dead_lettered_ms;    /* DEAD_LETTERED jobs (30d) */
+	long long outbox_published_ms; /* PUBLISHED outbox messages, by published_at (7d) */
+	long long workers_gone_ms;     /* worker rows, by last_seen_at (1d) */
+};
+
 struct pd_config {
 	char *path;	    /* file read, or NULL */
 	char *database_url; /* NULL unset */
@@ -52,6 +66,7 @@ struct pd_config {
 	struct {
 		long long interval_ms;
 	} reaper;
+	struct pd_retention retention;
 	struct {
 		struct pd_engine_cfg engine;
 		long long visibility_ms, timeout_ms;
@@ -80,6 +95,16 @@ void pd_config_init(struct pd_config *c);
  * be released.
  */
 int pd_config_load(struct pd_config *c, const char *explicit_path, struct pd_err *e);
+
+/* The defaults of retention:. */
+void pd_retention_init(struct pd_retention *r);
+
+/*
+ * The retention: of the last configuration this process loaded without
+ * error (the defaults before any): what a reap pass prunes by. A reload
+ * (SIGHUP) that loads a new file changes it; one that fails leaves it.
+ */
+const struct pd_retention *pd_config_retention(void);
 
 /* Free everything; c holds the defaults again. */
 void pd_config_release(struct pd_config *c);

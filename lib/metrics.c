@@ -1,3 +1,4 @@
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,27 +103,156 @@ static void queue_metrics(const PGresult *q, struct out *o)
 		sample(o, "pendulum_dead_letters", PQgetvalue(q, i, 0), PQgetvalue(q, i, 6));
 }
 
-static void attempt_metrics(const PGresult *a, struct out *o)
+/* The histogram bounds, seconds: pendulum.metric_bounds() (sql/011) in the same order. */
+static const char *const bounds[] = {
+    "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1",
+    "2.5",   "5",    "10",    "30",   "60",  "300",  "900", "3600",
+};
+#define NBOUNDS ((int)(sizeof(bounds) / sizeof(bounds[0])))
+#define NOUT	((int)(sizeof(outcomes) / sizeof(outcomes[0])) - 1)
+
+/* One histogram: per-bucket counts (bucket NBOUNDS is +Inf) and the sum. */
+struct histo {
+	long long n[NBOUNDS + 1];
+	double sum;
+};
+
+/* What pendulum.metric_totals holds for one queue. */
+struct qtotals {
+	const char *queue; /* in the result */
+	long long attempts[NOUT];
+	struct histo run, wait;
+};
+
+/*
+ * The totals result t (kind, queue, outcome, bucket, n, seconds; ordered by
+ * kind then queue) by queue, in queue order: *nq of them, to free.
+ */
+static struct qtotals *by_queue(const PGresult *t, int *nq)
 {
+	struct qtotals *v = NULL;
+	int k = 0;
+
+	for (int i = 0; i < PQntuples(t); i++) {
+		const char *kind = PQgetvalue(t, i, 0), *queue = PQgetvalue(t, i, 1);
+		long long n = strtoll(PQgetvalue(t, i, 4), NULL, 10);
+		int b = atoi(PQgetvalue(t, i, 3)), q = 0, wait = strcmp(kind, "wait") == 0;
+		struct histo *h;
+
+		while (q < k && strcmp(v[q].queue, queue) != 0)
+			q++;
+		if (q == k) {
+			v = pd_xrealloc(v, (size_t)(k + 1) * sizeof(*v));
+			memset(&v[k], 0, sizeof(*v));
+			v[k++].queue = queue;
+		}
+		if (!wait)
+			for (int o = 0; o < NOUT; o++)
+				if (strcmp(PQgetvalue(t, i, 2), outcomes[o]) == 0)
+					v[q].attempts[o] += n;
+		h = wait ? &v[q].wait : &v[q].run;
+		if (b >= 0 && b <= NBOUNDS) {
+			h->n[b] += n;
+			h->sum += strtod(PQgetvalue(t, i, 5), NULL);
+		}
+	}
+	*nq = k;
+	return v;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct qtotals *)a)->queue, ((const struct qtotals *)b)->queue);
+}
+
+/* Every queue's histogram h of family name: cumulative buckets, +Inf, _sum, _count. */
+static void histogram(struct out *o, const char *name, const char *help, const struct qtotals *v,
+		      int nq, size_t off)
+{
+	char bucket[96], sum[96], count[96], val[48];
+
+	snprintf(bucket, sizeof(bucket), "%s_bucket", name);
+	snprintf(sum, sizeof(sum), "%s_sum", name);
+	snprintf(count, sizeof(count), "%s_count", name);
+	family(o, name, "histogram", help);
+	for (int q = 0; q < nq; q++) {
+		const struct histo *h =
+		    (const struct histo *)(const void *)((const char *)&v[q] + off);
+		long long c = 0;
+
+		for (int b = 0; b <= NBOUNDS; b++) {
+			c += h->n[b];
+			snprintf(val, sizeof(val), "%lld", c);
+			sample2(o, bucket, "queue", v[q].queue, "le",
+				b < NBOUNDS ? bounds[b] : "+Inf", val);
+		}
+		snprintf(val, sizeof(val), "%.6f", h->sum);
+		sample(o, sum, v[q].queue, val);
+		snprintf(val, sizeof(val), "%lld", c);
+		sample(o, count, v[q].queue, val);
+	}
+}
+
+/*
+ * The counters and histograms of pendulum.metric_totals (t): live rows plus
+ * what deleted rows counted, so that pruning and purging lower none.
+ */
+static void attempt_metrics(const PGresult *t, struct out *o)
+{
+	struct qtotals *v;
+	int nq;
+	char val[32];
+
 	family(o, "pendulum_attempts_total", "counter", "Finished attempts by outcome.");
 	for (int k = 0; outcomes[k]; k++) {
-		const char *v = "0";
+		long long n = 0;
 
-		for (int i = 0; i < PQntuples(a); i++)
-			if (strcmp(PQgetvalue(a, i, 0), outcomes[k]) == 0)
-				v = PQgetvalue(a, i, 1);
-		sample2(o, "pendulum_attempts_total", "outcome", outcomes[k], NULL, NULL, v);
+		for (int i = 0; i < PQntuples(t); i++)
+			if (strcmp(PQgetvalue(t, i, 0), "attempt") == 0 &&
+			    strcmp(PQgetvalue(t, i, 2), outcomes[k]) == 0)
+				n += strtoll(PQgetvalue(t, i, 4), NULL, 10);
+		snprintf(val, sizeof(val), "%lld", n);
+		sample2(o, "pendulum_attempts_total", "outcome", outcomes[k], NULL, NULL, val);
 	}
-	/* An outcome a later schema adds is exported too. */
-	for (int i = 0; i < PQntuples(a); i++) {
-		int known = 0;
+	/* An outcome a later schema adds is exported too (once: it is rare). */
+	for (int i = 0; i < PQntuples(t); i++) {
+		int known = strcmp(PQgetvalue(t, i, 0), "attempt") != 0;
 
 		for (int k = 0; outcomes[k] && !known; k++)
-			known = strcmp(PQgetvalue(a, i, 0), outcomes[k]) == 0;
-		if (!known)
-			sample2(o, "pendulum_attempts_total", "outcome", PQgetvalue(a, i, 0), NULL,
-				NULL, PQgetvalue(a, i, 1));
+			known = strcmp(PQgetvalue(t, i, 2), outcomes[k]) == 0;
+		for (int j = 0; j < i && !known; j++)
+			known = strcmp(PQgetvalue(t, j, 0), "attempt") == 0 &&
+				strcmp(PQgetvalue(t, j, 2), PQgetvalue(t, i, 2)) == 0;
+		if (!known) {
+			long long n = 0;
+
+			for (int j = i; j < PQntuples(t); j++)
+				if (strcmp(PQgetvalue(t, j, 0), "attempt") == 0 &&
+				    strcmp(PQgetvalue(t, j, 2), PQgetvalue(t, i, 2)) == 0)
+					n += strtoll(PQgetvalue(t, j, 4), NULL, 10);
+			snprintf(val, sizeof(val), "%lld", n);
+			sample2(o, "pendulum_attempts_total", "outcome", PQgetvalue(t, i, 2), NULL,
+				NULL, val);
+		}
 	}
+	v = by_queue(t, &nq);
+	if (nq > 1)
+		qsort(v, (size_t)nq, sizeof(*v), by_name);
+	family(o, "pendulum_queue_attempts_total", "counter",
+	       "Finished attempts of each queue by outcome.");
+	for (int q = 0; q < nq; q++)
+		for (int k = 0; k < NOUT; k++) {
+			snprintf(val, sizeof(val), "%lld", v[q].attempts[k]);
+			sample2(o, "pendulum_queue_attempts_total", "queue", v[q].queue, "outcome",
+				outcomes[k], val);
+		}
+	histogram(o, "pendulum_job_duration_seconds",
+		  "Run time of finished attempts (finished_at - started_at), by queue.", v, nq,
+		  offsetof(struct qtotals, run));
+	histogram(o, "pendulum_queue_wait_seconds",
+		  "Time from run_at to the start of a finished job's last attempt, by queue.", v,
+		  nq, offsetof(struct qtotals, wait));
+	free(v);
 }
 
 /* The outbox: ob is pd_admin_outbox_sql's result, f the counters (outbox's second). */
@@ -171,8 +301,8 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 					 " coalesce((SELECT value FROM pendulum.counters WHERE "
 					 "name = 'outbox_writes_fenced'), 0)";
 	static const char attempts_sql[] =
-	    "SELECT outcome, count(*) FROM pendulum.job_attempts WHERE outcome IS NOT NULL"
-	    " GROUP BY outcome ORDER BY outcome COLLATE \"C\"";
+	    "SELECT kind, queue, outcome, bucket, n, seconds FROM pendulum.metric_totals"
+	    " ORDER BY kind, queue COLLATE \"C\", outcome COLLATE \"C\", bucket";
 	char ms[24];
 	const char *params[1] = {ms};
 	PGresult *q = NULL, *w = NULL, *f = NULL, *a = NULL, *ob = NULL, *fl = NULL;
@@ -192,7 +322,7 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 	    pd_db_exec(db, pd_admin_flow_sql, 0, NULL, PGRES_TUPLES_OK, &fl, e) < 0)
 		goto done;
 	if (PQnfields(q) != 10 || PQntuples(w) != 1 || PQnfields(w) != 4 || PQntuples(f) != 1 ||
-	    PQnfields(f) != 2 || PQnfields(ob) != PD_ADMIN_OUTBOX_NCOLS ||
+	    PQnfields(f) != 2 || PQnfields(a) != 6 || PQnfields(ob) != PD_ADMIN_OUTBOX_NCOLS ||
 	    PQnfields(fl) != PD_ADMIN_FLOW_NCOLS) {
 		pd_errf(e, PD_EX_SOFTWARE, "metrics: unexpected result shape");
 		goto done;

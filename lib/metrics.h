@@ -6,9 +6,13 @@
  * Every family has its HELP and TYPE lines, even without samples; series
  * are unique and sorted by queue or topic (byte order). Gauges describe the
  * current state; pendulum_writes_fenced_total,
- * pendulum_outbox_writes_fenced_total and pendulum_attempts_total are
- * counters (the latter counts rows of pendulum.job_attempts, so deleting
- * dead letters lowers it: Prometheus reads that as a counter reset).
+ * pendulum_outbox_writes_fenced_total, pendulum_attempts_total and
+ * pendulum_queue_attempts_total are counters, and
+ * pendulum_job_duration_seconds and pendulum_queue_wait_seconds histograms
+ * by queue (bounds 5ms to 1h). The attempt counters and the histograms are
+ * pendulum.metric_totals (sql/011): the rows of the tables plus what the
+ * rows deleted by prune and dlq delete/purge counted, so they never go down
+ * unless rows are deleted by hand.
  */
 #ifndef PD_METRICS_H
 #define PD_METRICS_H

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "clock.h"
+#include "config.h"
 #include "err.h"
 #include "jobs.h"
 #include "log.h"
@@ -408,7 +410,7 @@ static int same_lease(const struct pd_lease *a, const struct pd_lease *b)
 	return a->id == b->id && a->token == b->token;
 }
 
-int pd_reap_pass(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
+static int reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
 {
 	struct pd_lease *before = NULL, *after = NULL, *late;
 	int nb = 0, na = 0, nl = 0, rc;
@@ -434,4 +436,58 @@ int pd_reap_pass(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
 	pd_leases_free(before, nb);
 	pd_leases_free(after, na);
 	return rc;
+}
+
+/* Log what a prune deleted, if anything. */
+static void log_pruned(const struct pd_prune_report *p)
+{
+	long long total = 0, batches = 0;
+
+	for (int k = 0; k < PD_PRUNE_NKINDS; k++) {
+		total += p->rows[k];
+		batches += p->batches[k];
+	}
+	if (total > 0)
+		pd_log(PD_LOG_INFO, "finished history pruned",
+		       "succeeded=%lld cancelled=%lld dead_lettered=%lld outbox_published=%lld "
+		       "workers_gone=%lld batches=%lld more=%d",
+		       p->rows[PD_PRUNE_SUCCEEDED], p->rows[PD_PRUNE_CANCELLED],
+		       p->rows[PD_PRUNE_DEAD_LETTERED], p->rows[PD_PRUNE_OUTBOX_PUBLISHED],
+		       p->rows[PD_PRUNE_WORKERS_GONE], batches, p->more);
+}
+
+int pd_reap_pass_prune(struct pd_db *db, int prune_batches, int batch, int *requeued, int *dead,
+		       struct pd_prune_report *pruned, struct pd_err *e)
+{
+	struct pd_prune_opts o = {.batch = batch, .max_batches = prune_batches};
+
+	memset(pruned, 0, sizeof(*pruned));
+	if (reap_leases(db, requeued, dead, e) < 0)
+		return -1;
+	if (prune_batches <= 0)
+		return 0;
+	if (pd_prune(db, pd_config_retention(), &o, pruned, e) < 0)
+		return -1;
+	log_pruned(pruned);
+	return 0;
+}
+
+int pd_reap_pass(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
+{
+	/*
+	 * When this process prunes next. The worker (lib/worker.c) calls this
+	 * pass with its database only, as often as every 50 ms when leases
+	 * expire: the schedule has to live here.
+	 */
+	static long long next_prune;
+	long long now = pd_now_ms();
+	struct pd_prune_report p;
+	int due = now >= next_prune;
+
+	if (pd_reap_pass_prune(db, due ? PD_REAP_WORKER_BATCHES : 0, PD_PRUNE_BATCH, requeued, dead,
+			       &p, e) < 0)
+		return -1;
+	if (due)
+		next_prune = now + (p.more ? 0 : PD_REAP_PRUNE_EVERY_MS);
+	return 0;
 }

@@ -6,6 +6,10 @@
  * logged and otherwise ignored, and a lost database is reconnected with
  * backoff, a pass running at once after each (re)connect.
  *
+ * Each pass also prunes finished history (lib/prune) by the retention:
+ * of the configuration: at most 20 statements of 5000 rows a pass, the rest
+ * at the next one.
+ *
  * Passes start interval apart on the monotonic clock (an absolute deadline
  * from the start of the previous one), not interval after the previous one
  * ended; a pass longer than the interval is followed by the next at once.
@@ -27,6 +31,7 @@ struct pd_reaper_stats {
 	long long passes;   /* passes that completed */
 	long long requeued; /* jobs given back as PENDING */
 	long long dead;	    /* jobs dead-lettered */
+	long long pruned;   /* rows of finished history deleted (lib/prune) */
 };
 
 /* Every field unset. */

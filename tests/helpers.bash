@@ -170,7 +170,7 @@ kill_all_workers() {
 
 # Empty the job tables and zero the counters (between tests of one file).
 reset_jobs() {
-	sql "TRUNCATE pendulum.jobs, pendulum.attempt_rows, pendulum.workers CASCADE;
+	sql "TRUNCATE pendulum.jobs, pendulum.attempt_rows, pendulum.workers, pendulum.retired_metrics CASCADE;
 	     UPDATE pendulum.counters SET value = 0"
 }
 

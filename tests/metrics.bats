@@ -15,7 +15,7 @@ setup() {
 
 # check_exposition: $output is valid Prometheus text format 0.0.4 as
 # Pendulum writes it: every line a HELP, a TYPE (gauge or counter; counters
-# named *_total) or a sample; each family's HELP and TYPE once, before its
+# or histogram; counters named *_total) or a sample; each family's HELP and TYPE once, before its
 # samples, which follow together; label values escaped; numeric values; no
 # series twice. Prints what is wrong.
 check_exposition() {
@@ -26,7 +26,7 @@ check_exposition() {
 		if (sampled[$3]) fail("HELP after samples")
 		next
 	}
-	/^# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (gauge|counter)$/ {
+	/^# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (gauge|counter|histogram)$/ {
 		if (type[$3]) fail("second TYPE")
 		if (sampled[$3]) fail("TYPE after samples")
 		if ($4 == "counter" && $3 !~ /_total$/) fail("counter not named _total")
@@ -40,6 +40,10 @@ check_exposition() {
 		re = "^[a-zA-Z_:][a-zA-Z0-9_:]*(\\{" label "(," label ")*\\})? -?[0-9]+(\\.[0-9]+)?$"
 		if ($0 !~ re) { fail("not a sample"); next }
 		name = $0; sub(/[{ ].*/, "", name)
+		# a histogram family h has samples h_bucket (with le), h_sum, h_count
+		if (!(name in type) && type[family] == "histogram" &&
+		    (name == family "_bucket" || name == family "_sum" || name == family "_count"))
+			name = family
 		if (!type[name]) fail("sample without TYPE")
 		if (name != family) fail("sample outside its family")
 		series = $0; sub(/ [^ ]*$/, "", series)

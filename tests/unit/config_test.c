@@ -924,6 +924,52 @@ static void test_engine_settle(void)
 	is_int(flags.until_idle, 0, "engine: until_idle stays off without the flag");
 }
 
+static void test_retention(void)
+{
+	struct pd_config c;
+	const struct pd_retention *cur;
+
+	pd_config_init(&c);
+	is_int(c.retention.succeeded_ms, 7 * 86400000LL, "retention: succeeded defaults to 7d");
+	is_int(c.retention.cancelled_ms, 7 * 86400000LL, "retention: cancelled defaults to 7d");
+	is_int(c.retention.dead_lettered_ms, 30 * 86400000LL,
+	       "retention: dead_lettered defaults to 30d");
+	is_int(c.retention.outbox_published_ms, 7 * 86400000LL,
+	       "retention: outbox_published defaults to 7d");
+	is_int(c.retention.workers_gone_ms, 86400000LL, "retention: workers_gone defaults to 1d");
+	good(&c,
+	     "retention:\n  succeeded: 2d12h\n  cancelled: forever\n  dead_lettered: 3650d\n"
+	     "  outbox_published: 90s\n",
+	     "retention: durations and forever");
+	is_int(c.retention.succeeded_ms, 60 * 3600000LL, "retention.succeeded");
+	is_int(c.retention.cancelled_ms, PD_RETAIN_FOREVER, "retention.cancelled: forever");
+	is_int(c.retention.dead_lettered_ms, 3650 * 86400000LL, "retention.dead_lettered");
+	is_int(c.retention.outbox_published_ms, 90000, "retention.outbox_published");
+	is_int(c.retention.workers_gone_ms, 86400000LL, "retention.workers_gone: default kept");
+	cur = pd_config_retention();
+	is_int(cur->succeeded_ms, 60 * 3600000LL, "the loaded retention is the process's");
+	pd_config_release(&c);
+	bad("retention:\n  succeeded: a week\n",
+	    "2:14: 'succeeded': expected 'forever' or a duration from 1s to 3650d, got "
+	    "'a week'",
+	    "retention: not a duration");
+	is_int(pd_config_retention()->succeeded_ms, 60 * 3600000LL,
+	       "a config that fails leaves the process's retention");
+	bad("retention:\n  cancelled: 500ms\n",
+	    "2:14: 'cancelled': expected 'forever' or a duration from 1s to 3650d, got "
+	    "'500ms'",
+	    "retention: below a second");
+	bad("retention:\n  workers_gone: Forever\n",
+	    "2:17: 'workers_gone': expected 'forever' or a duration from 1s to 3650d, "
+	    "got 'Forever'",
+	    "retention: forever is lower case");
+	bad("retention:\n  succeded: 1d\n",
+	    "2:3: unknown key 'succeded' in 'retention'; did you mean 'succeeded'?",
+	    "retention: unknown key");
+	bad("retention:\n  succeeded: [1d]\n",
+	    "2:14: 'succeeded': expected a duration, got a sequence", "retention: a sequence");
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -942,6 +988,7 @@ int main(void)
 	test_workflows();
 	test_yaml();
 	test_engine_settle();
+	test_retention();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		diag("could not remove the temporary directory");
