@@ -34,8 +34,8 @@ int pd_reload(const struct pd_config_source *src, const char *what, pd_reload_ap
 	if ((c = src->load(src->ctx, &e)) == NULL || apply(arg, c, &summary, &e) < 0) {
 		if (c != NULL)
 			src->drop(src->ctx, c);
-		pd_log(PD_LOG_ERROR, "config not reloaded: keeping the old one", "daemon=%s error=%s",
-		       what, pd_log_quote(q, sizeof(q), e.msg));
+		pd_log(PD_LOG_ERROR, "config not reloaded: keeping the old one",
+		       "daemon=%s error=%s", what, pd_log_quote(q, sizeof(q), e.msg));
 		pd_buf_release(&summary);
 		return 0;
 	}

@@ -114,10 +114,8 @@ static void on_reload(struct pd_daemon *d)
 }
 
 /* No finished hook: without a pool the loop ends at the first stop signal. */
-static const struct pd_daemon_ops ticker_ops = {.kind = {"ticker"},
-						.on_connect = on_connect,
-						.on_period = on_period,
-						.on_reload = on_reload};
+static const struct pd_daemon_ops ticker_ops = {
+    .kind = {"ticker"}, .on_connect = on_connect, .on_period = on_period, .on_reload = on_reload};
 
 int pd_ticker_run(const struct pd_ticker_cfg *cfg, struct pd_db *db, struct pd_tick_stats *st,
 		  struct pd_err *e)

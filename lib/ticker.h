@@ -28,9 +28,9 @@
 
 /* What a ticker does. */
 struct pd_ticker_cfg {
-	long long interval_ms; /* between the starts of two ticks; > 0 */
-	long long grace_ms;    /* SKIP fires an occurrence at most this late */
-	int once;	       /* one tick on the connection given: no election, no loop */
+	long long interval_ms;		/* between the starts of two ticks; > 0 */
+	long long grace_ms;		/* SKIP fires an occurrence at most this late */
+	int once;			/* one tick on the connection given: no election, no loop */
 	struct pd_config_source source; /* where SIGHUP reads the file; load NULL: none */
 };
 

@@ -151,7 +151,8 @@ static void merge_handlers(struct pd_worker_cfg *w, const struct pd_config *cfg)
 	if (n > 0)
 		memcpy(v, w->handlers, (size_t)n * sizeof(*v));
 	for (int i = 0; i < cfg->nhandlers; i++) {
-		const struct pd_handler *f = pd_handler_find(v, w->nhandlers, cfg->handlers[i].name);
+		const struct pd_handler *f =
+		    pd_handler_find(v, w->nhandlers, cfg->handlers[i].name);
 
 		if (f == NULL || strcmp(f->name, cfg->handlers[i].name) != 0)
 			v[n++] = cfg->handlers[i];
@@ -1552,7 +1553,8 @@ static void ready_rehold(struct worker *w)
 		const struct pd_handler *h;
 
 		if (r->plan != NULL)
-			continue; /* a workflow job: planned on the definition it was claimed under */
+			continue; /* a workflow job: planned on the definition it was claimed under
+				   */
 		h = pd_handler_find(w->cfg->handlers, w->cfg->nhandlers, r->job.type);
 		if (h == NULL)
 			continue; /* no longer handled here: it runs on the old handler */
@@ -1583,7 +1585,8 @@ static int reload_apply(void *arg, const struct pd_config *c, struct pd_buf *sum
 	if (pd_worker_settle(next, c, e) < 0)
 		goto refuse;
 	if (next->nhandlers == 0 && next->nflows == 0) {
-		pd_errf(e, PD_EX_CONFIG, "no handlers and no workflows: a worker would claim nothing");
+		pd_errf(e, PD_EX_CONFIG,
+			"no handlers and no workflows: a worker would claim nothing");
 		goto refuse;
 	}
 	w->cfg = next;
@@ -1604,8 +1607,8 @@ static int reload_apply(void *arg, const struct pd_config *c, struct pd_buf *sum
 	w->d.wake = 1; /* claim at once: there may be jobs of new types */
 	w->d.idle = 0;
 	w->reregister = 1;
-	pd_buf_printf(summary, "handlers=%d workflows=%d queues=%d", next->nhandlers,
-		      next->nflows, next->nqueues);
+	pd_buf_printf(summary, "handlers=%d workflows=%d queues=%d", next->nhandlers, next->nflows,
+		      next->nqueues);
 	return 0;
 refuse:
 	pd_worker_cfg_release(next);
