@@ -88,7 +88,7 @@ known_version() {
 	touch "$T/gate"
 	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $old" SUCCEEDED
 	ran "slow-old $old"
-	! grep -q "slow-new $old" "$T/ran"
+	run ! grep -q "slow-new $old" "$T/ran"
 	again=$(pd-enqueue slow '{}')
 	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $again" SUCCEEDED
 	ran "slow-new $again"
@@ -128,7 +128,7 @@ known_version() {
 	EOF
 	hup w
 	logged w 'msg="config reloaded" daemon=worker'
-	! logged w 'concurrency not reloaded'
+	run ! logged w 'concurrency not reloaded'
 	t=$(pd-enqueue t '{}')
 	u=$(pd-enqueue u '{}')
 	wait_for 10 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'" 2
@@ -157,7 +157,7 @@ known_version() {
 	b=$(pd-enqueue s '{}')
 	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $b" SUCCEEDED
 	ran "two $b"
-	! grep -q "one $b" "$T/ran"
+	run ! grep -q "one $b" "$T/ran"
 }
 
 @test "relay: a topic added on SIGHUP is published without a restart; a broken file keeps the old topics" {
