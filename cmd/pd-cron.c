@@ -500,6 +500,7 @@ static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	}
 	if (optind < argc)
 		return pd_cli_usage(sub_synopsis(), "unexpected argument '%s'", argv[optind]);
+	pd_app_source(a, &t.source);
 	if (connect_db(a, e) < 0 || pd_ticker_run(&t, &a->db, &st, e) < 0)
 		return -1;
 	if (!t.once)

@@ -43,25 +43,25 @@ int main(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct pd_err e = PD_ERR_INIT;
-	struct pd_reaper_cfg r;
+	struct pd_reaper_cfg flags, r;
 	struct pd_reaper_stats st;
 	struct pd_app a;
 	int ch, rc = 0;
 
 	pd_cli_init(argv[0]);
 	pd_app_init(&a);
-	pd_reaper_cfg_init(&r);
+	pd_reaper_cfg_init(&flags);
 	while ((ch = getopt_long(argc, argv, "+:c:d:qvhV", opts, NULL)) != -1) {
 		switch (ch) {
 		case O_INTERVAL:
-			if (pd_cli_dur("--interval", optarg, &r.interval_ms, &e) < 0)
+			if (pd_cli_dur("--interval", optarg, &flags.interval_ms, &e) < 0)
 				return pd_cli_usage(SYNOPSIS, "%s", e.msg);
-			if (r.interval_ms <= 0)
+			if (flags.interval_ms <= 0)
 				return pd_cli_usage(SYNOPSIS,
 						    "option --interval: must be positive");
 			break;
 		case O_ONCE:
-			r.once = 1;
+			flags.once = 1;
 			break;
 		default:
 			if ((rc = pd_app_option(&a, NULL, ch, optarg, help, SYNOPSIS, argv, &e)) !=
@@ -72,6 +72,9 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return pd_cli_usage(SYNOPSIS, "unexpected argument '%s'", argv[optind]);
+	r = flags;
+	r.flags = &flags; /* SIGHUP settles them over the file again */
+	pd_app_source(&a, &r.source);
 	if (pd_app_load(&a, &e) < 0 || pd_app_connect(&a, 1, &e) < 0)
 		goto fail;
 	pd_reaper_settle(&r, &a.cfg);

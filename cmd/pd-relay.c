@@ -136,17 +136,20 @@ static int parse_args(struct pd_relay_cfg *r, struct pd_app *app, int argc, char
 
 int main(int argc, char **argv)
 {
-	static struct pd_relay_cfg r;
+	static struct pd_relay_cfg flags, r;
 	struct pd_app app;
 	struct pd_err e = PD_ERR_INIT;
 	int rc;
 
 	pd_cli_init(argv[0]);
 	pd_app_init(&app);
-	pd_relay_cfg_init(&r);
-	rc = parse_args(&r, &app, argc, argv, &e);
+	pd_relay_cfg_init(&flags);
+	rc = parse_args(&flags, &app, argc, argv, &e);
 	if (rc != 0)
 		return pd_app_parse_exit(rc, SYNOPSIS, &e);
+	r = flags;
+	r.flags = &flags; /* SIGHUP settles them over the file again */
+	pd_app_source(&app, &r.source);
 	if (pd_app_load(&app, &e) < 0 || pd_relay_settle(&r, &app.cfg, &e) < 0 ||
 	    pd_app_connect(&app, 1, &e) < 0 || pd_relay_run(&r, &app.db, &e) < 0) {
 		pd_die_msg(e.msg);

@@ -49,7 +49,7 @@ static void help(void)
 	    "anything else is retried with backoff. See pd-worker(1).\n");
 }
 
-/* The handlers from the flags (owned strings), then the file's. */
+/* The handlers from the flags (owned strings). */
 struct handlers {
 	struct pd_handler v[MAX_HANDLERS];
 	int n;
@@ -168,27 +168,25 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 int main(int argc, char **argv)
 {
 	static struct handlers hs;
-	struct pd_worker_cfg w;
+	struct pd_worker_cfg flags, w;
 	struct pd_app app;
 	struct pd_err e = PD_ERR_INIT;
 	int rc;
 
 	pd_cli_init(argv[0]);
 	pd_app_init(&app);
-	pd_worker_cfg_init(&w);
-	rc = parse_args(&w, &hs, &app, argc, argv, &e);
+	pd_worker_cfg_init(&flags);
+	rc = parse_args(&flags, &hs, &app, argc, argv, &e);
 	if (rc != 0)
 		return pd_app_parse_exit(rc, SYNOPSIS, &e);
-	if (pd_app_load(&app, &e) < 0)
+	flags.handlers = hs.v;
+	flags.nhandlers = hs.n;
+	w = flags;
+	w.flags = &flags; /* SIGHUP settles them over the file again */
+	pd_app_source(&app, &w.source);
+	if (pd_app_load(&app, &e) < 0 || pd_worker_settle(&w, &app.cfg, &e) < 0)
 		goto fail;
-	/* A flag's handler for a type wins over the file's for the same type. */
-	for (int i = 0; i < app.cfg.nhandlers && hs.n < MAX_HANDLERS; i++) {
-		const struct pd_handler *f = pd_handler_find(hs.v, hs.n, app.cfg.handlers[i].name);
-
-		if (f == NULL || strcmp(f->name, app.cfg.handlers[i].name) != 0)
-			hs.v[hs.n++] = app.cfg.handlers[i];
-	}
-	if (hs.n == 0 && app.cfg.nflows == 0) {
+	if (w.nhandlers == 0 && w.nflows == 0) {
 		rc = pd_cli_usage(SYNOPSIS,
 				  "no handlers: give --handler TYPE=COMMAND, --exec "
 				  "TYPE=PATH, --stream TYPE=COMMAND, --stream-exec "
@@ -196,12 +194,7 @@ int main(int argc, char **argv)
 				  "file");
 		goto out;
 	}
-	w.handlers = hs.v;
-	w.nhandlers = hs.n;
-	w.flows = app.cfg.flows;
-	w.nflows = app.cfg.nflows;
-	if (pd_worker_settle(&w, &app.cfg, &e) < 0 || pd_app_connect(&app, 1, &e) < 0 ||
-	    pd_worker_run(&w, &app.db, &e) < 0)
+	if (pd_app_connect(&app, 1, &e) < 0 || pd_worker_run(&w, &app.db, &e) < 0)
 		goto fail;
 	rc = 0;
 	goto out;
@@ -211,6 +204,7 @@ fail:
 out:
 	for (int i = 0; i < MAX_HANDLERS; i++)
 		free(hs.owned[i]);
+	pd_worker_cfg_release(&w);
 	pd_app_release(&app);
 	return rc;
 }

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "log.h"
 #include "migrate.h"
+#include "reload.h"
 
 /* An engine option into c: 1 taken, 0 not one, -1 a bad value. */
 static int engine_option(struct pd_engine_cfg *c, int ch, const char *arg, struct pd_err *e)
@@ -81,19 +82,26 @@ void pd_app_init(struct pd_app *a)
 	a->db = (struct pd_db)PD_DB_INIT;
 }
 
-int pd_app_load(struct pd_app *a, struct pd_err *e)
+/* The file's log level (else the current one), moved by -v and -q. */
+static void apply_level(const struct pd_app *a)
 {
 	int level;
 
-	if (pd_config_load(&a->cfg, a->config_path, e) < 0)
-		return -1;
-	level = a->cfg.log_level >= 0 ? a->cfg.log_level : (int)pd_log_get_level();
+	level = a->cfg.log_level >= 0 ? a->cfg.log_level : a->base_level;
 	level -= a->verbosity;
 	if (level < PD_LOG_DEBUG)
 		level = PD_LOG_DEBUG;
 	if (level > PD_LOG_ERROR)
 		level = PD_LOG_ERROR;
 	pd_log_set_level((enum pd_log_level)level);
+}
+
+int pd_app_load(struct pd_app *a, struct pd_err *e)
+{
+	a->base_level = (int)pd_log_get_level(); /* before the file's, for a reload */
+	if (pd_config_load(&a->cfg, a->config_path, e) < 0)
+		return -1;
+	apply_level(a);
 	return 0;
 }
 
@@ -117,4 +125,52 @@ void pd_app_release(struct pd_app *a)
 {
 	pd_db_close(&a->db);
 	pd_config_release(&a->cfg);
+	for (int i = 0; i < a->nretired; i++)
+		pd_config_free(a->retired[i]);
+	free(a->retired);
+	a->retired = NULL;
+	a->nretired = 0;
+}
+
+static struct pd_config *source_load(void *ctx, struct pd_err *e)
+{
+	struct pd_app *a = ctx;
+	struct pd_config *c = pd_config_new();
+
+	if (pd_config_load(c, a->config_path, e) < 0) {
+		pd_config_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Swap c in as a->cfg; the old one goes to the retired list (things point into it). */
+static void source_keep(void *ctx, struct pd_config *c)
+{
+	struct pd_app *a = ctx;
+	struct pd_config *old = pd_xmalloc(sizeof(*old));
+	const char *was = a->cfg.database_url ? a->cfg.database_url : "";
+
+	if (strcmp(was, c->database_url ? c->database_url : "") != 0)
+		pd_log(PD_LOG_WARN, "database_url not reloaded: it needs a restart", NULL);
+	*old = a->cfg; /* a plain move: the config holds no pointer to itself */
+	a->retired = pd_xrealloc(a->retired, (size_t)(a->nretired + 1) * sizeof(*a->retired));
+	a->retired[a->nretired++] = old;
+	a->cfg = *c;
+	free(c);
+	apply_level(a);
+}
+
+static void source_drop(void *ctx, struct pd_config *c)
+{
+	(void)ctx;
+	pd_config_free(c);
+}
+
+void pd_app_source(struct pd_app *a, struct pd_config_source *src)
+{
+	src->load = source_load;
+	src->keep = source_keep;
+	src->drop = source_drop;
+	src->ctx = a;
 }

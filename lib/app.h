@@ -16,6 +16,9 @@ struct pd_app {
 	int json;		 /* --json */
 	struct pd_config cfg;
 	struct pd_db db;
+	struct pd_config **retired; /* configs a reload replaced, kept until pd_app_release */
+	int nretired;
+	int base_level; /* the log level before the file's (pd_app_load) */
 };
 
 /* Long-option values the programs share; a program's own start at PD_APP_OPT_OWN. */
@@ -74,5 +77,17 @@ int pd_app_load(struct pd_app *a, struct pd_err *e);
 /* Connect (code 69 on failure); with check_schema, refuse a database that needs migrating (78). */
 int pd_app_connect(struct pd_app *a, int check_schema, struct pd_err *e);
 void pd_app_release(struct pd_app *a);
+
+struct pd_config_source;
+
+/*
+ * The source a daemon reloads its config from on SIGHUP (lib/reload): the
+ * file pd_app_load found (-c, else $PD_CONFIG, else the default path) read
+ * again. The config the engine moves onto becomes a->cfg, with the log
+ * level applied again (-v and -q still count); the one before is kept until
+ * pd_app_release, since the engine's old settings may point into it. A
+ * database_url that changed is logged: it needs a restart.
+ */
+void pd_app_source(struct pd_app *a, struct pd_config_source *src);
 
 #endif

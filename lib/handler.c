@@ -24,3 +24,21 @@ int pd_handler_terminal(const struct pd_handler *h, int code)
 			return 1;
 	return 0;
 }
+
+/* Both NULL, or equal strings. */
+static int same_str(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+int pd_handler_same_command(const struct pd_handler *a, const struct pd_handler *b)
+{
+	char *const *x = a->exec_argv, *const *y = b->exec_argv;
+
+	if (a->mode != b->mode || !same_str(a->run, b->run) || (x == NULL) != (y == NULL))
+		return 0;
+	for (; x && *x && *y; x++, y++)
+		if (strcmp(*x, *y) != 0)
+			return 0;
+	return x == NULL || (*x == NULL && *y == NULL);
+}

@@ -30,4 +30,11 @@ const struct pd_handler *pd_handler_find(const struct pd_handler *v, int n, cons
 /* 1 if code is terminal for h: 64 (EX_USAGE), 65 (EX_DATAERR) or one of h's codes. */
 int pd_handler_terminal(const struct pd_handler *h, int code);
 
+/*
+ * 1 if a and b run the same command the same way: the same mode, and the
+ * same run string or the same exec argv (a reload keeps a stream handler's
+ * process only then).
+ */
+int pd_handler_same_command(const struct pd_handler *a, const struct pd_handler *b);
+
 #endif

@@ -274,7 +274,9 @@ int pd_worker_register(struct pd_db *db, const char *id, const char *host, int p
 	static const char sql[] =
 	    "INSERT INTO pendulum.workers (id, host, pid, queues, job_types, concurrency)"
 	    " VALUES ($1, $2, $3, $4, $5, $6)"
-	    " ON CONFLICT (id) DO UPDATE SET last_seen_at = now(), in_flight = 0";
+	    " ON CONFLICT (id) DO UPDATE SET last_seen_at = now(), in_flight = 0,"
+	    " queues = EXCLUDED.queues, job_types = EXCLUDED.job_types,"
+	    " concurrency = EXCLUDED.concurrency";
 	struct pd_buf q = PD_BUF_INIT, t = PD_BUF_INIT;
 	char p[16], c[16];
 	const char *params[6];

@@ -39,6 +39,28 @@ static int is_applied(PGresult *res, int version)
 	return -1;
 }
 
+/* The newest version this binary knows. */
+static int known_version(void)
+{
+	return pd_nmigrations > 0 ? pd_migrations[pd_nmigrations - 1].version : 0;
+}
+
+/*
+ * The applied versions in res (ordered) go past what this binary knows: -1
+ * with e filled (78) saying so, naming both versions; else 0.
+ */
+static int newer_schema(PGresult *res, struct pd_err *e)
+{
+	int n = res ? PQntuples(res) : 0, top = n > 0 ? atoi(PQgetvalue(res, n - 1, 0)) : 0;
+
+	if (top <= known_version())
+		return 0;
+	return pd_errf(e, PD_EX_CONFIG,
+		       "database schema is at version %d, newer than this %s knows (%d): upgrade "
+		       "the binaries",
+		       top, pd_progname(), known_version());
+}
+
 static int apply_one(struct pd_db *db, const struct pd_migration *m, struct pd_err *e)
 {
 	char version[16];
@@ -72,7 +94,7 @@ int pd_migrate_apply(struct pd_db *db, int *applied, struct pd_err *e)
 	if (pd_db_exec(db, "SELECT pg_advisory_lock(" MIGRATE_LOCK ")", 0, NULL, PGRES_TUPLES_OK,
 		       NULL, e) < 0)
 		return -1;
-	if (applied_versions(db, &res, e) < 0)
+	if (applied_versions(db, &res, e) < 0 || newer_schema(res, e) < 0)
 		goto out;
 	for (int i = 0; i < pd_nmigrations; i++) {
 		if (is_applied(res, pd_migrations[i].version) >= 0)
@@ -116,6 +138,10 @@ int pd_migrate_check(struct pd_db *db, struct pd_err *e)
 
 	if (applied_versions(db, &res, e) < 0)
 		return -1;
+	if (newer_schema(res, e) < 0) {
+		PQclear(res);
+		return -1;
+	}
 	for (int i = 0; i < pd_nmigrations; i++)
 		if (is_applied(res, pd_migrations[i].version) < 0)
 			missing++;

@@ -25,14 +25,20 @@ struct pd_migration_status {
 /*
  * Apply every pending migration, each in its own transaction, holding a
  * session advisory lock so that concurrent migrators serialise. *applied
- * gets the number applied by this call (0: already up to date).
+ * gets the number applied by this call (0: already up to date). A schema
+ * newer than this binary knows is refused (78), nothing applied.
  */
 int pd_migrate_apply(struct pd_db *db, int *applied, struct pd_err *e);
 
 /* Fill st[pd_nmigrations] with what is applied and what is pending. */
 int pd_migrate_status(struct pd_db *db, struct pd_migration_status *st, struct pd_err *e);
 
-/* 0 if the schema is at the newest version, else -1 with code 78 saying to run migrate. */
+/*
+ * 0 if the schema is at the newest version this binary knows; else -1 with
+ * code 78: behind, saying to run 'pd-admin migrate'; newer (an older binary
+ * against an upgraded database), naming both versions and saying to upgrade
+ * the binaries.
+ */
 int pd_migrate_check(struct pd_db *db, struct pd_err *e);
 
 #endif

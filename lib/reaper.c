@@ -1,3 +1,4 @@
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon.h"
@@ -6,7 +7,9 @@
 #include "reaper.h"
 
 struct reaper {
-	const struct pd_reaper_cfg *cfg;
+	const struct pd_reaper_cfg *cfg; /* the caller's, or own after a reload */
+	struct pd_reaper_cfg *own;	 /* the settings of the last reload, or NULL */
+	struct pd_reload_keep kept;	 /* the settings reloads replaced */
 	struct pd_reaper_stats *st;
 	struct pd_daemon d;
 };
@@ -73,8 +76,46 @@ static int on_period(struct pd_daemon *d, struct pd_err *e)
 	return 0;
 }
 
+/* SIGHUP's apply step (lib/reload): the flags over the new file, then move onto them. */
+static int reload_apply(void *arg, const struct pd_config *c, struct pd_buf *summary,
+			struct pd_err *e)
+{
+	struct reaper *r = arg;
+	struct pd_reaper_cfg *next = pd_xmalloc(sizeof(*next));
+	long long soon;
+
+	(void)e;
+	*next = *r->cfg->flags;
+	next->flags = r->cfg->flags;
+	next->source = r->cfg->source;
+	pd_reaper_settle(next, c);
+	if (r->own)
+		pd_reload_keep(&r->kept, r->own);
+	r->own = next;
+	r->cfg = next;
+	/* The next pass an interval after the last one started, at the latest. */
+	soon = r->d.next_period - r->d.period_ms + next->interval_ms;
+	r->d.period_ms = next->interval_ms;
+	if (soon < r->d.next_period)
+		r->d.next_period = soon;
+	pd_buf_printf(summary, "interval_ms=%lld", next->interval_ms);
+	return 0;
+}
+
+static void on_reload(struct pd_daemon *d)
+{
+	struct reaper *r = d->ctx;
+
+	if (r->cfg->flags == NULL) {
+		pd_log(PD_LOG_INFO, "SIGHUP: nothing to reload", "daemon=reaper");
+		return;
+	}
+	pd_reload(&r->cfg->source, "reaper", reload_apply, r);
+}
+
 /* No finished hook: without a pool the loop ends at the first stop signal. */
-static const struct pd_daemon_ops reaper_ops = {.kind = {"reaper"}, .on_period = on_period};
+static const struct pd_daemon_ops reaper_ops = {
+    .kind = {"reaper"}, .on_period = on_period, .on_reload = on_reload};
 
 int pd_reaper_run(const struct pd_reaper_cfg *cfg, struct pd_db *db, struct pd_reaper_stats *st,
 		  struct pd_err *e)
@@ -94,5 +135,7 @@ int pd_reaper_run(const struct pd_reaper_cfg *cfg, struct pd_db *db, struct pd_r
 		pd_log(PD_LOG_INFO, "reaper stopped", NULL);
 	}
 	pd_daemon_close(&r.d);
+	free(r.own);
+	pd_reload_keep_release(&r.kept, NULL);
 	return rc;
 }

@@ -2,9 +2,12 @@
  * reaper: the engine of pd-reaper. Runs the reap pass (lib/reap: kill what
  * dead workers' handlers left on this host, then give expired leases back)
  * every interval, on the daemon loop (lib/daemon) like the worker and the
- * relay: SIGTERM or SIGINT ends it after the pass in progress, SIGHUP is
- * logged and otherwise ignored, and a lost database is reconnected with
- * backoff, a pass running at once after each (re)connect.
+ * relay: SIGTERM or SIGINT ends it after the pass in progress, SIGHUP
+ * reloads the config file (lib/reload: the flags settled over it again, the
+ * new interval from the next pass on, at once if the new interval has
+ * already passed), and a lost database is reconnected with backoff, a pass
+ * running at once after each (re)connect. Whatever a pass reads from the
+ * config goes through pd_reaper_settle, so a reload changes it too.
  *
  * Each pass also prunes finished history (lib/prune) by the retention:
  * of the configuration: at most 20 statements of 5000 rows a pass, the rest
@@ -19,11 +22,15 @@
 
 #include "config.h"
 #include "db.h"
+#include "reload.h"
 
 /* What a reaper does. -1 in a field given to pd_reaper_settle: unset. */
 struct pd_reaper_cfg {
 	long long interval_ms; /* between the starts of two passes */
 	int once;	       /* one pass on the connection given, no loop */
+	/* the flags alone, settled over the file again on SIGHUP; NULL: no reload */
+	const struct pd_reaper_cfg *flags;
+	struct pd_config_source source; /* where SIGHUP reads the file (lib/reload) */
 };
 
 /* What a run did, summed over its passes. */

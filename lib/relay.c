@@ -19,7 +19,9 @@
 extern char **environ;
 
 struct relay {
-	const struct pd_relay_cfg *cfg;
+	const struct pd_relay_cfg *cfg; /* the caller's, or own after a reload */
+	struct pd_relay_cfg *own;	/* the settings of the last reload, or NULL */
+	struct pd_reload_keep kept;	/* the settings reloads replaced (slots point in) */
 	struct pd_daemon d;
 	struct pd_pool pool;
 	struct pd_outbox_msg *msgs; /* msgs[i]: the message in pool slot i */
@@ -301,6 +303,48 @@ static void status(struct pd_daemon *d, struct pd_buf *b)
 		pd_buf_printf(b, "publishing %d of %d", busy, r->pool.size);
 }
 
+/* SIGHUP's apply step (lib/reload): the flags over the new file, then move onto them. */
+static int reload_apply(void *arg, const struct pd_config *c, struct pd_buf *summary,
+			struct pd_err *e)
+{
+	struct relay *r = arg;
+	struct pd_relay_cfg *next = pd_xmalloc(sizeof(*next));
+
+	*next = *r->cfg->flags;
+	next->flags = r->cfg->flags;
+	next->source = r->cfg->source;
+	pd_reload_pin_concurrency(&next->engine, &c->relay.engine, r->pool.size, "relay");
+	if (pd_relay_settle(next, c, e) < 0) {
+		free(next);
+		return -1;
+	}
+	if (r->own)
+		pd_reload_keep(&r->kept, r->own);
+	r->own = next;
+	r->cfg = next;
+	r->pool.grace_ms = next->engine.grace_ms;
+	r->d.drain_ms = next->engine.drain_ms;
+	r->next_claim = pd_deadline_min(r->next_claim, pd_now_ms() + next->engine.poll_ms);
+	r->d.wake = 1; /* claim at once: there may be messages of new topics */
+	r->d.idle = 0;
+	if (next->any_topic)
+		pd_buf_printf(summary, "commands=%d topics=*", next->ncmds);
+	else
+		pd_buf_printf(summary, "commands=%d topics=%d", next->ncmds, next->ntopics);
+	return 0;
+}
+
+static void on_reload(struct pd_daemon *d)
+{
+	struct relay *r = d->ctx;
+
+	if (r->cfg->flags == NULL) {
+		pd_log(PD_LOG_INFO, "SIGHUP: nothing to reload", "daemon=relay");
+		return;
+	}
+	pd_reload(&r->cfg->source, "relay", reload_apply, r);
+}
+
 static const char *const relay_channels[] = {"pendulum_outbox", NULL};
 
 static const struct pd_daemon_ops relay_ops = {
@@ -308,6 +352,7 @@ static const struct pd_daemon_ops relay_ops = {
     .on_tick = on_tick,
     .deadline = deadline,
     .status = status,
+    .on_reload = on_reload,
 };
 
 int pd_relay_run(const struct pd_relay_cfg *cfg, struct pd_db *db, struct pd_err *e)
@@ -345,5 +390,7 @@ int pd_relay_run(const struct pd_relay_cfg *cfg, struct pd_db *db, struct pd_err
 		pd_outbox_msg_clear(&r.msgs[i]);
 	pd_pool_release(&r.pool);
 	free(r.msgs);
+	free(r.own);
+	pd_reload_keep_release(&r.kept, NULL);
 	return rc;
 }

@@ -3,6 +3,11 @@
  * command for each in a pool slot with nothing held, records the outcome
  * fenced on the claim token; on the daemon loop (lib/daemon), like the
  * worker.
+ *
+ * SIGHUP reloads (lib/reload): the flags are settled over the file read
+ * again; the new publish commands, topics and limits apply to the messages
+ * claimed after it, the publish commands running go on as they were. The
+ * pool is sized at start: a concurrency changed in the file needs a restart.
  */
 #ifndef PD_RELAY_H
 #define PD_RELAY_H
@@ -10,6 +15,7 @@
 #include "config.h"
 #include "db.h"
 #include "handler.h"
+#include "reload.h"
 
 #define PD_RELAY_MAX_TOPICS 64
 #define PD_RELAY_MAX_CMDS   256
@@ -26,6 +32,9 @@ struct pd_relay_cfg {
 	struct pd_retry_cfg retry; /* the file's (retry:) */
 	long long visibility_ms, timeout_ms;
 	int once; /* claim one batch, publish it, exit */
+	/* the flags alone, settled over the file again on SIGHUP; NULL: no reload */
+	const struct pd_relay_cfg *flags;
+	struct pd_config_source source; /* where SIGHUP reads the file (lib/reload) */
 };
 
 void pd_relay_cfg_init(struct pd_relay_cfg *r);

@@ -95,9 +95,27 @@ static int on_period(struct pd_daemon *d, struct pd_err *e)
 	return 0;
 }
 
+/* SIGHUP's apply step: the ticker takes nothing from the file (the program its log level). */
+static int reload_apply(void *arg, const struct pd_config *c, struct pd_buf *summary,
+			struct pd_err *e)
+{
+	(void)arg;
+	(void)c;
+	(void)e;
+	pd_buf_printf(summary, "schedules=database");
+	return 0;
+}
+
+static void on_reload(struct pd_daemon *d)
+{
+	struct ticker *t = d->ctx;
+
+	pd_reload(&t->cfg->source, "ticker", reload_apply, t);
+}
+
 /* No finished hook: without a pool the loop ends at the first stop signal. */
 static const struct pd_daemon_ops ticker_ops = {
-    .kind = {"ticker"}, .on_connect = on_connect, .on_period = on_period};
+    .kind = {"ticker"}, .on_connect = on_connect, .on_period = on_period, .on_reload = on_reload};
 
 int pd_ticker_run(const struct pd_ticker_cfg *cfg, struct pd_db *db, struct pd_tick_stats *st,
 		  struct pd_err *e)

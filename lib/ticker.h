@@ -2,8 +2,11 @@
  * ticker: the engine of `pd-cron run`. Turns the due occurrences of the
  * stored schedules into jobs (pd_sched_tick, lib/sched) every interval, on
  * the daemon loop (lib/daemon) like the worker and the relay: SIGTERM or
- * SIGINT ends it after the tick in progress, SIGHUP is logged and otherwise
- * ignored, and a lost database is reconnected with backoff.
+ * SIGINT ends it after the tick in progress, SIGHUP reads the config file
+ * again (lib/reload: its log level; a file that does not parse is logged
+ * and the old one kept) — the schedules themselves are read from the
+ * database at every tick, so they need no reload — and a lost database is
+ * reconnected with backoff.
  *
  * Several tickers may run against one database: each tick, a ticker that
  * is not active tries to take the ticker lock (pd_sched_try_lead, a session
@@ -20,13 +23,15 @@
 #define PD_TICKER_H
 
 #include "db.h"
+#include "reload.h"
 #include "sched.h"
 
 /* What a ticker does. */
 struct pd_ticker_cfg {
-	long long interval_ms; /* between the starts of two ticks; > 0 */
-	long long grace_ms;    /* SKIP fires an occurrence at most this late */
-	int once;	       /* one tick on the connection given: no election, no loop */
+	long long interval_ms;		/* between the starts of two ticks; > 0 */
+	long long grace_ms;		/* SKIP fires an occurrence at most this late */
+	int once;			/* one tick on the connection given: no election, no loop */
+	struct pd_config_source source; /* where SIGHUP reads the file; load NULL: none */
 };
 
 /* The defaults: a tick a second, a grace of 60 s, a daemon. */

@@ -19,6 +19,13 @@
 
 #define MAX_BATCH_BYTES (16 * 1024 * 1024) /* outcome bytes sent in one round trip */
 
+/*
+ * Stream handlers at once, old ones still answering after a reload
+ * included: their slots are allocated at start (the loop sizes its poll
+ * array then, and a stream's process points back at its slot).
+ */
+#define MAX_STREAMS 64
+
 extern char **environ;
 
 /* Whether the database knows that a slot's handler started. */
@@ -100,7 +107,10 @@ struct batch {
  * stay claimable by idle workers, and claims go straight to RUNNING.
  */
 struct worker {
-	const struct pd_worker_cfg *cfg;
+	const struct pd_worker_cfg *cfg; /* the caller's, or own after a reload */
+	struct pd_worker_cfg *own;	 /* the settings of the last reload, or NULL */
+	struct pd_reload_keep kept;	 /* the settings reloads replaced (work may point in) */
+	int reregister;			 /* a reload changed what the workers row says */
 	struct pd_daemon d;
 	struct pd_pool pool;
 	struct run *runs;   /* concurrency of them */
@@ -108,8 +118,10 @@ struct worker {
 	int nready, capready;
 	struct finished *fin; /* outcomes to write, in the order the handlers ended */
 	int nfin, capfin;
-	struct pd_stream *streams; /* one per stream handler, started at its first job */
+	struct pd_stream *streams; /* MAX_STREAMS slots; one per stream handler, started at
+				      its first job, and old ones a reload left (streams_map) */
 	int nstreams;
+	char *stream_old;   /* stream_old[k]: no current handler uses stream k: closed once idle */
 	int *stream_of;	    /* stream_of[h]: handler h's stream, or -1 */
 	char **stream_env;  /* the stream handlers' environment */
 	struct pd_buf line; /* a job's line for a stream handler, reused */
@@ -130,11 +142,41 @@ void pd_worker_cfg_init(struct pd_worker_cfg *w)
 	w->reap = -1;
 }
 
+/* The handlers given, then the file's for the other types, into w->merged. */
+static void merge_handlers(struct pd_worker_cfg *w, const struct pd_config *cfg)
+{
+	struct pd_handler *v = pd_xcalloc((size_t)(w->nhandlers + cfg->nhandlers) + 1, sizeof(*v));
+	int n = w->nhandlers;
+
+	if (n > 0)
+		memcpy(v, w->handlers, (size_t)n * sizeof(*v));
+	for (int i = 0; i < cfg->nhandlers; i++) {
+		const struct pd_handler *f =
+		    pd_handler_find(v, w->nhandlers, cfg->handlers[i].name);
+
+		if (f == NULL || strcmp(f->name, cfg->handlers[i].name) != 0)
+			v[n++] = cfg->handlers[i];
+	}
+	free(w->merged);
+	w->merged = v;
+	w->handlers = v;
+	w->nhandlers = n;
+}
+
+void pd_worker_cfg_release(struct pd_worker_cfg *w)
+{
+	free(w->merged);
+	w->merged = NULL;
+}
+
 int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struct pd_err *e)
 {
 	int lease_given = w->lease_ms >= 0;
 
 	pd_engine_cfg_settle(&w->engine, &cfg->worker.engine);
+	merge_handlers(w, cfg);
+	w->flows = cfg->flows;
+	w->nflows = cfg->nflows;
 	w->retry = cfg->retry;
 	if (w->lease_ms < 0)
 		w->lease_ms = cfg->worker.lease_ms;
@@ -1058,6 +1100,16 @@ static void batch_done(struct worker *w)
 	batch_free(b);
 }
 
+static int on_connect(struct pd_daemon *d, int first, struct pd_err *e);
+
+/* The workers row again after a reload (queues, job types): nothing in flight. */
+static int reregister(struct worker *w, struct pd_err *e)
+{
+	if (on_connect(&w->d, 0, e) < 0)
+		return pd_daemon_db_failed(&w->d, e);
+	return 0;
+}
+
 /*
  * The worker's part of a pass: start ready jobs in free slots, collect the
  * batch in flight if its results are in, and send the next one.
@@ -1086,6 +1138,8 @@ static int sync_db(struct worker *w, long long now, struct pd_err *e)
 		}
 		batch_done(w);
 	}
+	if (w->reregister && reregister(w, e) < 0)
+		return -1;
 	/* Send first: the database works on it while the handlers are started. */
 	if (batch_send(w, now, e) < 0)
 		return -1;
@@ -1152,6 +1206,7 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 	(void)first;
 	if (w->flight)
 		batch_failed(w); /* sent on the old connection: its start records go again */
+	w->reregister = 0;
 	if (pd_worker_register(d->db, w->d.id, w->d.host, (int)getpid(), w->cfg->queues,
 			       w->cfg->nqueues, w->types ? w->types : any, w->types ? w->ntypes : 1,
 			       (int)w->cfg->engine.concurrency, e) < 0)
@@ -1183,7 +1238,7 @@ static void streams_pass(struct worker *w)
 
 		if (quit)
 			pd_stream_stop(s, PD_STOP_DRAIN);
-		else if (calm)
+		else if (calm || w->stream_old[k])
 			pd_stream_close(s);
 		pd_stream_flush(s);
 	}
@@ -1345,6 +1400,7 @@ static void status(struct pd_daemon *d, struct pd_buf *b)
 	else
 		pd_buf_printf(b, "running %d of %d, %d ready", running, w->pool.size, w->nready);
 }
+static void on_reload(struct pd_daemon *d);
 
 static const char *const worker_channels[] = {"pendulum_jobs", NULL};
 
@@ -1358,26 +1414,78 @@ static const struct pd_daemon_ops worker_ops = {
     .on_notify = on_notify,
     .on_stop = on_stop,
     .status = status,
+    .on_reload = on_reload,
     .finished = finished,
 };
 
-/* One stream per stream handler, in handler order; none runs until its first job. */
-static void streams_init(struct worker *w)
+/* Stream k runs h's command with the current settings: it can serve h. */
+static int stream_fits(const struct worker *w, int k, const struct pd_handler *h)
+{
+	const struct pd_stream_cfg *c = &w->streams[k].cfg;
+
+	return strcmp(c->name, h->name) == 0 && pd_handler_same_command(c->h, h) &&
+	       c->result_limit == (size_t)w->cfg->result_limit &&
+	       c->grace_ms == w->cfg->engine.grace_ms;
+}
+
+/* Stream k may take another command: no process, nothing in flight or to take, no job for it. */
+static int stream_free(const struct worker *w, int k)
+{
+	const struct pd_stream *s = &w->streams[k];
+
+	if (pd_stream_live(s) || pd_stream_inflight(s) > 0 || pd_stream_outcomes(s) > 0)
+		return 0;
+	for (int i = 0; i < w->nready; i++)
+		if (w->ready[i].stream == k)
+			return 0;
+	return 1;
+}
+
+/*
+ * Give every stream handler of the current settings a stream: the one
+ * running its very command already (its process goes on), else a stream no
+ * longer in use, else a new one; none runs until its first job. The
+ * streams left over are old: closed once the jobs in flight in them are
+ * answered (streams_pass). -1 with e filled, nothing changed, when that
+ * takes more than MAX_STREAMS.
+ */
+static int streams_map(struct worker *w, struct pd_err *e)
 {
 	const struct pd_worker_cfg *cfg = w->cfg;
+	int *of = pd_xcalloc((size_t)cfg->nhandlers + 1, sizeof(*of));
+	char used[MAX_STREAMS] = {0};
+	int want = 0, avail = MAX_STREAMS - w->nstreams;
 
-	w->stream_of = pd_xcalloc((size_t)cfg->nhandlers + 1, sizeof(*w->stream_of));
-	for (int i = 0; i < cfg->nhandlers; i++)
-		w->stream_of[i] = cfg->handlers[i].mode == PD_HANDLER_STREAM ? w->nstreams++ : -1;
-	if (w->nstreams == 0)
-		return;
-	w->stream_env = stream_env(w->d.id);
-	w->streams = pd_xcalloc((size_t)w->nstreams, sizeof(*w->streams));
+	for (int i = 0; i < cfg->nhandlers; i++) {
+		of[i] = -1;
+		if (cfg->handlers[i].mode != PD_HANDLER_STREAM)
+			continue;
+		for (int k = 0; k < w->nstreams && of[i] < 0; k++)
+			if (!used[k] && stream_fits(w, k, &cfg->handlers[i]))
+				used[k] = 1, of[i] = k;
+		want += of[i] < 0;
+	}
+	for (int k = 0; k < w->nstreams; k++)
+		avail += !used[k] && stream_free(w, k);
+	if (want > avail) {
+		free(of);
+		return pd_errf(e, PD_EX_CONFIG,
+			       "too many stream handlers: at most %d, old ones still answering "
+			       "included",
+			       MAX_STREAMS);
+	}
 	for (int i = 0; i < cfg->nhandlers; i++) {
 		struct pd_stream_cfg sc;
+		int k = 0;
 
-		if (w->stream_of[i] < 0)
+		if (cfg->handlers[i].mode != PD_HANDLER_STREAM || of[i] >= 0)
 			continue;
+		while (k < w->nstreams && (used[k] || !stream_free(w, k)))
+			k++;
+		if (k < w->nstreams)
+			pd_stream_release(&w->streams[k]);
+		else
+			w->nstreams++;
 		memset(&sc, 0, sizeof(sc));
 		sc.name = cfg->handlers[i].name;
 		sc.h = &cfg->handlers[i];
@@ -1385,42 +1493,171 @@ static void streams_init(struct worker *w)
 		sc.result_limit = (size_t)cfg->result_limit;
 		sc.grace_ms = cfg->engine.grace_ms;
 		sc.rng = &w->d.rng;
-		pd_stream_init(&w->streams[w->stream_of[i]], &sc);
+		pd_stream_init(&w->streams[k], &sc);
+		used[k] = 1;
+		of[i] = k;
 	}
+	for (int k = 0; k < w->nstreams; k++)
+		w->stream_old[k] = !used[k];
+	free(w->stream_of);
+	w->stream_of = of;
+	return 0;
+}
+
+/* The stream slots, and the current stream handlers' streams. */
+static int streams_init(struct worker *w, struct pd_err *e)
+{
+	w->stream_env = stream_env(w->d.id);
+	w->streams = pd_xcalloc(MAX_STREAMS, sizeof(*w->streams));
+	w->stream_old = pd_xcalloc(MAX_STREAMS, 1);
 	w->pool.adopt = adopt;
 	w->pool.adopt_ctx = w;
-	w->d.maxfds = PD_PROC_MAX_FDS * w->nstreams;
+	w->d.maxfds = PD_PROC_MAX_FDS * MAX_STREAMS;
+	return streams_map(w, e);
+}
+
+/* The free of the claim's type filter. */
+static void claim_types_free(struct worker *w)
+{
+	free(w->types);
+	for (int i = 0; w->flow_types && w->flow_types[i]; i++)
+		free(w->flow_types[i]);
+	free(w->flow_types);
+	w->types = NULL;
+	w->flow_types = NULL;
+	w->ntypes = 0;
+}
+
+/*
+ * The claim's type filter from the current settings: the workflows' job
+ * types and the handlers' types, or none (NULL) when a '*' handler takes
+ * any type.
+ */
+static void claim_types(struct worker *w)
+{
+	const struct pd_worker_cfg *cfg = w->cfg;
+
+	claim_types_free(w);
+	w->types = pd_xcalloc((size_t)(cfg->nhandlers + cfg->nflows) + 1, sizeof(*w->types));
+	w->flow_types = pd_xcalloc((size_t)cfg->nflows + 1, sizeof(*w->flow_types));
+	for (int i = 0; i < cfg->nflows; i++) {
+		struct pd_buf t = PD_BUF_INIT;
+
+		pd_buf_printf(&t, "%s%s", PD_FLOW_JOB_PREFIX, cfg->flows[i].name);
+		w->types[w->ntypes++] = w->flow_types[i] = pd_buf_detach(&t);
+	}
+	for (int i = 0; i < cfg->nhandlers; i++) {
+		if (strcmp(cfg->handlers[i].name, "*") == 0) {
+			free(w->types);
+			w->types = NULL;
+			w->ntypes = 0;
+			break;
+		}
+		w->types[w->ntypes++] = cfg->handlers[i].name;
+	}
+}
+
+/* Ready jobs (claimed ahead, not started) take the new handler for their type, if any. */
+static void ready_rehold(struct worker *w)
+{
+	for (int k = 0; k < w->nready; k++) {
+		struct held *r = &w->ready[k];
+		const struct pd_handler *h;
+
+		if (r->plan != NULL)
+			continue; /* a workflow job: planned on the definition it was claimed under
+				   */
+		h = pd_handler_find(w->cfg->handlers, w->cfg->nhandlers, r->job.type);
+		if (h == NULL)
+			continue; /* no longer handled here: it runs on the old handler */
+		r->h = h;
+		r->stream = w->stream_of[h - w->cfg->handlers];
+	}
+}
+
+static void cfg_free(void *p)
+{
+	pd_worker_cfg_release(p);
+}
+
+/* SIGHUP's apply step (lib/reload): the flags over the new file, then move onto them. */
+static int reload_apply(void *arg, const struct pd_config *c, struct pd_buf *summary,
+			struct pd_err *e)
+{
+	struct worker *w = arg;
+	const struct pd_worker_cfg *was = w->cfg;
+	struct pd_worker_cfg *next = pd_xmalloc(sizeof(*next));
+	long long now = pd_now_ms();
+
+	*next = *was->flags;
+	next->flags = was->flags;
+	next->source = was->source;
+	next->merged = NULL;
+	pd_reload_pin_concurrency(&next->engine, &c->worker.engine, w->pool.size, "worker");
+	if (pd_worker_settle(next, c, e) < 0)
+		goto refuse;
+	if (next->nhandlers == 0 && next->nflows == 0) {
+		pd_errf(e, PD_EX_CONFIG,
+			"no handlers and no workflows: a worker would claim nothing");
+		goto refuse;
+	}
+	w->cfg = next;
+	if (streams_map(w, e) < 0) {
+		w->cfg = was;
+		goto refuse;
+	}
+	if (w->own)
+		pd_reload_keep(&w->kept, w->own);
+	w->own = next;
+	claim_types(w);
+	ready_rehold(w);
+	w->pool.grace_ms = next->engine.grace_ms;
+	w->pool.stdout_limit = (size_t)next->result_limit;
+	w->d.drain_ms = next->engine.drain_ms;
+	w->next_claim = pd_deadline_min(w->next_claim, now + next->engine.poll_ms);
+	w->next_beat = pd_deadline_min(w->next_beat, now + next->heartbeat_ms);
+	w->d.wake = 1; /* claim at once: there may be jobs of new types */
+	w->d.idle = 0;
+	w->reregister = 1;
+	pd_buf_printf(summary, "handlers=%d workflows=%d queues=%d", next->nhandlers, next->nflows,
+		      next->nqueues);
+	return 0;
+refuse:
+	pd_worker_cfg_release(next);
+	free(next);
+	return -1;
+}
+
+static void on_reload(struct pd_daemon *d)
+{
+	struct worker *w = d->ctx;
+
+	if (w->cfg->flags == NULL) {
+		pd_log(PD_LOG_INFO, "SIGHUP: nothing to reload", "daemon=worker");
+		return;
+	}
+	pd_reload(&w->cfg->source, "worker", reload_apply, w);
 }
 
 int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_err *e)
 {
 	struct worker w = {.cfg = cfg, .next_due = -1};
-	int rc;
+	int rc, nstream = 0;
 
-	w.types = pd_xcalloc((size_t)(cfg->nhandlers + cfg->nflows) + 1, sizeof(*w.types));
-	w.flow_types = pd_xcalloc((size_t)cfg->nflows + 1, sizeof(*w.flow_types));
-	for (int i = 0; i < cfg->nflows; i++) {
-		struct pd_buf t = PD_BUF_INIT;
+	for (int i = 0; i < cfg->nhandlers; i++)
+		nstream += cfg->handlers[i].mode == PD_HANDLER_STREAM;
+	if (nstream > MAX_STREAMS)
+		return pd_errf(e, PD_EX_USAGE, "too many stream handlers: %d, at most %d", nstream,
+			       MAX_STREAMS);
 
-		pd_buf_printf(&t, "%s%s", PD_FLOW_JOB_PREFIX, cfg->flows[i].name);
-		w.types[w.ntypes++] = w.flow_types[i] = pd_buf_detach(&t);
-	}
-	for (int i = 0; i < cfg->nhandlers; i++) {
-		if (strcmp(cfg->handlers[i].name, "*") == 0) {
-			free(w.types);
-			w.types = NULL;
-			w.ntypes = 0;
-			break;
-		}
-		w.types[w.ntypes++] = cfg->handlers[i].name;
-	}
+	claim_types(&w);
 	pd_pool_init(&w.pool, (int)cfg->engine.concurrency, (size_t)cfg->result_limit,
 		     cfg->engine.grace_ms, "handler stderr");
 	w.runs = pd_xcalloc((size_t)cfg->engine.concurrency, sizeof(*w.runs));
 	pd_daemon_init(&w.d, &worker_ops, db, &w, &w.pool, &cfg->engine);
 	rc = pd_daemon_open(&w.d, e);
 	if (rc == 0) {
-		streams_init(&w);
+		streams_init(&w, e); /* cannot fail: counted above */
 		pd_log(PD_LOG_INFO, "worker started",
 		       "worker=%s concurrency=%lld queues=%d handlers=%d streams=%d", w.d.id,
 		       cfg->engine.concurrency, cfg->nqueues, cfg->nhandlers, w.nstreams);
@@ -1457,12 +1694,15 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	free(w.runs);
 	free(w.ready);
 	free(w.streams);
+	free(w.stream_old);
 	free(w.stream_of);
 	env_free(w.stream_env);
 	pd_buf_release(&w.line);
-	free(w.types);
-	for (int i = 0; i < cfg->nflows; i++)
-		free(w.flow_types[i]);
-	free(w.flow_types);
+	claim_types_free(&w);
+	if (w.own) {
+		pd_worker_cfg_release(w.own);
+		free(w.own);
+	}
+	pd_reload_keep_release(&w.kept, cfg_free);
 	return rc;
 }

@@ -15,6 +15,16 @@
  * goes straight to RUNNING. The loop sleeps until a notification, a child
  * event, the batch's results, the heartbeat or reap deadline, the poll
  * interval, or the earliest run_at it knows of (a retry's backoff).
+ *
+ * SIGHUP reloads (lib/reload): the flags are settled over the file read
+ * again, and the new handlers, workflows, queues and limits apply to the
+ * jobs not started yet (the claim's type filter is rebuilt, and the jobs
+ * claimed ahead take the new handler for their type when there is one).
+ * Running handlers are not touched. A stream handler whose command is the
+ * same keeps its process; one whose command changed (or that is gone) keeps
+ * its process until the jobs in flight in it are answered, then its stdin is
+ * closed, and the new command starts at its first job. The pool is sized at
+ * start: a concurrency changed in the file is logged and needs a restart.
  */
 #ifndef PD_WORKER_H
 #define PD_WORKER_H
@@ -23,6 +33,7 @@
 #include "db.h"
 #include "flow.h"
 #include "handler.h"
+#include "reload.h"
 
 #define PD_WORKER_MAX_QUEUES 64
 
@@ -40,6 +51,10 @@ struct pd_worker_cfg {
 	long long lease_ms, heartbeat_ms;
 	long long result_limit; /* bytes of stdout kept as the result */
 	int reap;		/* give back expired leases too */
+	/* the flags alone, settled over the file again on SIGHUP; NULL: no reload */
+	const struct pd_worker_cfg *flags;
+	struct pd_config_source source; /* where SIGHUP reads the file (lib/reload) */
+	struct pd_handler *merged;	/* owned (pd_worker_settle): handlers points here */
 };
 
 /* Every field unset. */
@@ -47,11 +62,17 @@ void pd_worker_cfg_init(struct pd_worker_cfg *w);
 
 /*
  * Fill the unset fields from the file's values (cfg) and the defaults, and
- * check the whole: flags over the file over the defaults. The heartbeat
+ * check the whole: flags over the file over the defaults. The handlers
+ * given (the flags') come first, then the file's for the other types (a
+ * flag's handler for a type wins), in an array w owns; the workflows are the
+ * file's. The heartbeat
  * defaults to a third of the lease; a lease of 0, or a heartbeat not shorter
  * than the lease, is refused (64).
  */
 int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struct pd_err *e);
+
+/* Free what pd_worker_settle allocated. */
+void pd_worker_cfg_release(struct pd_worker_cfg *w);
 
 /*
  * Run the worker on db (connected) until it is drained by a signal, or idle

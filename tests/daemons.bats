@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # pd-reaper and pd-cron run on the one daemon loop (lib/daemon), like
-# pd-worker and pd-relay: SIGHUP is logged and ignored; SIGTERM and SIGINT
+# pd-worker and pd-relay: SIGHUP reloads the config (tests/reload.bats); SIGTERM and SIGINT
 # end them at once with status 0, whatever they wait for (the next pass an
 # hour away, or a database that is gone); an outage of the database is
 # ridden out: they log it, retry with backoff, reconnect and go on.
@@ -71,12 +71,12 @@ start_daemons() {
 	wait_for 10 logged ticker 'msg="ticker active: holding the ticker lock"'
 }
 
-@test "SIGHUP is logged and ignored; SIGTERM and SIGINT end them at once with 0, an hour before the next pass" {
+@test "SIGHUP reloads the config (none: the defaults); SIGTERM and SIGINT end them at once with 0, an hour before the next pass" {
 	start_daemons 1h
 	kill -HUP "$(bg_pid reaper)"
 	kill -HUP "$(bg_pid ticker)"
-	wait_for 10 logged reaper 'msg="SIGHUP: nothing to reload"'
-	wait_for 10 logged ticker 'msg="SIGHUP: nothing to reload"'
+	wait_for 10 logged reaper 'msg="config reloaded" daemon=reaper file=-'
+	wait_for 10 logged ticker 'msg="config reloaded" daemon=ticker file=-'
 	alive "$(bg_pid reaper)"
 	alive "$(bg_pid ticker)"
 	stop_bg reaper TERM 5
