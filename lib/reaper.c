@@ -106,11 +106,8 @@ static void on_reload(struct pd_daemon *d)
 {
 	struct reaper *r = d->ctx;
 
-	if (r->cfg->flags == NULL) {
-		pd_log(PD_LOG_INFO, "SIGHUP: nothing to reload", "daemon=reaper");
-		return;
-	}
-	pd_reload(&r->cfg->source, "reaper", reload_apply, r);
+	/* an engine started without its flags kept has nothing to settle a file over */
+	pd_reload(r->cfg->flags ? &r->cfg->source : NULL, "reaper", reload_apply, r);
 }
 
 /* No finished hook: without a pool the loop ends at the first stop signal. */

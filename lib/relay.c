@@ -338,11 +338,8 @@ static void on_reload(struct pd_daemon *d)
 {
 	struct relay *r = d->ctx;
 
-	if (r->cfg->flags == NULL) {
-		pd_log(PD_LOG_INFO, "SIGHUP: nothing to reload", "daemon=relay");
-		return;
-	}
-	pd_reload(&r->cfg->source, "relay", reload_apply, r);
+	/* an engine started without its flags kept has nothing to settle a file over */
+	pd_reload(r->cfg->flags ? &r->cfg->source : NULL, "relay", reload_apply, r);
 }
 
 static const char *const relay_channels[] = {"pendulum_outbox", NULL};

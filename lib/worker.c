@@ -1632,11 +1632,8 @@ static void on_reload(struct pd_daemon *d)
 {
 	struct worker *w = d->ctx;
 
-	if (w->cfg->flags == NULL) {
-		pd_log(PD_LOG_INFO, "SIGHUP: nothing to reload", "daemon=worker");
-		return;
-	}
-	pd_reload(&w->cfg->source, "worker", reload_apply, w);
+	/* an engine started without its flags kept has nothing to settle a file over */
+	pd_reload(w->cfg->flags ? &w->cfg->source : NULL, "worker", reload_apply, w);
 }
 
 int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_err *e)
