@@ -695,6 +695,20 @@ static int refuse(struct pd_db *db, long long id, const char *what, const char *
 	" dead_reason = NULL, last_error = NULL, result = NULL, result_is_text = false,"          \
 	" result_truncated = false"
 
+/*
+ * A replayed job's queue wait leaves pendulum.metric_samples (it is no longer
+ * finished): add it to retired_metrics first, in the same statement, so that
+ * pendulum_queue_wait_seconds never goes down (sql/011). IDS: an SQL
+ * expression of the jobs about to be replayed.
+ */
+#define RETIRE_WAITS(IDS)                                                                          \
+	" w AS (INSERT INTO pendulum.retired_metrics AS m (kind, queue, outcome, bucket, n, seconds)" \
+	" SELECT s.kind, s.queue, s.outcome, s.bucket, count(*), coalesce(sum(s.d), 0)"           \
+	" FROM pendulum.metric_samples s WHERE s.kind = 'wait' AND s.job_id IN (" IDS ")"          \
+	" GROUP BY s.kind, s.queue, s.outcome, s.bucket"                                           \
+	" ON CONFLICT (kind, queue, outcome, bucket)"                                              \
+	" DO UPDATE SET n = m.n + EXCLUDED.n, seconds = m.seconds + EXCLUDED.seconds),"
+
 /* Wake idle workers of the replayed jobs' queues, after the UPDATE CTE j. */
 #define REPLAY_TAIL                                                                                \
 	" RETURNING j.id, j.job_type, j.state, j.queue, j.replay_count),"                         \
@@ -729,7 +743,7 @@ int pd_admin_job_replay(struct pd_db *db, long long id, const struct pd_admin_fm
 	    " FROM pendulum.job_attempts v"
 	    " JOIN pendulum.jobs j ON j.id = v.job_id AND j.lease_token = v.lease_token"
 	    " WHERE v.job_id = $1 AND j.state = 'SUCCEEDED'"
-	    " ON CONFLICT (job_id, lease_token) DO NOTHING),"
+	    " ON CONFLICT (job_id, lease_token) DO NOTHING)," RETIRE_WAITS("$1")
 	    " r AS (UPDATE pendulum.jobs j SET" REPLAY_SET
 	    " WHERE j.id = $1 AND j.state IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELLED')" REPLAY_TAIL;
 	/* clang-format on */
@@ -921,7 +935,7 @@ int pd_admin_dlq_replay(struct pd_db *db, const long long *ids, int nids,
 	" AND ($4::text IS NULL OR queue = $4)"                                                     \
 	" ORDER BY finished_at NULLS FIRST, id LIMIT $5"
 #define DLQ_REPLAY                                                                                 \
-	"), r AS (UPDATE pendulum.jobs j SET" REPLAY_SET " FROM c"                                 \
+	")," RETIRE_WAITS("SELECT id FROM c") " r AS (UPDATE pendulum.jobs j SET" REPLAY_SET " FROM c" \
 	" WHERE j.id = c.id AND j.state = 'DEAD_LETTERED'" REPLAY_TAIL
 	/* clang-format on */
 	/* Bulk: skip rows another session holds; by id: wait for them, then recheck. */

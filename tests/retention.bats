@@ -179,6 +179,22 @@ old_history() {
 	[ "$(pd-admin metrics | grep -c '^pendulum_attempts_total{outcome="terminal"} 41$')" -eq 1 ]
 }
 
+
+@test "replaying finished jobs lowers no counter nor histogram" {
+	old_history 3 SUCCEEDED '1 h'
+	old_history 2 DEAD_LETTERED '1 h'
+	counters >"$BATS_TEST_TMPDIR/before"
+	grep -qx 'pendulum_queue_wait_seconds_count{queue="old"} 5' "$BATS_TEST_TMPDIR/before"
+	s=$(sql "SELECT min(id) FROM pendulum.jobs WHERE state = 'SUCCEEDED'")
+	run pd-admin job replay "$s"
+	[ "$status" -eq 0 ]
+	run pd-admin dlq replay --queue old
+	[ "$status" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state = 'PENDING'")" = 3 ]
+	counters >"$BATS_TEST_TMPDIR/after"
+	not_lower "$BATS_TEST_TMPDIR/before" "$BATS_TEST_TMPDIR/after"
+	grep -qx 'pendulum_queue_wait_seconds_count{queue="old"} 5' "$BATS_TEST_TMPDIR/after"
+}
 @test "the histogram bounds of the exposition are pendulum.metric_bounds()" {
 	make_jobs 1 SUCCEEDED q >/dev/null
 	sql "UPDATE pendulum.jobs SET lease_token = 1, started_at = finished_at, run_at = finished_at"
