@@ -966,26 +966,112 @@ static int day_matches(const struct pd_cron *c, int64_t day, int dom)
 	return dom_ok || dow_ok;
 }
 
+/* The days in month mon of year y. */
+static int month_days(int64_t y, int mon)
+{
+	static const int n[] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	return mon == 2 && is_leap(y) ? 29 : n[mon];
+}
+
+/* Bits lo..hi of a day-of-month mask (1 <= lo, hi <= 31). */
+static uint32_t dom_bits(int lo, int hi)
+{
+	return lo > hi ? 0 : (uint32_t)(((2ULL << hi) - 1) & ~((1ULL << lo) - 1));
+}
+
+static const char *const month_full[] = {"",	    "January",	"February", "March",  "April",
+					 "May",	    "June",	"July",	    "August", "September",
+					 "October", "November", "December"};
+
+/* Append the set bits lo..hi of mask to out as "1,3-5,30-31". */
+static void list_bits(char *out, size_t n, uint32_t mask, int lo, int hi)
+{
+	size_t len = strlen(out);
+
+	for (int v = lo; v <= hi; v++) {
+		int w = v;
+		if (!((mask >> v) & 1))
+			continue;
+		while (w < hi && ((mask >> (w + 1)) & 1))
+			w++;
+		if (len < n)
+			len += (size_t)snprintf(out + len, n - len, w > v ? "%s%d-%d" : "%s%d",
+						len > 0 && out[len - 1] != ' ' ? "," : "", v, w);
+		v = w;
+	}
+}
+
+/*
+ * Whether c can ever fire, decided from its fields alone. The minute, hour
+ * and month fields and the day-of-week field are never empty, and every
+ * day of the week falls in every month, so:
+ * - when day-of-month and day-of-week are both unstarred (a day matches if
+ *   EITHER does), some day of every month matches;
+ * - otherwise (BOTH must match) c can fire if and only if some month of
+ *   the expression has one of its days of the month (February counting 29
+ *   days). Every date, Feb 29 included, falls on every day of the week
+ *   within the 400-year Gregorian cycle, which is what makes the day of
+ *   the week irrelevant here and bounds the search in cron_next.
+ * Returns 0, or -1 with e filled naming the days and months that never meet.
+ */
+static int cron_possible(const struct pd_cron *c, struct pd_err *e)
+{
+	char days[128] = "", months[160] = "";
+	int nm = 0;
+
+	if (!c->dom_star && !c->dow_star)
+		return 0;
+	for (int mon = 1; mon <= 12; mon++)
+		if (((c->month >> mon) & 1) && (c->dom & dom_bits(1, month_days(2000, mon))) != 0)
+			return 0;
+	list_bits(days, sizeof days, c->dom, 1, 31);
+	for (int mon = 1; mon <= 12; mon++)
+		if ((c->month >> mon) & 1)
+			nm++;
+	for (int mon = 1, k = 0; mon <= 12; mon++) {
+		size_t len = strlen(months);
+		if (!((c->month >> mon) & 1))
+			continue;
+		const char *sep = ++k == 1 ? "" : k == nm ? " or " : ", ";
+		snprintf(months + len, sizeof months - len, "%s%s", sep, month_full[mon]);
+	}
+	return pd_errf(e, PD_EX_DATAERR,
+		       "cron expression never matches: day-of-month %s never falls in %s", days,
+		       months);
+}
+
 /*
  * The first wall time at or after L (local seconds, on a minute) that
  * matches c and is before limit, into *out. Whole days and months that
- * cannot match are skipped, so a yearly schedule costs a year of day
- * checks, not a year of minutes. Returns 1 if found, 0 if not.
+ * cannot match are skipped, so a yearly schedule costs a few steps a year,
+ * not a year of minutes: a month outside the month field is skipped at
+ * once, and when both day fields must match the scan jumps to the month's
+ * next day-of-month, or past the month when none is left in it. Returns 1
+ * if found, 0 if not.
  */
 static int next_wall(const struct pd_cron *c, int64_t L, int64_t limit, int64_t *out)
 {
 	int64_t day = floordiv(L, DAY), y;
 	int mon, dom, h0 = (int)((L - day * DAY) / 3600), m0 = (int)((L - day * DAY) % 3600 / 60);
+	int both = c->dom_star || c->dow_star;
 
 	civil_from_days(day, &y, &mon, &dom);
 	while (day * DAY < limit) {
-		if (!((c->month >> mon) & 1)) {
+		uint32_t left = both ? c->dom & dom_bits(dom, month_days(y, mon)) : 1;
+		if (!((c->month >> mon) & 1) || left == 0) {
 			/* Skip to the first of the next month. */
 			day = mon == 12 ? days_from_civil(y + 1, 1, 1)
 					: days_from_civil(y, mon + 1, 1);
 			civil_from_days(day, &y, &mon, &dom);
 			h0 = m0 = 0;
 			continue;
+		}
+		if (both && !((left >> dom) & 1)) {
+			/* Jump to the next day of the month in the field. */
+			int to = __builtin_ctz(left);
+			day += to - dom;
+			dom = to;
+			h0 = m0 = 0;
 		}
 		if (day_matches(c, day, dom)) {
 			for (int h = h0; h < 24; h++) {
@@ -1009,6 +1095,9 @@ static int next_wall(const struct pd_cron *c, int64_t L, int64_t limit, int64_t 
 	return 0;
 }
 
+/* 400 Gregorian years: the calendar, days of the week included, repeats. */
+#define CYCLE_DAYS 146097LL
+
 /*
  * The search. Wall times map to instants almost in order: an overlap takes
  * its first instant, which keeps the order, but a time in a spring-forward
@@ -1019,6 +1108,11 @@ static int next_wall(const struct pd_cron *c, int64_t L, int64_t limit, int64_t 
  * - the answer is the smallest instant after `after`; once a candidate is
  *   found, only wall times before it + (largest offset nearby) can still
  *   fire earlier, and the scan stops there.
+ * An expression that passed cron_possible matches some wall-clock date in
+ * any 400 consecutive years, and every wall time fires (a time in a gap is
+ * shifted, not dropped), so the scan is bounded by one Gregorian cycle plus
+ * a day. In practice it stops much sooner: Feb 29 is at most 8 years away
+ * (2096 to 2104), a date on a given day of the week at most 40.
  */
 static int cron_next(const struct pd_cron *c, const struct tz *z, int64_t after, int64_t *next,
 		     struct pd_err *e)
@@ -1027,9 +1121,11 @@ static int cron_next(const struct pd_cron *c, const struct tz *z, int64_t after,
 	int64_t L, limit, best = 0;
 	int found = 0;
 
+	if (cron_possible(c, e) < 0)
+		return -1;
 	tz_offset_range(z, after, &min, &max);
 	L = floordiv(after + min + 1 + 59, 60) * 60;
-	limit = (floordiv(L, DAY) + 5 * 366 + 1) * DAY;
+	limit = (floordiv(L, DAY) + CYCLE_DAYS + 1) * DAY;
 	while (next_wall(c, L, limit, &L)) {
 		int64_t t = tz_resolve(z, L);
 		if (t > after && (!found || t < best)) {
@@ -1041,8 +1137,9 @@ static int cron_next(const struct pd_cron *c, const struct tz *z, int64_t after,
 		}
 		L += 60;
 	}
-	if (!found)
-		return pd_errf(e, PD_EX_DATAERR, "cron expression never matches within 5 years");
+	if (!found) /* not reached: see above */
+		return pd_errf(e, PD_EX_SOFTWARE,
+			       "cron expression never matches within 400 years (a bug)");
 	*next = best;
 	return 0;
 }

@@ -76,12 +76,16 @@ int pd_tz_check(const char *zone, struct pd_err *e);
 
 /*
  * The first fire instant of c in zone strictly after `after` (both UTC
- * epoch seconds; `after` need not be on a minute) into *next. Searches
- * about five years (5 * 366 days of wall-clock dates) ahead; a schedule
- * with no fire in that span ("30 2 31 2 *", or Feb 29 across 2100) fails
- * with "cron expression never matches within 5 years". `after` must lie in
- * the years 0001 to 9999. Returns 0, or -1 with e filled (PD_EX_DATAERR,
- * or as pd_tz_check for the zone).
+ * epoch seconds; `after` need not be on a minute) into *next. An
+ * expression that can never fire is refused from its fields alone: when
+ * both day fields must match (one is starred) and no month of the
+ * expression has one of its days of the month ("30 2 31 2 *", "0 0 31
+ * 4,6,9,11 *"), it fails with "cron expression never matches: day-of-month
+ * 31 never falls in February". Any other expression fires within one
+ * 400-year Gregorian cycle, and the search goes as far as it takes (Feb 29
+ * after 2096 is 2104), skipping months and days that cannot match. `after`
+ * must lie in the years 0001 to 9999; the result may lie beyond. Returns 0,
+ * or -1 with e filled (PD_EX_DATAERR, or as pd_tz_check for the zone).
  */
 int pd_cron_next(const struct pd_cron *c, const char *zone, long long after, long long *next,
 		 struct pd_err *e);

@@ -100,6 +100,27 @@ half_hour_ago_cron() {
 	[[ "$stderr" == *"missing EXPR"* ]]
 }
 
+@test "preview: Feb 29 across 2100 is found; only an expression that can never fire is refused" {
+	local t0 t1
+	t0=$(date +%s%N)
+	run --separate-stderr pd-cron preview '0 0 29 2 *' --from 2096-03-01T00:00:00Z -n 2
+	t1=$(date +%s%N)
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf '2104-02-29T00:00:00Z\n2108-02-29T00:00:00Z')" ]
+	# Months and days that cannot match are skipped, not scanned minute by minute.
+	[ $(((t1 - t0) / 1000000)) -lt 2000 ]
+	run --separate-stderr pd-cron preview '0 0 30 2 *'
+	[ "$status" -eq 65 ]
+	[ -z "$output" ]
+	[ "$stderr" = "pd-cron: cron expression never matches: day-of-month 30 never falls in February" ]
+	run --separate-stderr pd-cron add never --cron '0 0 31 4,6,9,11 *' --tz UTC --type t
+	[ "$status" -eq 65 ]
+	[[ "$stderr" == *"day-of-month 31 never falls in April, June, September or November"* ]]
+	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules")" = 0 ]
+	run --separate-stderr pd-cron preview '0 0 31 4,5 *' --from 2026-01-01T00:00:00Z -n 1
+	[ "$output" = 2026-05-31T00:00:00Z ]
+}
+
 @test "commands: --help, an unknown command, missing options" {
 	run --separate-stderr pd-cron add --help
 	[ "$status" -eq 0 ]

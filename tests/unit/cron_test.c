@@ -1018,12 +1018,18 @@ static void test_calendar(void)
 	       "2027-01-31T00:00:00Z",
 	       "'0 0 31 * *' skips short months");
 	is_str(next_iso("30 2 31 2 *", "UTC", "2026-01-01T00:00:00Z"),
-	       "error: cron expression never matches within 5 years", "Feb 31 never matches");
+	       "error: cron expression never matches: day-of-month 31 never falls in February",
+	       "Feb 31 never matches");
 	is_str(next_iso("0 0 30 2 *", "Europe/Berlin", "2026-01-01T00:00:00Z"),
-	       "error: cron expression never matches within 5 years", "Feb 30 never matches");
-	is_str(next_iso("0 0 29 2 *", "UTC", "2096-03-01T00:00:00Z"),
-	       "error: cron expression never matches within 5 years",
-	       "Feb 29 from 2096: 2100 is no leap year, 2104 is beyond the 5-year horizon");
+	       "error: cron expression never matches: day-of-month 30 never falls in February",
+	       "Feb 30 never matches");
+	is_str(seq("0 0 29 2 *", "UTC", "2096-03-01T00:00:00Z", 2),
+	       "2104-02-29T00:00:00Z 2108-02-29T00:00:00Z",
+	       "Feb 29 from 2096: 2100 is no leap year, so 2104 then 2108");
+	is_str(next_iso("0 0 29 2 *", "Europe/Berlin", "2096-03-01T00:00:00Z"),
+	       "2104-02-28T23:00:00Z", "Feb 29 across 2100 in Berlin");
+	is_str(seq("0 0 29 2 *", "UTC", "2396-03-01T00:00:00Z", 2),
+	       "2400-02-29T00:00:00Z 2404-02-29T00:00:00Z", "2400 is a leap year");
 	is_str(next_iso("0 0 29 2 *", "UTC", "2095-03-01T00:00:00Z"), "2096-02-29T00:00:00Z",
 	       "Feb 29 from 2095: 2096");
 	is_str(next_iso("0 0 * 2 mon", "UTC", "2026-03-01T00:00:00Z"), "2027-02-01T00:00:00Z",
@@ -1077,6 +1083,78 @@ static void test_calendar(void)
 	is_int(t, 42, "next untouched on error");
 }
 
+/*
+ * An expression is refused only when no date can ever match, and the search
+ * for one that can crosses as many years as it takes.
+ */
+static void test_impossible(void)
+{
+	is_str(next_iso("0 0 31 4,6,9,11 *", "UTC", "2026-01-01T00:00:00Z"),
+	       "error: cron expression never matches: day-of-month 31 never falls in April, June, "
+	       "September or November",
+	       "'0 0 31 4,6,9,11 *' is refused, naming the months");
+	is_str(next_iso("0 0 31 4,5 *", "UTC", "2026-01-01T00:00:00Z"), "2026-05-31T00:00:00Z",
+	       "'0 0 31 4,5 *' fires on May 31");
+	is_str(next_iso("0 0 30-31 feb *", "UTC", "2026-01-01T00:00:00Z"),
+	       "error: cron expression never matches: day-of-month 30-31 never falls in February",
+	       "a range of days is named as one");
+	is_str(next_iso("0 0 30,31 2 */7", "UTC", "2026-01-01T00:00:00Z"),
+	       "error: cron expression never matches: day-of-month 30-31 never falls in February",
+	       "a starred day-of-week does not rescue Feb 30 (both must match)");
+	is_str(seq("0 0 30 2 mon", "UTC", "2026-01-01T00:00:00Z", 2),
+	       "2026-02-02T00:00:00Z 2026-02-09T00:00:00Z",
+	       "'0 0 30 2 mon' fires on Mondays in February (either day field matches)");
+	is_str(seq("0 0 29 2 */7", "UTC", "2096-03-01T00:00:00Z", 3),
+	       "2128-02-29T00:00:00Z 2156-02-29T00:00:00Z 2184-02-29T00:00:00Z",
+	       "Feb 29 that is also a Sunday: 32 and 28 years apart");
+	is_str(seq("0 0 29 2 */7", "UTC", "2088-03-01T00:00:00Z", 1), "2128-02-29T00:00:00Z",
+	       "Feb 29 on a Sunday across 2100: 40 years");
+	is_str(next_iso("59 23 31 12 *", "UTC", "9999-12-31T23:59:00Z"), "10000-12-31T23:59:00Z",
+	       "the search may end past year 9999");
+
+	/*
+	 * Every day-of-month and month, with day-of-week '*' (every day),
+	 * '*' '/7' (Sundays) and '*' '/3' (Sunday, Wednesday, Saturday): both
+	 * must match. Checked against a year-by-year scan with timegm.
+	 */
+	static const struct {
+		const char *text;
+		unsigned mask;
+	} dows[] = {{"*", 0x7f}, {"*/7", 0x01}, {"*/3", 0x49}};
+	int bad = 0, refused = 0;
+	char first[256] = "";
+	for (size_t k = 0; k < sizeof dows / sizeof dows[0]; k++) {
+		for (int mon = 1; mon <= 12; mon++) {
+			for (int d = 1; d <= 31; d++) {
+				char expr[64], want[64] = "";
+				snprintf(expr, sizeof expr, "0 0 %d %d %s", d, mon, dows[k].text);
+				for (int y = 2097; y < 2097 + 400 && want[0] == '\0'; y++) {
+					struct tm tm = {
+					    .tm_year = y - 1900, .tm_mon = mon - 1, .tm_mday = d};
+					time_t t = timegm(&tm);
+					struct tm back;
+					gmtime_r(&t, &back);
+					if (back.tm_mday == d &&
+					    ((dows[k].mask >> back.tm_wday) & 1))
+						snprintf(want, sizeof want, "%s", utc(t));
+				}
+				const char *got = next_iso(expr, "UTC", "2096-12-31T23:59:59Z");
+				const char *refusal = "error: cron expression never matches";
+				int same = want[0] ? strcmp(got, want) == 0
+						   : strncmp(got, refusal, strlen(refusal)) == 0;
+				refused += want[0] == '\0';
+				if (!same && bad++ == 0)
+					snprintf(first, sizeof first, "'%s': got %s, want %s", expr,
+						 got, want[0] ? want : "a refusal");
+			}
+		}
+	}
+	if (bad > 0)
+		diag(first);
+	is_int(bad, 0, "1116 day/month/weekday combinations agree with a year-by-year scan");
+	is_int(refused, 3 * 6, "exactly Feb 30-31 and the 31st of Apr, Jun, Sep, Nov are refused");
+}
+
 static void test_local(void)
 {
 	char b[64];
@@ -1115,17 +1193,20 @@ static void test_speed(void)
 	static const struct {
 		const char *expr;
 		int chain; /* each call starts from the previous fire */
+		const char *from;
 	} runs[] = {
-	    {"*/5 * * * *", 1},
-	    {"0 0 1 1 *", 1},
-	    {"0 0 13 * fri", 1},
-	    {"0 0 29 2 *", 0},
+	    {"*/5 * * * *", 1, "2026-01-01T00:00:00Z"},
+	    {"0 0 1 1 *", 1, "2026-01-01T00:00:00Z"},
+	    {"0 0 13 * fri", 1, "2026-01-01T00:00:00Z"},
+	    {"0 0 29 2 *", 0, "2026-01-01T00:00:00Z"},
+	    {"0 0 29 2 *", 0, "2096-03-01T00:00:00Z"},
+	    {"0 0 29 2 */7", 0, "2088-03-01T00:00:00Z"},
 	};
 	for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
 		struct pd_err e = PD_ERR_INIT;
 		struct pd_cron c;
 		struct timespec t0;
-		long long start = iso("2026-01-01T00:00:00Z"), t = start, nx;
+		long long t = iso(runs[i].from), nx;
 		int rc = 0;
 		char name[128];
 
@@ -1138,8 +1219,8 @@ static void test_speed(void)
 		}
 		double ms = ms_since(&t0);
 		/* Generous bound: it catches minute-by-minute scans, not a slow machine. */
-		snprintf(name, sizeof name, "1000 calls of '%s'%s in %.1f ms", runs[i].expr,
-			 runs[i].chain ? " (chained)" : "", ms);
+		snprintf(name, sizeof name, "1000 calls of '%s' from %.4s%s in %.1f ms",
+			 runs[i].expr, runs[i].from, runs[i].chain ? " (chained)" : "", ms);
 		ok(rc == 0 && ms < 2000, name);
 	}
 }
@@ -1159,6 +1240,7 @@ int main(void)
 	test_local_vs_glibc();
 	test_crafted_tzif();
 	test_calendar();
+	test_impossible();
 	test_local();
 	test_speed();
 	return done_testing();
