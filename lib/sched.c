@@ -78,7 +78,7 @@ int pd_sched_check_name(const char *name, struct pd_err *e)
 	return 0;
 }
 
-/* The expression parses, the zone exists, and it fires within five years of now. */
+/* The expression parses, the zone exists, and it can fire at all (pd_cron_next finds a time). */
 static int check_timing(const char *cron, const char *zone, struct pd_err *e)
 {
 	struct pd_cron c;
