@@ -58,6 +58,14 @@ int pd_sched_check_name(const char *name, struct pd_err *e);
 
 /*
  * Check every field of s before anything is written: the name, the cron
+ * expression (pd_cron_parse, which refuses one that can never fire), the
+ * zone (pd_tz_check), type and queue not empty, the payload valid JSON,
+ * catch_up_limit 1 to 10000. Code 65, naming the field.
+ */
+int pd_sched_check_name(const char *name, struct pd_err *e);
+
+/*
+ * Check every field of s before anything is written: the name, the cron
  * expression (pd_cron_parse), the zone (pd_tz_check), that the expression
  * can fire at all (pd_cron_parse refuses one that never can), type and queue not empty, the payload
  * valid JSON, catch_up_limit 1 to 10000. Code 65, naming the field.
