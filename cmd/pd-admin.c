@@ -37,7 +37,7 @@ struct args {
 	struct pd_admin_filter f;
 	const char *reason, *state;
 	long long older_ms, stale_ms, interval_ms;
-	int older_set, dry_run, once, runnable;
+	int older_set, dry_run, once, runnable, with_dependents;
 };
 
 struct command;
@@ -70,9 +70,10 @@ static const struct command commands[] = {
      "List jobs, newest (highest id) first, and how many match.", FILTERS, 0, 0, 50, 10000},
     {"job", "show", cmd_on_id, "job show ID", "a job's fields, result and attempt chain",
      "Print every field of job ID, its result and the chain of its attempts.", "json", 1, 1, 0, 0},
-    {"job", "replay", cmd_on_id, "job replay ID", "run a finished job again",
-     "Put a SUCCEEDED, DEAD_LETTERED or CANCELLED job back to PENDING, to run now:\n"
-     "attempts reset, replay_count + 1.", "json", 1, 1, 0, 0},
+    {"job", "replay", cmd_on_id, "job replay ID [--with-dependents]", "run a finished job again",
+     "Put a SUCCEEDED, DEAD_LETTERED or CANCELLED job back to PENDING, to run now\n"
+     "(BLOCKED while one of its dependencies has not succeeded): attempts reset,\n"
+     "replay_count + 1.", "with-dependents,json", 1, 1, 0, 0},
     {"job", "cancel", cmd_on_id, "job cancel ID [--reason TEXT]",
      "cancel a PENDING or BLOCKED job", "Cancel a PENDING or BLOCKED job.", "reason,json", 1, 1,
      0, 0},
@@ -163,6 +164,7 @@ enum {
 	O_JSON,
 	O_TOPIC,
 	O_WORKFLOW,
+	O_WITH_DEPS,
 };
 
 static const struct optdef {
@@ -186,6 +188,7 @@ static const struct optdef {
     {"once", 0, O_ONCE, NULL, "print one frame and exit (so does a non-terminal)"},
     {"runnable", 0, O_RUNNABLE, NULL, "only PENDING jobs whose run_at has come"},
     {"json", 0, O_JSON, NULL, "one JSON object a line (as the global --json)"},
+    {"with-dependents", 0, O_WITH_DEPS, NULL, "the jobs its failure failed go back to BLOCKED too"},
 };
 
 #define NOPTDEFS ((int)(sizeof(optdefs) / sizeof(optdefs[0])))
@@ -374,6 +377,9 @@ static int parse(struct pd_app *a, const struct command *c, int argc, char **arg
 		case O_JSON:
 			a->json = 1;
 			break;
+		case O_WITH_DEPS:
+			x->with_dependents = 1;
+			break;
 		default:
 			/* pd_cli_bad_option prints; report it as already said */
 			e->code = pd_cli_bad_option(sub_synopsis(c), ch, argv);
@@ -432,7 +438,7 @@ static int cmd_on_id(struct pd_app *a, const struct command *c, struct args *x,
 	if (strcmp(c->name, "cancel") == 0)
 		return (flow ? pd_admin_flow_cancel : pd_admin_job_cancel)(&a->db, id, x->reason,
 									   fmt, out, e);
-	return pd_admin_job_replay(&a->db, id, fmt, out, e);
+	return pd_admin_job_replay(&a->db, id, x->with_dependents, fmt, out, e);
 }
 
 static int cmd_jobs(struct pd_app *a, const struct command *c, struct args *x,

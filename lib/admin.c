@@ -687,13 +687,19 @@ static int refuse(struct pd_db *db, long long id, const char *what, const char *
 	return rc;
 }
 
-/* What a replay resets; the CTE names the updated table j. */
 /* clang-format off */
+/*
+ * What a replay resets; the CTE names the updated table j. A job with a
+ * dependency that has not SUCCEEDED (a propagated dependent, sql/012) goes
+ * back to BLOCKED behind it, not to PENDING: it must not run before it.
+ */
 #define REPLAY_SET                                                                                 \
-	" state = 'PENDING', attempt = 0, replay_count = j.replay_count + 1, run_at = now(),"    \
+	" state = CASE WHEN EXISTS (SELECT 1 FROM pendulum.jobs d WHERE d.id = ANY (j.depends_on)" \
+	" AND d.state <> 'SUCCEEDED') THEN 'BLOCKED' ELSE 'PENDING' END,"                          \
+	" attempt = 0, replay_count = j.replay_count + 1, run_at = now(),"                        \
 	" lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, finished_at = NULL,"    \
 	" dead_reason = NULL, last_error = NULL, result = NULL, result_is_text = false,"          \
-	" result_truncated = false"
+	" result_truncated = false, failed_dependency = NULL"
 
 /*
  * A replayed job's queue wait leaves pendulum.metric_samples (it is no longer
@@ -709,12 +715,28 @@ static int refuse(struct pd_db *db, long long id, const char *what, const char *
 	" ON CONFLICT (kind, queue, outcome, bucket)"                                              \
 	" DO UPDATE SET n = m.n + EXCLUDED.n, seconds = m.seconds + EXCLUDED.seconds),"
 
-/* Wake idle workers of the replayed jobs' queues, after the UPDATE CTE j. */
-#define REPLAY_TAIL                                                                                \
-	" RETURNING j.id, j.job_type, j.state, j.queue, j.replay_count),"                         \
-	" n AS (SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT DISTINCT queue FROM r) q)" \
-	" SELECT id, job_type, state, queue, replay_count, (SELECT count(*) FROM n) FROM r"      \
-	" ORDER BY id"
+/*
+ * After the UPDATE CTE j: the replayed jobs r, with the propagated
+ * dependents of DEPS (an SQL expression of job ids, or NULL) put back to
+ * BLOCKED (pendulum.reblock_dependents, sql/012); x all of them, each
+ * BLOCKED one with the first dependency it waits for and that one's state
+ * (its new state when this statement replays it too); idle workers of the
+ * queues that got PENDING jobs woken. Columns: id, job_type, state, queue,
+ * replay_count, waits_for, waits_for_state, dependent (re-blocked by DEPS).
+ */
+#define REPLAY_TAIL(DEPS)                                                                          \
+	" RETURNING j.id, j.job_type, j.state, j.queue, j.replay_count, j.depends_on),"           \
+	" x AS (SELECT id, job_type, state, queue, replay_count, depends_on, false AS dep FROM r"  \
+	" UNION ALL SELECT b.id, b.job_type, b.state, b.queue, b.replay_count,"                   \
+	" ARRAY[b.failed_dependency], true FROM pendulum.reblock_dependents(" DEPS ") b),"         \
+	" n AS (SELECT pg_notify('pendulum_jobs', q.queue)"                                        \
+	" FROM (SELECT DISTINCT queue FROM r WHERE state = 'PENDING') q)"                          \
+	" SELECT x.id, x.job_type, x.state, x.queue, x.replay_count, w.id, w.state, x.dep,"       \
+	" (SELECT count(*) FROM n) FROM x LEFT JOIN LATERAL (SELECT d.id,"                         \
+	" coalesce((SELECT y.state FROM x y WHERE y.id = d.id), d.state) AS state"               \
+	" FROM pendulum.jobs d WHERE x.state = 'BLOCKED' AND d.id = ANY (x.depends_on)"          \
+	" AND coalesce((SELECT y.state FROM x y WHERE y.id = d.id), d.state) <> 'SUCCEEDED'"     \
+	" ORDER BY d.id LIMIT 1) w ON true ORDER BY x.dep, x.id"
 /* clang-format on */
 
 /* clang-format off */
@@ -724,11 +746,34 @@ static const struct pd_admin_col replay_cols[] = {
     {"state", NULL, 'S', 'b'},
     {"queue", NULL, 's', 'b'},
     {"replay_count", "replays", 'n', 'b'},
+    {"waits_for", NULL, 'n', 'j'},
+    {"waits_for_state", NULL, 'S', 'j'},
+    {"dependent", NULL, 'b', 'j'},
 };
 /* clang-format on */
 
-int pd_admin_job_replay(struct pd_db *db, long long id, const struct pd_admin_fmt *fmt,
-			struct pd_buf *out, struct pd_err *e)
+/*
+ * For each replayed row of r in [from, to) that is BLOCKED: "job 7 is
+ * BLOCKED: it waits for job 6, which is DEAD_LETTERED: replay that one to
+ * run it".
+ */
+static void waits_lines(const PGresult *r, int from, int to, struct pd_buf *out)
+{
+	for (int i = from; i < to; i++) {
+		const char *st = PQgetvalue(r, i, 6);
+
+		if (PQgetisnull(r, i, 5))
+			continue;
+		pd_buf_printf(out, "job %s is BLOCKED: it waits for job %s, which is %s%s\n",
+			      PQgetvalue(r, i, 0), PQgetvalue(r, i, 5), st,
+			      strcmp(st, "DEAD_LETTERED") == 0 || strcmp(st, "CANCELLED") == 0
+				  ? ": replay that one to run it"
+				  : "");
+	}
+}
+
+int pd_admin_job_replay(struct pd_db *db, long long id, int with_dependents,
+			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	/* clang-format off */
 	/*
@@ -745,41 +790,57 @@ int pd_admin_job_replay(struct pd_db *db, long long id, const struct pd_admin_fm
 	    " WHERE v.job_id = $1 AND j.state = 'SUCCEEDED'"
 	    " ON CONFLICT (job_id, lease_token) DO NOTHING)," RETIRE_WAITS("$1")
 	    " r AS (UPDATE pendulum.jobs j SET" REPLAY_SET
-	    " WHERE j.id = $1 AND j.state IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELLED')" REPLAY_TAIL;
+	    " WHERE j.id = $1 AND j.state IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELLED')"
+	    REPLAY_TAIL("CASE WHEN $2::boolean THEN ARRAY(SELECT id FROM r) END");
 	/* clang-format on */
 	char ids[24];
-	const char *params[1] = {ids};
+	const char *params[2] = {ids, with_dependents ? "true" : "false"};
 	PGresult *r;
 
 	snprintf(ids, sizeof(ids), "%lld", id);
-	if (pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e) < 0)
+	if (pd_db_exec(db, sql, 2, params, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
-	if (PQntuples(r) != 1) {
+	if (PQntuples(r) < 1) {
 		PQclear(r);
 		return refuse(db, id, "replay", "SUCCEEDED, DEAD_LETTERED or CANCELLED", e);
 	}
-	if (fmt->json)
+	if (fmt->json) {
 		pd_admin_render_result(r, replay_cols, NCOLS(replay_cols), fmt, out);
-	else
-		pd_buf_printf(out, "job %lld replayed: PENDING, replay_count %s (%s, queue %s)\n",
-			      id, PQgetvalue(r, 0, 4), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 3));
+		PQclear(r);
+		return 0;
+	}
+	pd_buf_printf(out, "job %lld replayed: %s, replay_count %s (%s, queue %s)\n", id,
+		      PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 4), PQgetvalue(r, 0, 1),
+		      PQgetvalue(r, 0, 3));
+	waits_lines(r, 0, 1, out);
+	for (int i = 1; i < PQntuples(r); i++)
+		pd_buf_printf(out, "job %s back to BLOCKED, behind job %s (%s, queue %s)\n",
+			      PQgetvalue(r, i, 0), PQgetvalue(r, i, 5), PQgetvalue(r, i, 1),
+			      PQgetvalue(r, i, 3));
+	if (with_dependents)
+		pd_buf_printf(out, "%d dependent%s back to BLOCKED\n", PQntuples(r) - 1,
+			      PQntuples(r) == 2 ? "" : "s");
 	PQclear(r);
 	return 0;
 }
 
 /*
  * Cancel job id (PENDING or BLOCKED) with reason (NULL: "cancelled by
- * operator"); *r: its row (id, job_type, state, queue, dead_reason). Code 1
+ * operator"), and the jobs BLOCKED on it; *r: its row (id, job_type, state,
+ * queue, dead_reason, the number of its dependents cancelled). Code 1
  * naming the current state otherwise, 2 when absent.
  */
 static int cancel_job(struct pd_db *db, long long id, const char *reason, PGresult **r,
 		      struct pd_err *e)
 {
+	/* the jobs BLOCKED on it, transitively, are cancelled with it (sql/012) */
 	static const char sql[] =
-	    "UPDATE pendulum.jobs SET state = 'CANCELLED', finished_at = now(),"
+	    "WITH c AS (UPDATE pendulum.jobs SET state = 'CANCELLED', finished_at = now(),"
 	    " dead_reason = $2, last_error = $2"
 	    " WHERE id = $1 AND state IN ('PENDING', 'BLOCKED')"
-	    " RETURNING id, job_type, state, queue, dead_reason";
+	    " RETURNING id, job_type, state, queue, dead_reason)"
+	    " SELECT id, job_type, state, queue, dead_reason,"
+	    " pendulum.fail_dependents(ARRAY[id], 'CANCELLED') FROM c";
 	char ids[24];
 	const char *params[2] = {ids, reason ? reason : "cancelled by operator"};
 
@@ -802,17 +863,23 @@ int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
 	    {"id", NULL, 'n', 'b'},	  {"job_type", "type", 's', 'b'},
 	    {"state", NULL, 'S', 'b'},	  {"queue", NULL, 's', 'b'},
 	    {"dead_reason", "reason", 's', 'b'},
+	    {"dependents_cancelled", NULL, 'n', 'j'},
 	};
 	/* clang-format on */
 	PGresult *r;
+	int deps;
 
 	if (cancel_job(db, id, reason, &r, e) < 0)
 		return -1;
+	deps = atoi(PQgetvalue(r, 0, 5));
 	if (fmt->json)
 		pd_admin_render_result(r, cols, NCOLS(cols), fmt, out);
 	else
 		pd_buf_printf(out, "job %lld cancelled (%s, queue %s)\n", id, PQgetvalue(r, 0, 1),
 			      PQgetvalue(r, 0, 3));
+	if (!fmt->json && deps > 0)
+		pd_buf_printf(out, "%d job%s blocked on it cancelled too\n", deps,
+			      deps == 1 ? "" : "s");
 	PQclear(r);
 	return 0;
 }
@@ -936,7 +1003,7 @@ int pd_admin_dlq_replay(struct pd_db *db, const long long *ids, int nids,
 	" ORDER BY finished_at NULLS FIRST, id LIMIT $5"
 #define DLQ_REPLAY                                                                                 \
 	")," RETIRE_WAITS("SELECT id FROM c") " r AS (UPDATE pendulum.jobs j SET" REPLAY_SET " FROM c" \
-	" WHERE j.id = c.id AND j.state = 'DEAD_LETTERED'" REPLAY_TAIL
+	" WHERE j.id = c.id AND j.state = 'DEAD_LETTERED'" REPLAY_TAIL("NULL::bigint[]")
 	/* clang-format on */
 	/* Bulk: skip rows another session holds; by id: wait for them, then recheck. */
 	static const char bulk_sql[] = DLQ_PICK " FOR UPDATE SKIP LOCKED" DLQ_REPLAY;
@@ -964,9 +1031,11 @@ int pd_admin_dlq_replay(struct pd_db *db, const long long *ids, int nids,
 		return -1;
 	if (PQntuples(r) > 0 || fmt->json)
 		pd_admin_render_result(r, replay_cols, NCOLS(replay_cols), fmt, out);
-	if (!fmt->json)
+	if (!fmt->json) {
 		pd_buf_printf(out, "replayed %d dead letter%s\n", PQntuples(r),
 			      PQntuples(r) == 1 ? "" : "s");
+		waits_lines(r, 0, PQntuples(r), out);
+	}
 	rc = nids > 0 ? missed(db, ids, nids, r, "replayed", e) : 0;
 	PQclear(r);
 	return rc;

@@ -88,18 +88,22 @@ int pd_admin_job_show(struct pd_db *db, long long id, const struct pd_admin_fmt 
 		      struct pd_buf *out, struct pd_err *e);
 
 /*
- * `job replay`: SUCCEEDED, DEAD_LETTERED or CANCELLED -> PENDING now, in one
- * guarded statement: attempt 0, replay_count + 1, lease, result, errors and
- * finished_at cleared (the attempt chain keeps the history), workers woken
- * with NOTIFY. Code 1 naming the current state otherwise, 2 when absent.
+ * `job replay`: SUCCEEDED, DEAD_LETTERED or CANCELLED -> PENDING now (BLOCKED
+ * when one of its dependencies has not SUCCEEDED, with a line naming it), in
+ * one guarded statement: attempt 0, replay_count + 1, lease, result, errors
+ * and finished_at cleared (the attempt chain keeps the history), workers
+ * woken with NOTIFY. with_dependents: the jobs its failure was propagated to
+ * (failed_dependency, sql/012), transitively, go back to BLOCKED in the same
+ * statement. Code 1 naming the current state otherwise, 2 when absent.
  */
-int pd_admin_job_replay(struct pd_db *db, long long id, const struct pd_admin_fmt *fmt,
-			struct pd_buf *out, struct pd_err *e);
+int pd_admin_job_replay(struct pd_db *db, long long id, int with_dependents,
+			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
 /*
  * `job cancel`: PENDING or BLOCKED -> CANCELLED, finished now, dead_reason
- * and last_error set to reason (NULL: "cancelled by operator"). Code 1
- * naming the current state otherwise, 2 when absent.
+ * and last_error set to reason (NULL: "cancelled by operator"); the jobs
+ * BLOCKED on it, transitively, CANCELLED too ("dependency N cancelled").
+ * Code 1 naming the current state otherwise, 2 when absent.
  */
 int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
 			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);

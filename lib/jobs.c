@@ -228,10 +228,15 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 	    "), n AS ("
 	    " SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT DISTINCT jj.queue"
 	    "  FROM pendulum.jobs jj JOIN j ON jj.id = j.id WHERE j.state = 'PENDING') q"
+	    "), p AS ("
+	    " SELECT pendulum.fail_dependents(ARRAY(SELECT id FROM j WHERE state = "
+	    "'DEAD_LETTERED'),"
+	    "  'DEAD_LETTERED') AS n WHERE EXISTS (SELECT 1 FROM j WHERE state = 'DEAD_LETTERED')"
 	    ") "
 	    "SELECT j.id, j.lease_token, j.lease_owner, w.host, w.pid, j.state"
 	    " FROM j LEFT JOIN pendulum.workers w ON w.id = j.lease_owner"
-	    " CROSS JOIN (SELECT count(*) FROM n) notified ORDER BY j.id";
+	    " CROSS JOIN (SELECT count(*) FROM n) notified"
+	    " CROSS JOIN (SELECT count(*) FROM p) failed ORDER BY j.id";
 	static const char unblock_sql[] =
 	    "UPDATE pendulum.jobs b SET state = 'PENDING', run_at = greatest(b.run_at, now())"
 	    " WHERE b.state = 'BLOCKED' AND NOT EXISTS (SELECT 1 FROM pendulum.jobs d"
@@ -329,12 +334,16 @@ int pd_jobs_lease_held(struct pd_db *db, long long id, long long token, struct p
  * The outcomes of one batch ($1; $2 the worker), fenced row by row: o is the
  * batch, j the jobs it changed (only those whose token still holds the
  * lease), a their attempt rows (sql/008: none for a clean success, whose
- * record is the job row), u the BLOCKED jobs whose last dependency
- * succeeded in this batch (a dependency succeeding here is SUCCEEDED for
- * them, although the statement's snapshot still shows it RUNNING), f the
- * fenced-off rows counted, n one wake-up per queue that got runnable work
- * now. Each row of the batch comes back with its new state (NULL: fenced)
- * and, when PENDING, the ms until its run_at.
+ * record is the job row), u the queues of the BLOCKED jobs whose last
+ * dependency succeeded in this batch (pendulum.unblock_dependents, sql/012:
+ * it locks them first, so that of two transactions whose successes are a
+ * job's last two dependencies the second sees the first's and unblocks it),
+ * p the jobs BLOCKED on one dead-lettered here, transitively, dead-lettered
+ * with it (pendulum.fail_dependents, sql/012; called only when the batch has
+ * a dead letter: an all-success batch pays one scan of j), f the fenced-off
+ * rows counted, n one wake-up per queue that got runnable work now. Each row
+ * of the batch comes back with its new state (NULL: fenced) and, when
+ * PENDING, the ms until its run_at; the last two columns are counts.
  */
 static const char finish_sql[] =
     "WITH o AS ("
@@ -392,11 +401,11 @@ static const char finish_sql[] =
     "), s AS ("
     " SELECT array_agg(id) AS ids FROM j WHERE state = 'SUCCEEDED'"
     "), u AS ("
-    " UPDATE pendulum.jobs b SET state = 'PENDING', run_at = greatest(b.run_at, now())"
-    " FROM s WHERE s.ids IS NOT NULL AND b.state = 'BLOCKED' AND b.depends_on && s.ids"
-    "  AND NOT EXISTS (SELECT 1 FROM pendulum.jobs d WHERE d.id = ANY (b.depends_on)"
-    "   AND d.state <> 'SUCCEEDED' AND NOT d.id = ANY (s.ids))"
-    " RETURNING b.queue"
+    " SELECT q.queue FROM s CROSS JOIN LATERAL pendulum.unblock_dependents(s.ids) AS q(queue)"
+    " WHERE s.ids IS NOT NULL"
+    "), p AS ("
+    " SELECT pendulum.fail_dependents(ARRAY(SELECT id FROM j WHERE state = 'DEAD_LETTERED'),"
+    "  'DEAD_LETTERED') AS n WHERE EXISTS (SELECT 1 FROM j WHERE state = 'DEAD_LETTERED')"
     "), f AS ("
     " UPDATE pendulum.counters SET value = value + ((SELECT count(*) FROM o)"
     "  - (SELECT count(*) FROM j))"
@@ -408,7 +417,7 @@ static const char finish_sql[] =
     ") "
     "SELECT o.id, j.state, CASE WHEN j.state = 'PENDING' AND j.run_at < 'infinity'"
     "  THEN greatest(ceil(extract(epoch FROM j.run_at - now()) * 1000), 0)::bigint END,"
-    " (SELECT count(*) FROM n) "
+    " (SELECT count(*) FROM n), (SELECT sum(n) FROM p) "
     "FROM o LEFT JOIN j ON j.id = o.id AND j.lease_token = o.token";
 
 /*

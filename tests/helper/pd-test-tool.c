@@ -5,6 +5,7 @@
  *   pd-test-tool run [OPTIONS] -- PROG [ARGS...]
  *   pd-test-tool kill-after MS [OPTIONS] -- PROG [ARGS...]
  *   pd-test-tool notify-listen PATH
+ *   pd-test-tool unblock-race ROUNDS
  *
  * The child's stdout goes to stdout verbatim, each stderr line to stderr as
  * "stderr: LINE", then one summary line on stderr:
@@ -35,7 +36,9 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "db.h"
 #include "err.h"
+#include "jobs.h"
 #include "log.h"
 #include "proc.h"
 #include "sig.h"
@@ -49,6 +52,7 @@ struct cmd {
 static int cmd_run(int argc, char **argv);
 static int cmd_kill_after(int argc, char **argv);
 static int cmd_notify_listen(int argc, char **argv);
+static int cmd_unblock_race(int argc, char **argv);
 static int usage(void);
 
 static const struct cmd cmds[] = {
@@ -57,6 +61,7 @@ static const struct cmd cmds[] = {
      "        [--hold-fd] -- PROG [ARGS...]"},
     {"kill-after", cmd_kill_after, "kill-after MS [run options] -- PROG [ARGS...]"},
     {"notify-listen", cmd_notify_listen, "notify-listen PATH"},
+    {"unblock-race", cmd_unblock_race, "unblock-race ROUNDS (on $PD_DATABASE_URL)"},
 };
 
 struct run_opts {
@@ -326,6 +331,146 @@ static int cmd_notify_listen(int argc, char **argv)
 		putchar('\n');
 		fflush(stdout);
 	}
+}
+
+/* One connection of the race: the job it claimed and its outcome batch. */
+struct racer {
+	struct pd_db db;
+	struct pd_claimed *job;
+	int njob;
+	struct pd_job_outcome out;
+	struct pd_jobs_sync s;
+};
+
+/* Claim one race dependency on r's connection and make its success outcome. */
+static int racer_claim(struct racer *r, const char *worker, struct pd_err *e)
+{
+	static const char *const queues[] = {"race"}, *const types[] = {"race_dep"};
+
+	pd_claimed_free(r->job, r->njob);
+	if (pd_jobs_claim(&r->db, worker, queues, 1, types, 1, 1, 60000, 1, &r->job, &r->njob, e) <
+	    0)
+		return -1;
+	if (r->njob != 1)
+		return pd_errf(e, PD_EX_SOFTWARE, "claimed %d race jobs, not 1", r->njob);
+	memset(&r->out, 0, sizeof(r->out));
+	r->out.id = r->job->id;
+	r->out.token = r->job->token;
+	r->out.o.kind = PD_VERDICT_DONE;
+	r->out.o.outcome = "succeeded";
+	r->out.o.exit_code = 0;
+	r->out.o.started_ago_ms = -1;
+	memset(&r->s, 0, sizeof(r->s));
+	r->s.outcomes = &r->out;
+	r->s.noutcomes = 1;
+	r->s.worker = worker;
+	return 0;
+}
+
+static int exec_cmd(struct pd_db *db, const char *sql, struct pd_err *e)
+{
+	return pd_db_exec(db, sql, 0, NULL, PGRES_COMMAND_OK, NULL, e);
+}
+
+/*
+ * unblock-race N: N times, jobs A1 and A2 (type race_dep, queue race) and B
+ * after both; A1 and A2 claimed on two connections, and their successes
+ * written by the worker's own outcome statement (pd_jobs_sync) on each, so
+ * that neither transaction has committed when the other's statement runs:
+ * on even rounds both inside explicit transactions (the second's statement
+ * sent while the first's is uncommitted, then the first committed: the
+ * interleaving in which each statement sees the other's success
+ * uncommitted), on odd rounds both sent at once and left to race. After
+ * both: B must be PENDING (no reaper runs here). Prints "N rounds, K left
+ * BLOCKED"; exit 0 when K is 0, 1 otherwise, 69 or 70 on a failure.
+ */
+static int cmd_unblock_race(int argc, char **argv)
+{
+	static const char enq[] =
+	    "SELECT a1, a2, pendulum.enqueue('default', 'race_after', '{}', 'race',"
+	    " depends_on => ARRAY[a1, a2])"
+	    " FROM (SELECT pendulum.enqueue('default', 'race_dep', '{}', 'race') AS a1,"
+	    " pendulum.enqueue('default', 'race_dep', '{}', 'race') AS a2) x";
+	struct racer r[2];
+	struct pd_db db = PD_DB_INIT;
+	struct pd_err e = PD_ERR_INIT;
+	const char *url = getenv("PD_DATABASE_URL");
+	long long rounds, left = 0;
+	int rc = PD_EX_OK;
+
+	if (argc != 2 || parse_num(argv[1], 1000000, &rounds) < 0 || url == NULL)
+		return usage();
+	memset(r, 0, sizeof(r));
+	r[0].db = (struct pd_db)PD_DB_INIT;
+	r[1].db = (struct pd_db)PD_DB_INIT;
+	if (pd_db_connect(&db, url, "race", &e) < 0 ||
+	    pd_db_connect(&r[0].db, url, "race1", &e) < 0 ||
+	    pd_db_connect(&r[1].db, url, "race2", &e) < 0)
+		goto fail;
+	for (long long i = 0; i < rounds; i++) {
+		PGresult *res;
+		const char *b[1];
+		char *state = NULL;
+
+		if (pd_db_exec(&db, enq, 0, NULL, PGRES_TUPLES_OK, &res, &e) < 0)
+			goto fail;
+		b[0] = PQgetvalue(res, 0, 2);
+		if (racer_claim(&r[0], "race:1", &e) < 0 || racer_claim(&r[1], "race:2", &e) < 0) {
+			PQclear(res);
+			goto fail;
+		}
+		if (i % 2 == 0) {
+			if (exec_cmd(&r[0].db, "BEGIN", &e) < 0 ||
+			    exec_cmd(&r[1].db, "BEGIN", &e) < 0 ||
+			    pd_jobs_sync_send(&r[0].db, &r[0].s, &e) < 0 ||
+			    pd_jobs_sync_wait(&r[0].db, &r[0].s, &e) < 0 ||
+			    pd_jobs_sync_send(&r[1].db, &r[1].s, &e) < 0)
+				goto round_fail;
+			/* let the second statement reach B (with the fix: wait for its lock) */
+			poll(NULL, 0, 5);
+			if (exec_cmd(&r[0].db, "COMMIT", &e) < 0 ||
+			    pd_jobs_sync_wait(&r[1].db, &r[1].s, &e) < 0 ||
+			    exec_cmd(&r[1].db, "COMMIT", &e) < 0)
+				goto round_fail;
+		} else {
+			if (pd_jobs_sync_send(&r[0].db, &r[0].s, &e) < 0 ||
+			    pd_jobs_sync_send(&r[1].db, &r[1].s, &e) < 0 ||
+			    pd_jobs_sync_wait(&r[0].db, &r[0].s, &e) < 0 ||
+			    pd_jobs_sync_wait(&r[1].db, &r[1].s, &e) < 0)
+				goto round_fail;
+		}
+		if (!r[0].out.applied || !r[1].out.applied) {
+			pd_errf(&e, PD_EX_SOFTWARE, "round %lld: an outcome was fenced off", i);
+			goto round_fail;
+		}
+		if (pd_db_value(&db, "SELECT state FROM pendulum.jobs WHERE id = $1", 1, b, &state,
+				&e) < 0)
+			goto round_fail;
+		if (state == NULL || strcmp(state, "BLOCKED") == 0) {
+			left++;
+			fprintf(stderr, "%s: round %lld: job %s left %s\n", pd_progname(), i, b[0],
+				state ? state : "missing");
+		}
+		free(state);
+		PQclear(res);
+		continue;
+	round_fail:
+		PQclear(res);
+		goto fail;
+	}
+	printf("%lld rounds, %lld left BLOCKED\n", rounds, left);
+	rc = left ? 1 : PD_EX_OK;
+	goto done;
+fail:
+	fprintf(stderr, "%s: unblock-race: %s\n", pd_progname(), e.msg);
+	rc = e.code ? e.code : PD_EX_SOFTWARE;
+done:
+	for (int k = 0; k < 2; k++) {
+		pd_claimed_free(r[k].job, r[k].njob);
+		pd_db_close(&r[k].db);
+	}
+	pd_db_close(&db);
+	return rc;
 }
 
 int main(int argc, char **argv)
