@@ -750,8 +750,8 @@ static void outcome_of(struct worker *w, struct finished *f, struct pd_job_outco
 		break;
 	case PD_VERDICT_DEAD:
 		o->dead_reason = ex->cls == PD_EXIT_CANNOT_RUN ? o->error
-				 : f->stream		     ? "terminal error"
-							     : "terminal exit code";
+				 : f->stream		       ? "terminal error"
+							       : "terminal exit code";
 		break;
 	case PD_VERDICT_RELEASE:
 		break;
