@@ -26,7 +26,7 @@
 #include "migrate.h"
 #include "top.h"
 
-#define SYNOPSIS "usage: pd-admin [-hqVv] [-c file] [-d conninfo] [--json] command [args]\n"
+#define SYNOPSIS "usage: pd-admin [-hVv] [-c file] [-d conninfo] [--json] command [args]\n"
 
 #define DEFAULT_STALE_MS 60000
 
@@ -201,7 +201,7 @@ static void help(void)
 	       "                          /etc/pendulum/pendulum.yaml)\n"
 	       "  -d, --database CONNINFO libpq conninfo or URI (default $PD_DATABASE_URL)\n"
 	       "      --json              one JSON object a line instead of a table\n"
-	       "  -q, --quiet             log warnings and errors only\n"
+	       "      --quiet             log warnings and errors only\n"
 	       "  -v, --verbose           log debug messages\n"
 	       "  -h, --help              show this help\n"
 	       "  -V, --version           show the version\n\nCommands:\n");
@@ -310,7 +310,7 @@ static int parse(struct pd_app *a, const struct command *c, int argc, char **arg
 	x->f.limit = c->limit_def;
 	x->stale_ms = DEFAULT_STALE_MS;
 	x->interval_ms = 1000;
-	while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, ":h", lo)) != -1) {
 		int rc = 0;
 
 		switch (ch) {
@@ -755,7 +755,7 @@ static int cmd_migrate(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	const struct command *self = &commands[0];
 	int status = 0, ch, applied = 0;
 
-	while ((ch = getopt_long(argc, argv, "+:sh", opts, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, "+:h", opts)) != -1) {
 		switch (ch) {
 		case 's':
 			status = 1;
@@ -897,10 +897,14 @@ static int run(struct pd_app *a, const struct command *c, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"config", required_argument, NULL, 'c'}, {"database", required_argument, NULL, 'd'},
-	    {"json", no_argument, NULL, 'j'},	      {"quiet", no_argument, NULL, 'q'},
-	    {"verbose", no_argument, NULL, 'v'},      {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"database", required_argument, NULL, 'd'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"quiet", no_argument, NULL, PD_APP_OPT_QUIET},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct pd_err e = PD_ERR_INIT;
 	struct pd_app a;
@@ -909,7 +913,7 @@ int main(int argc, char **argv)
 
 	pd_cli_init(argv[0]);
 	pd_app_init(&a);
-	while ((ch = getopt_long(argc, argv, "+:c:d:qvhV", opts, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, "+:c:d:vhV", opts)) != -1) {
 		switch (ch) {
 		case 'c':
 			a.config_path = optarg;
@@ -920,7 +924,7 @@ int main(int argc, char **argv)
 		case 'j':
 			a.json = 1;
 			break;
-		case 'q':
+		case PD_APP_OPT_QUIET:
 			a.verbosity--;
 			break;
 		case 'v':

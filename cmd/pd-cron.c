@@ -18,7 +18,7 @@
 #include "sched.h"
 #include "ticker.h"
 
-#define SYNOPSIS "usage: pd-cron [-hqVv] [-c file] [-d conninfo] [--json] command [args]\n"
+#define SYNOPSIS "usage: pd-cron [-hVv] [-c file] [-d conninfo] [--json] command [args]\n"
 
 struct command {
 	const char *name;
@@ -98,7 +98,7 @@ static void help(void)
 	       "  -c, --config FILE        configuration file\n"
 	       "  -d, --database CONNINFO  libpq conninfo or URI (default $PD_DATABASE_URL)\n"
 	       "      --json               one JSON object a line instead of a table\n"
-	       "  -q, --quiet              log warnings and errors only\n"
+	       "      --quiet              log warnings and errors only\n"
 	       "  -v, --verbose            log debug messages\n"
 	       "      --log-format FORMAT  logfmt (default) or json, a line each\n"
 	       "  -h, --help               show this help\n"
@@ -165,7 +165,7 @@ static int cmd_add(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	int ch;
 
 	pd_sched_init(&s);
-	while ((ch = getopt_long(argc, argv, ":t:h", opts, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, ":t:h", opts)) != -1) {
 		switch (ch) {
 		case O_CRON:
 			s.cron = optarg;
@@ -233,7 +233,7 @@ static int cmd_by_name(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	const char *tenant = NULL, *name;
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, ":t:h", opts, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, ":t:h", opts)) != -1) {
 		if (ch == 't')
 			tenant = optarg;
 		else if (ch == 'h')
@@ -277,7 +277,7 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	const char *tenant = NULL;
 	int ch, n;
 
-	while ((ch = getopt_long(argc, argv, ":t:h", opts, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, ":t:h", opts)) != -1) {
 		if (ch == 't')
 			tenant = optarg;
 		else if (ch == 'h')
@@ -351,7 +351,7 @@ static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	int ch, local = 0;
 	struct pd_cron c;
 
-	while ((ch = getopt_long(argc, argv, ":n:h", opts, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, ":n:h", opts)) != -1) {
 		switch (ch) {
 		case O_TZ:
 			zone = optarg;
@@ -428,7 +428,7 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	const char *tenant = NULL;
 	int ch, prune = 0, dry = 0, rc;
 
-	while ((ch = getopt_long(argc, argv, ":t:h", opts, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, ":t:h", opts)) != -1) {
 		switch (ch) {
 		case O_PRUNE:
 			prune = 1;
@@ -478,7 +478,7 @@ static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	int ch;
 
 	pd_ticker_cfg_init(&t);
-	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, ":h", opts)) != -1) {
 		switch (ch) {
 		case O_ONCE:
 			t.once = 1;
@@ -535,7 +535,7 @@ int main(int argc, char **argv)
 
 	pd_cli_init(argv[0]);
 	pd_app_init(&a);
-	while ((ch = getopt_long(argc, argv, "+:c:d:qvhV", opts, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, "+:c:d:vhV", opts)) != -1) {
 		switch (ch) {
 		case 'j':
 			a.json = 1;

@@ -36,7 +36,7 @@ static void help(void)
 	    "      --run-at INSTANT         not before this ISO 8601 instant\n"
 	    "      --delay DURATION         not before now + DURATION (250ms 30s 5m 2h 1d)\n"
 	    "  -k, --idempotency-key KEY    one job per KEY and tenant; a repeat returns its id\n"
-	    "      --max-attempts N         attempts before dead-lettering (default 5)\n"
+	    "      --max-attempts N         attempts before dead-lettering (default 25)\n"
 	    "      --timeout DURATION       kill the handler after DURATION\n"
 	    "      --at-most-once           never re-run after a lost lease: dead-letter instead\n"
 	    "      --traceparent TP         W3C trace context (default $TRACEPARENT)\n"
@@ -220,7 +220,7 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 	};
 	int ch, rc;
 
-	while ((ch = getopt_long(argc, argv, ":t:q:p:k:c:d:vhV", opts, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, ":t:q:p:k:c:d:vhV", opts)) != -1) {
 		if ((rc = job_option(o, ch, optarg, e)) != 0) {
 			if (rc < 0)
 				return -1;

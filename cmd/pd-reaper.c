@@ -13,7 +13,7 @@
 #include "log.h"
 #include "reaper.h"
 
-#define SYNOPSIS "usage: pd-reaper [-hqVv] [-c file] [-d conninfo] [--interval DURATION] [--once]\n"
+#define SYNOPSIS "usage: pd-reaper [-hVv] [-c file] [-d conninfo] [--interval DURATION] [--once]\n"
 
 static void help(void)
 {
@@ -25,7 +25,7 @@ static void help(void)
 	       "      --once               one pass, print what it did, and exit\n"
 	       "  -c, --config FILE        configuration file\n"
 	       "  -d, --database CONNINFO  libpq conninfo or URI (default $PD_DATABASE_URL)\n"
-	       "  -q, --quiet              log warnings and errors only\n"
+	       "      --quiet              log warnings and errors only\n"
 	       "  -v, --verbose            log debug messages\n"
 	       "      --log-format FORMAT  logfmt (default) or json, a line each\n"
 	       "  -h, --help               show this help\n"
@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 	pd_cli_init(argv[0]);
 	pd_app_init(&a);
 	pd_reaper_cfg_init(&flags);
-	while ((ch = getopt_long(argc, argv, "+:c:d:qvhV", opts, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, "+:c:d:vhV", opts)) != -1) {
 		switch (ch) {
 		case O_INTERVAL:
 			if (pd_cli_dur("--interval", optarg, &flags.interval_ms, &e) < 0)

@@ -24,7 +24,7 @@ static void help(void)
 	    "\nClaim outbox messages and run a publish command for each, payload on stdin.\n\n"
 	    "      --publish COMMAND       run COMMAND with /bin/sh -c for every topic\n"
 	    "      --exec PATH             exec PATH (no shell) for every topic\n"
-	    "  -t, --topic TOPIC           claim only this topic (repeatable)\n"
+	    "      --topic TOPIC           claim only this topic (repeatable)\n"
 	    "      --timeout DURATION      kill a publish command after this (default 30s)\n"
 	    "      --visibility DURATION   a claimed message stays hidden this long (default "
 	    "60s)\n"
@@ -77,11 +77,12 @@ static int parse_args(struct pd_relay_cfg *r, struct pd_app *app, int argc, char
 		O_TIMEOUT,
 		O_VISIBILITY,
 		O_ONCE,
+		O_TOPIC,
 	};
 	static const struct option opts[] = {
 	    {"publish", required_argument, NULL, O_PUBLISH},
 	    {"exec", required_argument, NULL, O_EXEC},
-	    {"topic", required_argument, NULL, 't'},
+	    {"topic", required_argument, NULL, O_TOPIC},
 	    {"timeout", required_argument, NULL, O_TIMEOUT},
 	    {"visibility", required_argument, NULL, O_VISIBILITY},
 	    {"once", no_argument, NULL, O_ONCE},
@@ -91,14 +92,14 @@ static int parse_args(struct pd_relay_cfg *r, struct pd_app *app, int argc, char
 	};
 	int ch, rc;
 
-	while ((ch = getopt_long(argc, argv, "+:t:n:c:d:vhV", opts, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, "+:n:c:d:vhV", opts)) != -1) {
 		switch (ch) {
 		case O_PUBLISH:
 		case O_EXEC:
 			if (set_cmd(r, optarg, ch == O_EXEC, e) < 0)
 				return -1;
 			break;
-		case 't':
+		case O_TOPIC:
 			if (pd_cli_push("--topic", "topics", optarg, r->topics, &r->ntopics,
 					PD_RELAY_MAX_TOPICS, e) < 0)
 				return -1;

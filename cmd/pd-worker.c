@@ -119,7 +119,7 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 						   "--stream-exec"};
 	int ch, rc;
 
-	while ((ch = getopt_long(argc, argv, "+:q:n:c:d:vhV", opts, NULL)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, "+:q:n:c:d:vhV", opts)) != -1) {
 		switch (ch) {
 		case O_HANDLER:
 		case O_EXEC:
@@ -133,7 +133,7 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 				return -1;
 			break;
 		case 'q':
-			if (pd_cli_push("-q", "queues", optarg, w->queues, &w->nqueues,
+			if (pd_cli_push("--queue", "queues", optarg, w->queues, &w->nqueues,
 					PD_WORKER_MAX_QUEUES, e) < 0)
 				return -1;
 			break;

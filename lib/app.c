@@ -41,7 +41,6 @@ int pd_app_option(struct pd_app *a, struct pd_engine_cfg *engine, int ch, const 
 	case 'd':
 		a->database = arg;
 		return 0;
-	case 'q':
 	case PD_APP_OPT_QUIET:
 		a->verbosity--;
 		return 0;

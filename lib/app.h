@@ -12,7 +12,7 @@
 struct pd_app {
 	const char *config_path; /* -c FILE, or NULL */
 	const char *database;	 /* -d CONNINFO, or NULL */
-	int verbosity;		 /* +1 per -v, -1 per -q */
+	int verbosity;		 /* +1 per -v, -1 per --quiet */
 	int json;		 /* --json */
 	struct pd_config cfg;
 	struct pd_db db;
@@ -56,7 +56,7 @@ enum {
  * Take getopt's ch if it is an option the daemons share: with engine, the
  * PD_APP_ENGINE_LONG_OPTIONS (-n N, --batch N, --poll DURATION,
  * --drain-timeout DURATION, --until-idle) into it; always -c FILE,
- * -d CONNINFO, --quiet (or -q), -v, --log-format logfmt|json (set at once),
+ * -d CONNINFO, --quiet, -v, --log-format logfmt|json (set at once),
  * -h (help is called), -V. Anything else is
  * reported as a bad option under synopsis. Returns 0 (taken), 1 (help or
  * version printed: exit 0), 2 (a bad option, reported: exit 64) or -1 (a bad

@@ -1,8 +1,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,11 +47,37 @@ int pd_cli_usage(const char *synopsis, const char *fmt, ...)
 	return PD_EX_USAGE;
 }
 
+/* The option pd_cli_getopt refused a value for: "-q" or "--queue" (getopt's state is global too).
+ */
+static char refused_opt[64];
+
+int pd_cli_getopt(int argc, char **argv, const char *optstring, const struct option *longopts)
+{
+	int li = -1, ch = getopt_long(argc, argv, optstring, longopts, &li);
+	const char *v = optarg;
+
+	if (ch == -1 || ch == '?' || ch == ':' || v == NULL || optind < 2 || v != argv[optind - 1])
+		return ch; /* no value, or one attached to its option */
+	if (v[0] != '-' || v[1] == '\0' || (v[1] >= '0' && v[1] <= '9'))
+		return ch;
+	if (li >= 0)
+		snprintf(refused_opt, sizeof(refused_opt), "--%s", longopts[li].name);
+	else
+		snprintf(refused_opt, sizeof(refused_opt), "-%c", ch);
+	return PD_CLI_OPT_LOOKS_LIKE_OPTION;
+}
+
 int pd_cli_bad_option(const char *synopsis, int ch, char **argv)
 {
 	const char *arg = argv[optind - 1];
 	char shortopt[3] = {'-', (char)optopt, '\0'};
 
+	if (ch == PD_CLI_OPT_LOOKS_LIKE_OPTION)
+		return pd_cli_usage(synopsis,
+				    "option '%s' needs a value, and '%s' looks like an option "
+				    "(to mean it, attach it: %s%s%s)",
+				    refused_opt, arg, refused_opt, refused_opt[1] == '-' ? "=" : "",
+				    arg);
 	/* For a short option inside a cluster ("-qx") name the letter alone. */
 	if (optopt && !(arg[0] == '-' && arg[1] == '-'))
 		arg = shortopt;
@@ -96,16 +124,33 @@ int pd_cli_dur(const char *opt, const char *s, long long *ms, struct pd_err *e)
 	return 0;
 }
 
+/*
+ * The reader of stdout has gone away (a pipe with no reader left, a socket
+ * whose peer closed, a terminal hung up). A write that failed long before
+ * the final fflush left no errno behind: ask the descriptor itself.
+ */
+static int stdout_reader_gone(void)
+{
+	struct pollfd p = {.fd = STDOUT_FILENO, .events = 0, .revents = 0};
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
+}
+
 int pd_cli_finish_stdout(void)
 {
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		if (errno == EPIPE)
-			return 0;
+	int failed = fflush(stdout) != 0, err = errno;
+
+	if (!failed && !ferror(stdout))
+		return 0;
+	/* Like `ls | head`: whoever reads has all it wanted; no message, exit 0. */
+	if ((failed && err == EPIPE) || stdout_reader_gone())
+		return 0;
+	if (failed)
 		fprintf(stderr, "%s: cannot write to standard output: %s\n", pd_progname(),
-			strerror(errno));
-		return PD_EX_SOFTWARE;
-	}
-	return 0;
+			strerror(err));
+	else
+		fprintf(stderr, "%s: cannot write to standard output\n", pd_progname());
+	return PD_EX_SOFTWARE;
 }
 
 int pd_cli_color(FILE *f)

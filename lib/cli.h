@@ -23,8 +23,21 @@ void pd_cli_version(void);
 int pd_cli_usage(const char *synopsis, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
- * After getopt_long returned '?' or ':' (optstring starts with "+:" or ":"),
- * report the unknown option or the missing value by name; returns 64.
+ * getopt_long(3) (no longindex), which also refuses an option's value that
+ * looks like an option: given as a word of its own, starting with '-' and
+ * not a negative number nor "-" alone (`pd-worker -q --until-idle` is a
+ * forgotten value, not a queue named "--until-idle"). It returns
+ * PD_CLI_OPT_LOOKS_LIKE_OPTION then, for pd_cli_bad_option() to report.
+ * A value attached to its option is taken as it is: --queue=--odd, -q-odd.
+ */
+#define PD_CLI_OPT_LOOKS_LIKE_OPTION '!'
+struct option;
+int pd_cli_getopt(int argc, char **argv, const char *optstring, const struct option *longopts);
+
+/*
+ * After pd_cli_getopt returned '?', ':' (optstring starts with "+:" or ":")
+ * or PD_CLI_OPT_LOOKS_LIKE_OPTION, report the unknown option, the missing
+ * value or the value that looks like an option, by name; returns 64.
  */
 int pd_cli_bad_option(const char *synopsis, int ch, char **argv);
 
@@ -40,7 +53,11 @@ int pd_cli_dur(const char *opt, const char *s, long long *ms, struct pd_err *e);
 int pd_cli_push(const char *opt, const char *what, const char *s, const char **list, int *n,
 		int max, struct pd_err *e);
 
-/* Flush stdout and report a write error (a full disk, a closed pipe): returns 0 or 70. */
+/*
+ * Flush stdout and report a write error (a full disk): returns 0 or 70. A
+ * reader that went away (EPIPE: `pd-admin jobs | head -1`) is no error:
+ * nothing is said and it returns 0, the status a pipeline expects.
+ */
 int pd_cli_finish_stdout(void);
 
 /*

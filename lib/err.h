@@ -9,6 +9,7 @@
 #define PD_ERR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum pd_exit {
 	PD_EX_OK = 0,

@@ -1,6 +1,8 @@
 #include <string.h>
 
+#include "err.h"
 #include "handler.h"
+#include "proc.h"
 
 const struct pd_handler *pd_handler_find(const struct pd_handler *v, int n, const char *name)
 {
@@ -41,4 +43,15 @@ int pd_handler_same_command(const struct pd_handler *a, const struct pd_handler 
 		if (strcmp(*x, *y) != 0)
 			return 0;
 	return x == NULL || (*x == NULL && *y == NULL);
+}
+
+int pd_handler_check(const struct pd_handler *h, const char *what, struct pd_err *e)
+{
+	const char *prog = h->run ? "/bin/sh" : h->exec_argv ? h->exec_argv[0] : NULL;
+	int err = 0;
+
+	if (prog == NULL || pd_proc_check(prog, NULL, &err) == 0)
+		return 0;
+	return pd_errf(e, PD_EX_CONFIG, "%s '%s': cannot run %s: %s", what, h->name, prog,
+		       strerror(err));
 }

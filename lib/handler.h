@@ -37,4 +37,14 @@ int pd_handler_terminal(const struct pd_handler *h, int code);
  */
 int pd_handler_same_command(const struct pd_handler *a, const struct pd_handler *b);
 
+/*
+ * Check that h's program can be run now: its exec path, or /bin/sh for a
+ * shell command (what the command itself runs is found only when it runs).
+ * what names it in the error ("handler", "publish command"). 0, or -1 with
+ * e filled, code 78: "handler 't': cannot run /nonexistent: No such file
+ * or directory".
+ */
+struct pd_err;
+int pd_handler_check(const struct pd_handler *h, const char *what, struct pd_err *e);
+
 #endif

@@ -340,7 +340,7 @@ void pd_jobspec_copy_job(const struct pd_jobspec *s, long long id, const char *r
 	copy_text(b, s->payload, s->payload_len);
 	pd_buf_printf(b, "\t%lld\tPENDING", s->has_priority ? s->priority : 0);
 	copy_str(b, run_at);
-	pd_buf_printf(b, "\t%lld", s->max_attempts > 0 ? s->max_attempts : 5);
+	pd_buf_printf(b, "\t%lld", s->max_attempts > 0 ? s->max_attempts : PD_JOBSPEC_MAX_ATTEMPTS);
 	copy_dur(b, s->timeout_ms);
 	copy_str(b, s->delivery ? s->delivery : "at-least-once");
 	copy_str(b, s->traceparent);

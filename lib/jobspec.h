@@ -14,6 +14,9 @@
 #include "err.h"
 #include "json.h"
 
+/* A job's attempts when it names none: the default of sql/014 (pd-worker(1), Retries). */
+#define PD_JOBSPEC_MAX_ATTEMPTS 25
+
 struct pd_jobspec {
 	const char *type;
 	const char *payload; /* raw JSON text, already validated */

@@ -1,6 +1,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,27 @@ enum pd_exit_class pd_exit_classify(const struct pd_proc_result *r, enum pd_stop
 		return PD_EXIT_OK;
 	if (r->exit_code > 0 && pd_handler_terminal(h, r->exit_code))
 		return PD_EXIT_TERMINAL;
+	if (h->run && (r->exit_code == 127 || r->exit_code == 126))
+		return PD_EXIT_CANNOT_RUN;
 	return PD_EXIT_FAILED;
+}
+
+void pd_exit_not_started(struct pd_pool_exit *x, const char *prog, int err, const char *msg)
+{
+	switch (err) {
+	case ENOENT:
+	case EACCES:
+	case ENOEXEC:
+	case ENOTDIR:
+	case ELOOP:
+	case ENAMETOOLONG:
+		x->cls = PD_EXIT_CANNOT_RUN;
+		pd_buf_printf(&x->error, "cannot run %s: %s", prog, strerror(err));
+		return;
+	default:
+		x->cls = PD_EXIT_NOT_STARTED;
+		pd_buf_puts(&x->error, msg);
+	}
 }
 
 enum pd_verdict pd_exit_verdict(enum pd_exit_class c)
@@ -43,6 +64,7 @@ enum pd_verdict pd_exit_verdict(enum pd_exit_class c)
 	case PD_EXIT_OK:
 		return PD_VERDICT_DONE;
 	case PD_EXIT_TERMINAL:
+	case PD_EXIT_CANNOT_RUN:
 		return PD_VERDICT_DEAD;
 	case PD_EXIT_DRAINED:
 	case PD_EXIT_LEASE_LOST:
@@ -67,6 +89,7 @@ const char *pd_exit_class_name(enum pd_exit_class c)
 	case PD_EXIT_TIMEOUT:
 		return "timeout";
 	case PD_EXIT_NOT_STARTED:
+	case PD_EXIT_CANNOT_RUN:
 		return "could_not_start";
 	case PD_EXIT_DRAINED:
 		return "released";
@@ -189,10 +212,9 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 	if (pd_proc_start(&s->proc, &spec, &e) < 0) {
 		pd_log(PD_LOG_WARN, "handler could not start", "%s error=%s", s->prefix,
 		       pd_log_quote((char[600]){0}, 600, e.msg));
+		pd_exit_not_started(&s->exit, spec.argv[0], s->proc.start_errno, e.msg);
 		pd_proc_release(&s->proc);
 		s->state = PD_SLOT_DONE;
-		s->exit.cls = PD_EXIT_NOT_STARTED;
-		pd_buf_puts(&s->exit.error, e.msg);
 		return -1;
 	}
 	return 0;
@@ -289,6 +311,11 @@ static void collect(struct pd_pool_slot *s)
 				      strsignal(r.signal));
 		else
 			pd_buf_puts(&x->error, "exit status lost");
+		break;
+	case PD_EXIT_CANNOT_RUN: /* sh: command not found (127), not executable (126) */
+		pd_buf_printf(&x->error, "command %s (exit %d)%s%s",
+			      r.exit_code == 127 ? "not found" : "not executable", r.exit_code,
+			      x->last_line.len ? ": " : "", pd_buf_str(&x->last_line));
 		break;
 	case PD_EXIT_OK:
 	case PD_EXIT_NOT_STARTED:

@@ -55,14 +55,33 @@ enum pd_exit_class {
 	PD_EXIT_FAILED,	     /* another exit code, or a signal we did not send: retryable */
 	PD_EXIT_TERMINAL,    /* 64, 65, or one of the handler's terminal codes */
 	PD_EXIT_TIMEOUT,     /* stopped at its timeout: retryable */
-	PD_EXIT_NOT_STARTED, /* could not be started: retryable */
+	PD_EXIT_NOT_STARTED, /* could not be started for want of a resource: retryable */
+	PD_EXIT_CANNOT_RUN,  /* the program is missing, not executable or not a valid
+				executable (or a shell command's sh says so: exit 127, 126):
+				terminal, outcome could_not_start too */
 	PD_EXIT_DRAINED,     /* stopped by a drain: released, the attempt refunded */
 	PD_EXIT_LEASE_LOST,  /* stopped because its lease was lost: nothing is written */
 };
 
-/* The class of a child that ran: r is its result, why the pool stopped it. */
+struct pd_pool_exit;
+
+/*
+ * The class of a child that ran: r is its result, why the pool stopped it.
+ * A shell command (h->run) that exits 127 or 126 is PD_EXIT_CANNOT_RUN: that
+ * is how sh(1) says a command was not found or could not be executed.
+ */
 enum pd_exit_class pd_exit_classify(const struct pd_proc_result *r, enum pd_stop_reason why,
 				    const struct pd_handler *h);
+
+/*
+ * A child that could not be started, prog with errno err (pd_proc's
+ * start_errno), msg the start error: into x's class and error. A program
+ * that cannot run (ENOENT, EACCES, ENOEXEC, ENOTDIR, ELOOP, ENAMETOOLONG)
+ * gives PD_EXIT_CANNOT_RUN and "cannot run PROG: No such file or
+ * directory"; anything else (EAGAIN, ENOMEM, EMFILE, ENFILE...)
+ * PD_EXIT_NOT_STARTED and msg.
+ */
+void pd_exit_not_started(struct pd_pool_exit *x, const char *prog, int err, const char *msg);
 
 /* "succeeded", "failed", "terminal", "timeout", ... (job_attempts.outcome). */
 const char *pd_exit_class_name(enum pd_exit_class c);

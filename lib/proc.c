@@ -135,6 +135,35 @@ static char *path_search(const char *prog, const char *path, int *err)
 	return NULL;
 }
 
+int pd_proc_check(const char *prog, const char *const *envp, int *err)
+{
+	const char *search;
+	struct stat st;
+	char *path;
+
+	if (prog == NULL || *prog == '\0') {
+		*err = ENOENT;
+		return -1;
+	}
+	if (strchr(prog, '/') == NULL) {
+		search = env_path(envp ? envp : (const char *const *)environ);
+		if (search == NULL)
+			search = getenv("PATH");
+		path = path_search(prog, search ? search : DEFAULT_PATH, err);
+		free(path);
+		return path ? 0 : -1;
+	}
+	if (stat(prog, &st) < 0) {
+		*err = errno;
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || faccessat(AT_FDCWD, prog, X_OK, AT_EACCESS) < 0) {
+		*err = EACCES;
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * In the child: every fd above 2 closes on exec. The child's descriptor
  * table is its own (no CLONE_FILES): marking them leaves the parent's open.
@@ -236,8 +265,10 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 	pid_t pid;
 
 	init(p, s);
-	if (s->argv == NULL || s->argv[0] == NULL || s->argv[0][0] == '\0')
+	if (s->argv == NULL || s->argv[0] == NULL || s->argv[0][0] == '\0') {
+		p->start_errno = ENOENT;
 		return pd_errf(e, PD_EX_SOFTWARE, "could not start handler: empty command");
+	}
 	prog = s->argv[0];
 	if (strchr(prog, '/')) {
 		path = pd_xstrdup(prog);
@@ -247,11 +278,13 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 		if (search == NULL)
 			search = getenv("PATH");
 		path = path_search(prog, search ? search : DEFAULT_PATH, &child_errno);
+		p->start_errno = child_errno;
 		if (path == NULL)
 			return pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': %s", prog,
 				       strerror(child_errno));
 	}
 	if (make_pipe(in) < 0 || make_pipe(out) < 0 || make_pipe(err) < 0) {
+		p->start_errno = errno;
 		pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': could not create pipe: %s", prog,
 			strerror(errno));
 		goto fail;
@@ -270,6 +303,7 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 		c.max_fd = INT_MAX;
 
 	if ((stack = child_stack()) == NULL) {
+		p->start_errno = ENOMEM;
 		pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': no memory for the child's stack",
 			prog);
 		goto fail;
@@ -287,6 +321,7 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 	close_fd(&out[1]);
 	close_fd(&err[1]);
 	if (pid < 0) {
+		p->start_errno = clone_errno;
 		pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': clone: %s", prog,
 			strerror(clone_errno));
 		goto fail;
@@ -294,6 +329,7 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 	if (c.err != 0) { /* it exited 127 without exec */
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
+		p->start_errno = c.err;
 		pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': %s", prog, strerror(c.err));
 		goto fail;
 	}

@@ -144,6 +144,7 @@ struct pd_proc {
 	int status_lost; /* reaped by someone else: status unknown */
 	int wstatus;
 	int orphans_killed; /* pipes still open after exit: the group was SIGKILLed */
+	int start_errno;    /* why pd_proc_start() failed (ENOENT...), 0 if it did not */
 };
 
 struct pd_proc_result {
@@ -155,8 +156,9 @@ struct pd_proc_result {
 
 /*
  * Start the child described by s. Returns 0, or -1 with e filled ("could
- * not start 'PROG': No such file or directory", code PD_EX_SOFTWARE) and
- * nothing left running. Either way p is initialised: call
+ * not start 'PROG': No such file or directory", code PD_EX_SOFTWARE), the
+ * errno in p->start_errno (the exec's own when the program could not be
+ * run) and nothing left running. Either way p is initialised: call
  * pd_proc_release() when done with it. SIGCHLD must not be ignored
  * (SIG_IGN or SA_NOCLDWAIT), or the status is lost.
  */
@@ -228,6 +230,15 @@ void pd_proc_result(const struct pd_proc *p, struct pd_proc_result *r);
  * reaped (waitpid, which can block only as long as SIGKILL takes).
  */
 void pd_proc_release(struct pd_proc *p);
+
+/*
+ * Whether prog could be exec'd now, found the way pd_proc_start() finds it
+ * (a '/' in it: as is; else along the PATH of envp, else of this process):
+ * 0, or -1 with *err set (ENOENT, EACCES: not a regular file or not
+ * executable). An exec can still fail later (ENOEXEC, a missing
+ * interpreter): pd_proc_start() reports that.
+ */
+int pd_proc_check(const char *prog, const char *const *envp, int *err);
 
 /*
  * Start s and run it to the end: pd_proc_start() plus the loop above, with

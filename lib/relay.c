@@ -86,6 +86,8 @@ int pd_relay_settle(struct pd_relay_cfg *r, const struct pd_config *cfg, struct 
 			    "(%s) must be shorter than the visibility timeout (%s)",
 			    r->cmds[i].name, t, g, v);
 		}
+		if (pd_handler_check(&r->cmds[i], "publish command for topic", e) < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -149,6 +151,11 @@ static void outcome_of(struct relay *r, int i, struct pd_outbox_outcome *o, stru
 
 	memset(o, 0, sizeof(*o));
 	o->kind = pd_exit_verdict(ex->cls);
+	if (ex->cls == PD_EXIT_CANNOT_RUN) { /* the error names the program already */
+		pd_buf_append(err, pd_buf_str(&ex->error), ex->error.len);
+		o->error = o->dead_reason = err->data;
+		return;
+	}
 	if (o->kind == PD_VERDICT_DEAD)
 		o->dead_reason = "terminal exit code";
 	else if (o->kind == PD_VERDICT_RETRY)

@@ -360,6 +360,7 @@ int pd_stream_send(struct pd_stream *s, long long id, int tag, const char *prefi
 {
 	struct pd_err e = PD_ERR_INIT;
 	struct pd_stream_job *j;
+	struct pd_pool_exit *x;
 	int started = s->state == PD_STREAM_READY || start(s, &e) == 0;
 
 	if (s->njobs == s->capjobs) {
@@ -379,7 +380,9 @@ int pd_stream_send(struct pd_stream *s, long long id, int tag, const char *prefi
 
 		pd_log(PD_LOG_WARN, "stream handler could not start", "stream=%s %s error=%s",
 		       s->cfg.name, j->prefix, pd_log_quote(q, sizeof(q), e.msg));
-		pd_buf_puts(&finish(s, s->njobs - 1, PD_EXIT_NOT_STARTED)->error, e.msg);
+		x = finish(s, s->njobs - 1, PD_EXIT_NOT_STARTED);
+		pd_exit_not_started(x, s->cfg.h->run ? "/bin/sh" : s->cfg.h->exec_argv[0],
+				    s->proc.start_errno, e.msg);
 		to_backoff(s);
 		return -1;
 	}

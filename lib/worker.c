@@ -203,6 +203,13 @@ int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struc
 			       w->heartbeat_ms, w->lease_ms);
 	if (w->engine.poll_ms <= 0)
 		return pd_errf(e, PD_EX_USAGE, "the poll interval must be longer than 0");
+	for (int i = 0; i < w->nhandlers; i++)
+		if (pd_handler_check(&w->handlers[i], "handler", e) < 0)
+			return -1;
+	for (int i = 0; i < w->nflows; i++)
+		for (int k = 0; k < w->flows[i].nsteps; k++)
+			if (pd_handler_check(&w->flows[i].steps[k].h, "workflow step", e) < 0)
+				return -1;
 	return 0;
 }
 
@@ -742,7 +749,9 @@ static void outcome_of(struct worker *w, struct finished *f, struct pd_job_outco
 					      w->cfg->retry.cap_ms, f->job.attempt);
 		break;
 	case PD_VERDICT_DEAD:
-		o->dead_reason = f->stream ? "terminal error" : "terminal exit code";
+		o->dead_reason = ex->cls == PD_EXIT_CANNOT_RUN ? o->error
+				 : f->stream		       ? "terminal error"
+							       : "terminal exit code";
 		break;
 	case PD_VERDICT_RELEASE:
 		break;

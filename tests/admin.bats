@@ -95,9 +95,9 @@ jobs_ids() {
 	run --separate-stderr pd-admin jobs
 	[ "$status" -eq 0 ]
 	[[ "${lines[0]}" == "ID  TYPE  STATE"*"ATTEMPTS  REPLAYS  QUEUE"*"TENANT"*"AGE"*"NOTE" ]]
-	[[ "${lines[1]}" == "$c "*"DEAD_LETTERED  1/5 "*"terminal exit code" ]]
+	[[ "${lines[1]}" == "$c "*"DEAD_LETTERED  1/25 "*"terminal exit code" ]]
 	[[ "${lines[2]}" == "$b "*"SUCCEEDED "* ]]
-	[[ "${lines[3]}" == "$a "*"PENDING "*"0/5 "* ]]
+	[[ "${lines[3]}" == "$a "*"PENDING "*"0/25 "* ]]
 	[ "${lines[4]}" = "1-3 of 3 jobs" ]
 	[ "${#lines[@]}" -eq 5 ]
 }
@@ -170,7 +170,7 @@ jobs_ids() {
 	[[ "$output" == *"state "*"DEAD_LETTERED"* ]]
 	[[ "$output" == *"queue "*"q9"* ]]
 	[[ "$output" == *"tenant_id "*"acme"* ]]
-	[[ "$output" == *"attempts "*"2/5"* ]]
+	[[ "$output" == *"attempts "*"2/25"* ]]
 	[[ "$output" == *"idempotency_key "*"k-1"* ]]
 	[[ "$output" == *"dead_reason "*"terminal exit code"* ]]
 	[[ "$output" == *'payload '*'{"n": 1}'* ]]

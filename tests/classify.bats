@@ -140,14 +140,85 @@ attempts() {
 	[ "$(attempts "$id2")" = "1:failed:4:- 2:failed:4:-" ]
 }
 
-@test "a handler that cannot be started is retried as could_not_start" {
-	worker --exec "t=$BATS_TEST_TMPDIR/no-such-program"
-	id=$(pd-enqueue --max-attempts 2 t '{}')
+# prog NAME [BODY]: an executable shell script in the test's directory; prints its path.
+prog() {
+	local p=$BATS_TEST_TMPDIR/$1
+	printf '#!/bin/sh\n%s\n' "${2:-cat}" >"$p"
+	chmod +x "$p"
+	echo "$p"
+}
+
+# dead_why ID: "state attempt outcome(s) / dead_reason" of a finished job.
+dead_why() {
+	sql "SELECT j.state || ' ' || j.attempt || ' ' || (SELECT string_agg(outcome, ',' ORDER BY attempt)
+	     FROM pendulum.job_attempts WHERE job_id = j.id) || ' / ' || j.dead_reason FROM pendulum.jobs j WHERE id = $1"
+}
+
+@test "pd-worker refuses an --exec program that is missing or not executable: exit 78 naming it" {
+	run --separate-stderr pd-worker --exec t=/nonexistent --until-idle
+	[ "$status" -eq 78 ]
+	[ "$stderr" = "pd-worker: handler 't': cannot run /nonexistent: No such file or directory" ]
+	p=$(prog noexec)
+	chmod -x "$p"
+	run --separate-stderr pd-worker --stream-exec "t=$p" --until-idle
+	[ "$status" -eq 78 ]
+	[ "$stderr" = "pd-worker: handler 't': cannot run $p: Permission denied" ]
+	printf 'handlers:\n  t: {exec: [%s]}\n' "$BATS_TEST_TMPDIR/gone" >"$CFG"
+	run --separate-stderr pd-worker -c "$CFG" --until-idle
+	[ "$status" -eq 78 ]
+	[ "$stderr" = "pd-worker: handler 't': cannot run $BATS_TEST_TMPDIR/gone: No such file or directory" ]
+	[ "$(njobs)" -eq 0 ]
+}
+
+@test "an --exec program that disappears after start-up dead-letters its job on attempt 1, naming the path" {
+	p=$(prog vanishing)
+	worker --exec "t=$p"
+	wait_for 10 sql_is "SELECT count(*) FROM pendulum.workers WHERE pid = $(bg_pid w)" 1
+	rm "$p"
+	id=$(pd-enqueue --max-attempts 5 t '{}')
 	wait_final "$id"
-	[ "$(sql "SELECT string_agg(outcome, ' ' ORDER BY attempt) FROM pendulum.job_attempts WHERE job_id = $id")" = \
-		"could_not_start could_not_start" ]
-	[ "$(sql "SELECT state || ' ' || dead_reason FROM pendulum.jobs WHERE id = $id")" = "DEAD_LETTERED attempts exhausted" ]
-	[[ "$(sql "SELECT last_error FROM pendulum.jobs WHERE id = $id")" == *no-such-program* ]]
+	[ "$(dead_why "$id")" = "DEAD_LETTERED 1 could_not_start / cannot run $p: No such file or directory" ]
+	[ "$(sql "SELECT last_error FROM pendulum.jobs WHERE id = $id")" = "cannot run $p: No such file or directory" ]
+}
+
+@test "a program no longer executable, or not a valid executable, dead-letters on attempt 1" {
+	p=$(prog perm)
+	q=$(prog badformat)
+	worker --exec "p=$p" --exec "q=$q"
+	wait_for 10 sql_is "SELECT count(*) FROM pendulum.workers WHERE pid = $(bg_pid w)" 1
+	chmod -x "$p"
+	printf 'not a program\n' >"$q" # no #! line: the kernel says ENOEXEC
+	id=$(pd-enqueue --max-attempts 5 p '{}')
+	id2=$(pd-enqueue --max-attempts 5 q '{}')
+	wait_final "$id"
+	wait_final "$id2"
+	[ "$(dead_why "$id")" = "DEAD_LETTERED 1 could_not_start / cannot run $p: Permission denied" ]
+	[ "$(dead_why "$id2")" = "DEAD_LETTERED 1 could_not_start / cannot run $q: Exec format error" ]
+}
+
+@test "a shell command sh cannot find (127) or execute (126) dead-letters on attempt 1 with sh's words" {
+	p=$(prog gone)
+	q=$(prog noexec)
+	chmod -x "$q"
+	rm "$p"
+	worker --handler "p=$p" --handler "q=$q"
+	id=$(pd-enqueue --max-attempts 5 p '{}')
+	id2=$(pd-enqueue --max-attempts 5 q '{}')
+	wait_final "$id"
+	wait_final "$id2"
+	[[ "$(dead_why "$id")" == "DEAD_LETTERED 1 could_not_start / command not found (exit 127): "*"$p"* ]]
+	[[ "$(dead_why "$id2")" == "DEAD_LETTERED 1 could_not_start / command not executable (exit 126): "*"$q"* ]]
+	[ "$(attempts "$id")" = "1:could_not_start:127:-" ]
+}
+
+@test "a stream handler whose program disappeared dead-letters the job given to it" {
+	p=$(prog stream 'while read -r l; do id=${l#*\"id\":}; echo "{\"id\":${id%%,*},\"result\":1}"; done')
+	worker --stream-exec "t=$p"
+	wait_for 10 sql_is "SELECT count(*) FROM pendulum.workers WHERE pid = $(bg_pid w)" 1
+	rm "$p"
+	id=$(pd-enqueue --max-attempts 5 t '{}')
+	wait_final "$id"
+	[ "$(dead_why "$id")" = "DEAD_LETTERED 1 could_not_start / cannot run $p: No such file or directory" ]
 }
 
 @test "a job type with no handler on this worker is left alone: PENDING, attempt 0" {

@@ -40,7 +40,7 @@ setup() {
 	[ "$status" -eq 64 ]
 	[[ "$stderr" == "pd-relay: unexpected argument 'extra'"* ]]
 	printf 'relay:\n  topics:\n    orders: {run: "true"}\n' >"$CFG"
-	run --separate-stderr pd-relay -c "$CFG" -t invoices
+	run --separate-stderr pd-relay -c "$CFG" --topic invoices
 	[ "$status" -eq 64 ]
 	[[ "$stderr" == "pd-relay: no publish command for topic 'invoices'"* ]]
 	printf 'relay:\n  visibilty: 1m\n' >"$CFG"
@@ -340,19 +340,28 @@ setup() {
 	[ "$(sql "SELECT state || ' ' || attempts FROM pendulum.outbox WHERE id = $c")" = "PENDING 0" ]
 	# --topic narrows; --exec is the command for every other topic
 	d=$(record orders '{"o": 2}')
-	run --separate-stderr pd-relay -c "$CFG" --until-idle -t audit --exec "$BATS_TEST_TMPDIR/pub"
+	run --separate-stderr pd-relay -c "$CFG" --until-idle --topic audit --exec "$BATS_TEST_TMPDIR/pub"
 	[ "$status" -eq 0 ]
 	[ "$(outbox_state "$c")" = PUBLISHED ]
 	[ "$(outbox_state "$d")" = PENDING ]
 	grep -qx "exec $c audit" "$LOG"
-	# a command that cannot start is a retryable failure
-	run --separate-stderr pd-relay -c "$CFG" --once -t orders --exec /nonexistent/publish
+	run --separate-stderr pd-relay -c "$CFG" --once --topic orders --exec "$BATS_TEST_TMPDIR/pub"
 	[ "$(outbox_state "$d")" = PUBLISHED ] # orders has its own command in the file
+	# a command that cannot run is refused at start-up, naming it
 	e=$(record audit '{}')
 	run --separate-stderr pd-relay -c "$CFG" --once --exec /nonexistent/publish
-	[ "$status" -eq 0 ]
-	[[ "$(sql "SELECT state || ' ' || attempts || ' ' || last_error FROM pendulum.outbox WHERE id = $e")" == \
-		"PENDING 1 could not start '/nonexistent/publish'"* ]]
+	[ "$status" -eq 78 ]
+	[ "$stderr" = "pd-relay: publish command for topic '*': cannot run /nonexistent/publish: No such file or directory" ]
+	[ "$(sql "SELECT state || ' ' || attempts FROM pendulum.outbox WHERE id = $e")" = "PENDING 0" ]
+	# and one that disappears after start-up dead-letters its message, naming it
+	cp "$BATS_TEST_TMPDIR/pub" "$BATS_TEST_TMPDIR/pub2"
+	start_relay r -c "$CFG" --poll 100ms --exec "$BATS_TEST_TMPDIR/pub2" --topic audit --topic other
+	wait_for 10 sql_is "SELECT state FROM pendulum.outbox WHERE id = $e" PUBLISHED
+	rm "$BATS_TEST_TMPDIR/pub2"
+	f=$(record other '{}')
+	wait_for 30 sql_is "SELECT state FROM pendulum.outbox WHERE id = $f" DEAD_LETTERED
+	[ "$(sql "SELECT attempts || ' ' || dead_reason FROM pendulum.outbox WHERE id = $f")" = \
+		"1 cannot run $BATS_TEST_TMPDIR/pub2: No such file or directory" ]
 }
 
 @test "the claim walks the partial index, not the published history" {

@@ -97,8 +97,44 @@ static void test_classify(void)
 	       "stopped by a drain, even if it exited 0");
 	is_int(pd_exit_classify(&r, PD_STOP_LEASE_LOST, &h), PD_EXIT_LEASE_LOST,
 	       "stopped for a lost lease, even if it exited 0");
+	r.exit_code = 127;
+	is_int(pd_exit_classify(&r, PD_STOP_NONE, &h), PD_EXIT_CANNOT_RUN,
+	       "a shell command's exit 127 (not found): cannot run");
+	r.exit_code = 126;
+	is_int(pd_exit_classify(&r, PD_STOP_NONE, &h), PD_EXIT_CANNOT_RUN,
+	       "a shell command's exit 126 (not executable): cannot run");
+	h.run = NULL;
+	h.exec_argv = (char *[]){(char *)"/bin/prog", NULL};
+	is_int(pd_exit_classify(&r, PD_STOP_NONE, &h), PD_EXIT_FAILED,
+	       "an exec'd program's own exit 126: failed");
+	r.exit_code = 0;
+	is_int(pd_exit_verdict(PD_EXIT_CANNOT_RUN), PD_VERDICT_DEAD, "cannot run: dead-lettered");
+	is_int(pd_exit_verdict(PD_EXIT_NOT_STARTED), PD_VERDICT_RETRY, "not started: retried");
 	is_str(pd_exit_class_name(PD_EXIT_NOT_STARTED), "could_not_start", "outcome names");
+	is_str(pd_exit_class_name(PD_EXIT_CANNOT_RUN), "could_not_start", "cannot run: the same");
 	is_str(pd_exit_class_name(PD_EXIT_LEASE_LOST), "lease_lost", "lease_lost name");
+}
+
+static void test_not_started(void)
+{
+	static const int permanent[] = {ENOENT, EACCES, ENOEXEC, ENOTDIR, ELOOP, ENAMETOOLONG};
+	static const int transient[] = {EAGAIN, ENOMEM, EMFILE, ENFILE, ETXTBSY};
+	struct pd_pool_exit x;
+
+	for (size_t i = 0; i < sizeof(permanent) / sizeof(*permanent); i++) {
+		memset(&x, 0, sizeof(x));
+		pd_exit_not_started(&x, "/usr/bin/nope", permanent[i], "could not start");
+		is_int(x.cls, PD_EXIT_CANNOT_RUN, "a missing or bad program cannot run");
+		like(pd_buf_str(&x.error), "cannot run /usr/bin/nope: ", "... naming the path");
+		pd_pool_exit_release(&x);
+	}
+	for (size_t i = 0; i < sizeof(transient) / sizeof(*transient); i++) {
+		memset(&x, 0, sizeof(x));
+		pd_exit_not_started(&x, "/usr/bin/nope", transient[i], "could not start: busy");
+		is_int(x.cls, PD_EXIT_NOT_STARTED, "a resource failure is retryable");
+		is_str(pd_buf_str(&x.error), "could not start: busy", "... with the start error");
+		pd_pool_exit_release(&x);
+	}
 }
 
 static void test_lifecycle(int sfd)
@@ -126,8 +162,10 @@ static void test_lifecycle(int sfd)
 	ok(pd_pool_start(&p, 3, &(struct pd_pool_job){&missing, env(), NULL, 0, 0, "m"}) < 0,
 	   "a missing program does not start");
 	is_int(p.slots[3].state, PD_SLOT_DONE, "... its slot is DONE at once");
-	is_int(p.slots[3].exit.cls, PD_EXIT_NOT_STARTED, "... could not start");
-	like(pd_buf_str(&p.slots[3].exit.error), "could not start", "... and says why");
+	is_int(p.slots[3].exit.cls, PD_EXIT_CANNOT_RUN, "... cannot run: terminal");
+	is_str(pd_buf_str(&p.slots[3].exit.error),
+	       "cannot run /nonexistent/prog: No such file or directory",
+	       "... and says why, naming the path");
 	is_int(pd_pool_free_slot(&p), -1, "no free slot left");
 
 	drive(&p, sfd, 5000);
@@ -178,6 +216,7 @@ int main(void)
 	sfd = pd_sig_open((int[]){SIGCHLD}, 1, &e);
 	ok(sfd >= 0, "signalfd for SIGCHLD");
 	test_classify();
+	test_not_started();
 	test_lifecycle(sfd);
 	close(sfd);
 	return done_testing();

@@ -1,4 +1,6 @@
 /* Backoff: the ceiling doubles from base up to cap; jitter stays within it. */
+#include "config.h"
+#include "jobspec.h"
 #include "retry.h"
 #include "tap.h"
 #include "text.h"
@@ -42,6 +44,36 @@ static void backoff(void)
 	is_int(pd_rng_upto(&r, 0), 0, "upto 0 is 0");
 }
 
+/*
+ * The default budget outlasts an hour-long outage: 25 attempts, 1 s base,
+ * 1 h cap. The 24 waits between them are uniform up to their ceilings, so
+ * the expected span is half the ceilings' sum (pd-worker(1), Retries).
+ */
+static void default_budget(void)
+{
+	struct pd_config c;
+	long long sum = 0, capped = 0;
+
+	pd_config_init(&c);
+	is_int(c.retry.base_ms, 1000, "default base 1s");
+	is_int(c.retry.cap_ms, 3600000, "default cap 1h");
+	is_int(PD_JOBSPEC_MAX_ATTEMPTS, 25, "default attempts 25");
+	for (int n = 1; n < PD_JOBSPEC_MAX_ATTEMPTS; n++) {
+		long long ceil = pd_backoff_ceiling(c.retry.base_ms, c.retry.cap_ms, n);
+
+		sum += ceil;
+		capped += ceil == c.retry.cap_ms;
+	}
+	is_int(pd_backoff_ceiling(c.retry.base_ms, c.retry.cap_ms, 12), 2048000,
+	       "the wait after attempt 12: up to 34m8s");
+	is_int(pd_backoff_ceiling(c.retry.base_ms, c.retry.cap_ms, 13), 3600000,
+	       "from attempt 13 on: up to the 1h cap");
+	is_int(capped, 12, "twelve of the waits reach the cap");
+	is_int(sum, 47295000, "at most 13h8m15s from the first failure to the last");
+	ok(sum / 2 >= 6 * 3600000LL, "on average more than 6 hours (6h34m)");
+	pd_config_release(&c);
+}
+
 static void sanitize(const char *in, size_t n, const char *want, const char *name)
 {
 	struct pd_buf b = PD_BUF_INIT;
@@ -54,6 +86,7 @@ static void sanitize(const char *in, size_t n, const char *want, const char *nam
 int main(void)
 {
 	backoff();
+	default_budget();
 	sanitize("plain", 5, "plain", "ascii unchanged");
 	sanitize("caf\xc3\xa9", 5, "caf\xc3\xa9", "valid UTF-8 unchanged");
 	sanitize("a\0b", 3,

@@ -374,8 +374,9 @@ static void test_exit_and_timeout(void)
 	init(&s, &missing, 0);
 	is_int(send(&s, 1, 1, 0, "{\"id\":1}"), -1, "a missing program: send fails");
 	is_int(s.state, PD_STREAM_BACKOFF, "BACKOFF");
-	is_int(take(&s, &tag, &x), PD_EXIT_NOT_STARTED, "the job: NOT_STARTED");
-	like(x.error.data, "could not start", "with the reason");
+	is_int(take(&s, &tag, &x), PD_EXIT_CANNOT_RUN, "the job: CANNOT_RUN (terminal)");
+	like(x.error.data, "cannot run /nonexistent/handler: No such file",
+	     "with the reason naming the path");
 	pd_pool_exit_release(&x);
 	pd_stream_release(&s);
 }
