@@ -1,0 +1,157 @@
+-- 013_workers_live: which workers are live, which job types nobody serves,
+-- and a notification when a job someone waits for ends.
+--
+-- A worker is live while its heartbeat is not overdue: last_seen_at is
+-- within its lease window (lease_ms, recorded at registration; 60 s for a
+-- row written by an older worker, the old default). Past that it is gone:
+-- every lease it held has expired too, so its in_flight counts for nothing.
+-- pendulum.worker_states() says so for every row, once; pendulum.live_workers
+-- is its live rows. The reaper deletes a gone row retention.workers_gone
+-- after it went (pendulum.prune 'workers_gone'), so that a crashed worker's
+-- row does not linger.
+--
+-- A worker serves a job when it takes from the job's queue and has a
+-- handler for its type ('*' in job_types: any type; a workflow's jobs are
+-- of type 'workflow:NAME'). pendulum.served(queue, type) asks the live
+-- workers; pendulum.unserved is the PENDING jobs, by queue and type, that
+-- no live worker serves (pd-admin queues and jobs, the metric
+-- pendulum_jobs_unserved, pd-enqueue --wait's warning).
+
+ALTER TABLE pendulum.workers ADD COLUMN lease_ms bigint CHECK (lease_ms > 0);
+
+COMMENT ON COLUMN pendulum.workers.lease_ms IS
+    'The worker''s lease, ms: it is gone once last_seen_at is older than this (NULL: 60 s).';
+
+-- When a worker seen at last_seen_at with this lease is gone.
+CREATE FUNCTION pendulum.worker_gone_at(last_seen_at timestamptz, lease_ms bigint)
+RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT last_seen_at + coalesce(lease_ms, 60000) * interval '1 millisecond'
+$$;
+
+-- Every worker row with its status: when it is (or was) gone, whether it
+-- is, and what it holds (in_flight: 0 once gone). window_ms replaces every
+-- worker's own lease (pd-admin --stale); NULL, the definition, keeps them.
+CREATE FUNCTION pendulum.worker_states(window_ms bigint DEFAULT NULL)
+RETURNS TABLE (id text, host text, pid integer, queues text[], job_types text[],
+               concurrency integer, in_flight integer, started_at timestamptz,
+               last_seen_at timestamptz, lease_ms bigint, gone_at timestamptz, gone boolean)
+LANGUAGE sql STABLE AS $$
+    SELECT w.id, w.host, w.pid, w.queues, w.job_types, w.concurrency,
+           CASE WHEN g.gone_at <= now() THEN 0 ELSE w.in_flight END,
+           w.started_at, w.last_seen_at, w.lease_ms, g.gone_at, g.gone_at <= now()
+      FROM pendulum.workers w
+     CROSS JOIN LATERAL (SELECT pendulum.worker_gone_at(w.last_seen_at,
+                                                        coalesce(window_ms, w.lease_ms)) AS gone_at) g
+$$;
+
+CREATE VIEW pendulum.live_workers AS
+SELECT * FROM pendulum.worker_states() WHERE NOT gone;
+
+-- 1 when a live worker takes jobs of job_type from queue.
+CREATE FUNCTION pendulum.served(queue text, job_type text) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT EXISTS (SELECT 1 FROM pendulum.live_workers w
+                    WHERE served.queue = ANY (w.queues)
+                      AND (served.job_type = ANY (w.job_types) OR '*' = ANY (w.job_types)))
+$$;
+
+-- The PENDING jobs no live worker serves, by queue and type: how many, and
+-- since when the oldest waits (created_at).
+CREATE VIEW pendulum.unserved AS
+SELECT p.queue, p.job_type, p.jobs, p.oldest_created_at
+  FROM (SELECT queue, job_type, count(*) AS jobs, min(created_at) AS oldest_created_at
+          FROM pendulum.jobs WHERE state = 'PENDING' GROUP BY queue, job_type) p
+ WHERE NOT pendulum.served(p.queue, p.job_type);
+
+-- The workers_gone kind of prune counts from when a worker went, not from
+-- when it was last seen; the rest is 011's.
+CREATE OR REPLACE FUNCTION pendulum.prune(kind text, older_ms bigint, n integer)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_count integer;
+BEGIN
+    IF kind IN ('succeeded', 'cancelled', 'dead_lettered') THEN
+        SELECT count(*) INTO v_count FROM pendulum.delete_jobs(
+            ARRAY(SELECT pendulum.prune_candidates(kind, older_ms, n)), NULL, true);
+    ELSIF kind = 'outbox_published' THEN
+        WITH c AS (SELECT o.id FROM pendulum.outbox o
+                    WHERE o.id = ANY (ARRAY(SELECT pendulum.prune_candidates(kind, older_ms, n)))
+                      AND o.state = 'PUBLISHED'
+                      FOR UPDATE SKIP LOCKED),
+             d AS (DELETE FROM pendulum.outbox o USING c WHERE o.id = c.id RETURNING 1)
+        SELECT count(*) INTO v_count FROM d;
+    ELSIF kind = 'workers_gone' THEN
+        WITH c AS (SELECT w.id FROM pendulum.workers w
+                    WHERE pendulum.worker_gone_at(w.last_seen_at, w.lease_ms)
+                          < now() - older_ms * interval '1 millisecond'
+                    ORDER BY w.last_seen_at LIMIT n FOR UPDATE SKIP LOCKED),
+             d AS (DELETE FROM pendulum.workers w USING c WHERE w.id = c.id RETURNING 1)
+        SELECT count(*) INTO v_count FROM d;
+    ELSE
+        RAISE EXCEPTION 'prune: unknown kind ''%''', kind USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN v_count;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION pendulum.prune_count(kind text, older_ms bigint)
+RETURNS bigint
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF kind = 'workers_gone' THEN
+        RETURN (SELECT count(*) FROM pendulum.workers w
+                 WHERE pendulum.worker_gone_at(w.last_seen_at, w.lease_ms)
+                       < now() - older_ms * interval '1 millisecond');
+    END IF;
+    RETURN (SELECT count(*) FROM pendulum.prune_candidates(kind, older_ms, NULL));
+END
+$$;
+
+-- Someone waits for this job's end (pd-enqueue --wait sets it): when it
+-- reaches SUCCEEDED, DEAD_LETTERED or CANCELLED, by whatever statement,
+-- pg_notify('pendulum_done', id) is sent on commit. Only for these jobs: a
+-- NOTIFY per finished job would make every worker's commit take the
+-- notification queue's lock (see the README's measurements).
+ALTER TABLE pendulum.jobs ADD COLUMN notify_done boolean NOT NULL DEFAULT false;
+
+COMMENT ON COLUMN pendulum.jobs.notify_done IS
+    'Send pg_notify(''pendulum_done'', id) when the job ends (set by pd-enqueue --wait).';
+
+CREATE FUNCTION pendulum.notify_done() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('pendulum_done', NEW.id::text);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_notify_done AFTER UPDATE OF state ON pendulum.jobs
+    FOR EACH ROW
+    WHEN (NEW.notify_done AND NEW.state IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELLED')
+          AND OLD.state IS DISTINCT FROM NEW.state)
+    EXECUTE FUNCTION pendulum.notify_done();
+
+-- A waiter joins: mark job id (notify_done) and return its state (NULL: no
+-- such job) and whether it is marked. The caller LISTENs on pendulum_done
+-- first and reads the job again after each notification, so an end that
+-- commits meanwhile is not missed: either that UPDATE waits for this row
+-- lock and then sees the mark, or this call sees the end. A row a worker
+-- holds locked (claiming or finishing it) is not waited for: marked is
+-- false and the caller tries again at its next poll. A waiter never delays
+-- a worker.
+CREATE FUNCTION pendulum.wait_job(id bigint, OUT state text, OUT marked boolean)
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE pendulum.jobs j SET notify_done = true
+     WHERE j.id = (SELECT x.id FROM pendulum.jobs x WHERE x.id = wait_job.id
+                      FOR NO KEY UPDATE SKIP LOCKED)
+    RETURNING j.state INTO state;
+    marked := FOUND;
+    IF NOT marked THEN
+        SELECT j.state, j.notify_done INTO state, marked FROM pendulum.jobs j
+         WHERE j.id = wait_job.id;
+    END IF;
+END
+$$;
