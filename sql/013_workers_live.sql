@@ -134,24 +134,15 @@ CREATE TRIGGER jobs_notify_done AFTER UPDATE OF state ON pendulum.jobs
     EXECUTE FUNCTION pendulum.notify_done();
 
 -- A waiter joins: mark job id (notify_done) and return its state (NULL: no
--- such job) and whether it is marked. The caller LISTENs on pendulum_done
--- first and reads the job again after each notification, so an end that
--- commits meanwhile is not missed: either that UPDATE waits for this row
--- lock and then sees the mark, or this call sees the end. A row a worker
--- holds locked (claiming or finishing it) is not waited for: marked is
--- false and the caller tries again at its next poll. A waiter never delays
--- a worker.
-CREATE FUNCTION pendulum.wait_job(id bigint, OUT state text, OUT marked boolean)
-LANGUAGE plpgsql AS $$
-BEGIN
-    UPDATE pendulum.jobs j SET notify_done = true
-     WHERE j.id = (SELECT x.id FROM pendulum.jobs x WHERE x.id = wait_job.id
-                      FOR NO KEY UPDATE SKIP LOCKED)
-    RETURNING j.state INTO state;
-    marked := FOUND;
-    IF NOT marked THEN
-        SELECT j.state, j.notify_done INTO state, marked FROM pendulum.jobs j
-         WHERE j.id = wait_job.id;
-    END IF;
-END
+-- such job). The caller LISTENs on pendulum_done first and reads the job
+-- again after each notification, so an end that commits meanwhile is not
+-- missed: either that UPDATE waits for this row lock and then sees the mark,
+-- or this call waits for that one and sees the end. pd-enqueue --wait calls
+-- it in the enqueuing transaction, before any worker can see the job: a
+-- mark made later could hold the row while a worker's claim passes it by
+-- (SKIP LOCKED).
+CREATE FUNCTION pendulum.wait_job(id bigint) RETURNS text
+LANGUAGE sql AS $$
+    UPDATE pendulum.jobs j SET notify_done = true WHERE j.id = wait_job.id
+    RETURNING j.state
 $$;
