@@ -408,14 +408,16 @@ jobs_ids() {
 	make_jobs 1 SUCCEEDED beta >/dev/null
 	run --separate-stderr pd-admin queues
 	[ "$status" -eq 0 ]
-	[[ "${lines[0]}" == "QUEUE  PENDING  BLOCKED  LEASED  RUNNING  SUCCEEDED  DEAD_LETTERED  CANCELLED  RUNNABLE  OLDEST_RUNNABLE" ]]
-	printf '%s\n' "${lines[1]}" | grep -E '^alpha +3 +0 +0 +1 +0 +2 +0 +3 +1m4[0-9]s$'
-	printf '%s\n' "${lines[2]}" | grep -E '^beta +1 +0 +0 +0 +1 +0 +0 +0 +-$'
+	[[ "${lines[0]}" == "QUEUE  PENDING  BLOCKED  LEASED  RUNNING  SUCCEEDED  DEAD_LETTERED  CANCELLED  RUNNABLE  OLDEST_RUNNABLE  WORKERS  UNSERVED" ]]
+	# no worker at all: every PENDING type is unserved, even one due later
+	printf '%s\n' "${lines[1]}" | grep -E '^alpha +3 +0 +0 +1 +0 +2 +0 +3 +1m4[0-9]s +0 +t$'
+	printf '%s\n' "${lines[2]}" | grep -E '^beta +1 +0 +0 +0 +1 +0 +0 +0 +- +0 +t$'
 	run --separate-stderr pd-admin --json queues
 	printf '%s\n' "$output" | jq -e -s '.[0].queue == "alpha" and .[0].pending == 3 and .[0].running == 1
 		and .[0].dead_lettered == 2 and .[0].runnable == 3
 		and .[0].oldest_runnable_age_s >= 100 and .[0].oldest_runnable_age_s < 160
 		and .[1].queue == "beta" and .[1].runnable == 0 and .[1].oldest_runnable_age_s == null'
+	printf '%s\n' "$output" | jq -e -s 'all(.workers == 0 and .unserved == ["t"])'
 }
 
 @test "depth QUEUE prints one number" {
