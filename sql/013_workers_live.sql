@@ -65,48 +65,44 @@ SELECT p.queue, p.job_type, p.jobs, p.oldest_created_at
  WHERE NOT pendulum.served(p.queue, p.job_type);
 
 -- The workers_gone kind of prune counts from when a worker went, not from
--- when it was last seen; the rest is 011's.
-CREATE OR REPLACE FUNCTION pendulum.prune(kind text, older_ms bigint, n integer)
-RETURNS integer
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_count integer;
-BEGIN
-    IF kind IN ('succeeded', 'cancelled', 'dead_lettered') THEN
-        SELECT count(*) INTO v_count FROM pendulum.delete_jobs(
-            ARRAY(SELECT pendulum.prune_candidates(kind, older_ms, n)), NULL, true);
-    ELSIF kind = 'outbox_published' THEN
-        WITH c AS (SELECT o.id FROM pendulum.outbox o
-                    WHERE o.id = ANY (ARRAY(SELECT pendulum.prune_candidates(kind, older_ms, n)))
-                      AND o.state = 'PUBLISHED'
-                      FOR UPDATE SKIP LOCKED),
-             d AS (DELETE FROM pendulum.outbox o USING c WHERE o.id = c.id RETURNING 1)
-        SELECT count(*) INTO v_count FROM d;
-    ELSIF kind = 'workers_gone' THEN
-        WITH c AS (SELECT w.id FROM pendulum.workers w
-                    WHERE pendulum.worker_gone_at(w.last_seen_at, w.lease_ms)
-                          < now() - older_ms * interval '1 millisecond'
-                    ORDER BY w.last_seen_at LIMIT n FOR UPDATE SKIP LOCKED),
-             d AS (DELETE FROM pendulum.workers w USING c WHERE w.id = c.id RETURNING 1)
-        SELECT count(*) INTO v_count FROM d;
-    ELSE
-        RAISE EXCEPTION 'prune: unknown kind ''%''', kind USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    RETURN v_count;
-END
+-- when it was last seen. 011's prune goes on doing the other kinds, under
+-- another name; pendulum.prune takes workers_gone itself.
+ALTER FUNCTION pendulum.prune(text, bigint, integer) RENAME TO prune_history;
+COMMENT ON FUNCTION pendulum.prune_history(text, bigint, integer) IS
+    'pendulum.prune of sql/011, for every kind but workers_gone (sql/013).';
+
+-- The worker rows gone for longer than older_ms, oldest first, at most n
+-- (NULL: all).
+CREATE FUNCTION pendulum.workers_gone(older_ms bigint, n integer) RETURNS SETOF text
+LANGUAGE sql STABLE AS $$
+    SELECT w.id FROM pendulum.workers w
+     WHERE pendulum.worker_gone_at(w.last_seen_at, w.lease_ms)
+           < now() - older_ms * interval '1 millisecond'
+     ORDER BY w.last_seen_at LIMIT n
+$$;
+
+-- Delete them (those no other session holds), at most n; how many went.
+CREATE FUNCTION pendulum.prune_workers_gone(older_ms bigint, n integer) RETURNS integer
+LANGUAGE sql AS $$
+    WITH c AS (SELECT w.id FROM pendulum.workers w
+                WHERE w.id IN (SELECT pendulum.workers_gone(older_ms, n))
+                  FOR UPDATE SKIP LOCKED),
+         d AS (DELETE FROM pendulum.workers w USING c WHERE w.id = c.id RETURNING 1)
+    SELECT count(*)::integer FROM d
+$$;
+
+CREATE FUNCTION pendulum.prune(kind text, older_ms bigint, n integer) RETURNS integer
+LANGUAGE sql AS $$
+    SELECT CASE WHEN kind = 'workers_gone' THEN pendulum.prune_workers_gone(older_ms, n)
+                ELSE pendulum.prune_history(kind, older_ms, n) END
 $$;
 
 CREATE OR REPLACE FUNCTION pendulum.prune_count(kind text, older_ms bigint)
 RETURNS bigint
-LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    IF kind = 'workers_gone' THEN
-        RETURN (SELECT count(*) FROM pendulum.workers w
-                 WHERE pendulum.worker_gone_at(w.last_seen_at, w.lease_ms)
-                       < now() - older_ms * interval '1 millisecond');
-    END IF;
-    RETURN (SELECT count(*) FROM pendulum.prune_candidates(kind, older_ms, NULL));
-END
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN kind = 'workers_gone'
+                THEN (SELECT count(*) FROM pendulum.workers_gone(older_ms, NULL))
+                ELSE (SELECT count(*) FROM pendulum.prune_candidates(kind, older_ms, NULL)) END
 $$;
 
 -- Someone waits for this job's end (pd-enqueue --wait sets it): when it
