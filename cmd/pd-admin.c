@@ -28,7 +28,7 @@
 
 #define SYNOPSIS "usage: pd-admin [-hVv] [-c file] [-d conninfo] [--json] command [args]\n"
 
-#define DEFAULT_STALE_MS 60000
+#define DEFAULT_STALE_MS (-1) /* each worker's own lease */
 
 /* What a subcommand's options and arguments parse into. */
 struct args {
@@ -95,13 +95,16 @@ static const struct command commands[] = {
      "messages and gone workers older than the retention: of the configuration, in\n"
      "batches, and print how many of each kind.", "dry-run,json", 0, 0, 0, 0},
     {NULL, "queues", cmd_queues, "queues", "jobs per queue and state, oldest runnable",
-     "Per queue: jobs in each state, the runnable ones, and how long the oldest\n"
-     "runnable job has waited since its run_at.", "json", 0, 0, 0, 0},
+     "Per queue: jobs in each state, the runnable ones, how long the oldest\n"
+     "runnable job has waited since its run_at, the live workers that take from\n"
+     "it, and the types of its PENDING jobs that no live worker serves.",
+     "json", 0, 0, 0, 0},
     {NULL, "depth", cmd_depth, "depth QUEUE [--state STATE]", "one number: a queue's depth",
      "Print the number of PENDING jobs (or jobs in STATE) of QUEUE.", "state,runnable,json", 1, 1,
      0, 0},
-    {NULL, "workers", cmd_workers, "workers [--stale DURATION]", "workers, stale ones marked",
-     "List registered workers: host, pid, queues, jobs in flight / concurrency, last seen.",
+    {NULL, "workers", cmd_workers, "workers [--stale DURATION]", "workers, gone ones marked",
+     "List registered workers: host, pid, queues, jobs in flight / concurrency, last\n"
+     "seen, and live or gone (not seen within its lease: its slots are not busy).",
      "stale,json", 0, 0, 0, 0},
     {NULL, "metrics", cmd_metrics, "metrics [--stale DURATION]", "Prometheus text exposition",
      "Print Prometheus metrics (text format 0.0.4) read from the database.", "stale,json", 0, 0, 0,
@@ -183,7 +186,8 @@ static const struct optdef {
     {"reason", 1, O_REASON, "TEXT", "why: kept as dead_reason and last_error"},
     {"older-than", 1, O_OLDER, "DURATION", "dead letters that died more than DURATION ago"},
     {"dry-run", 0, O_DRY, NULL, "count them, delete nothing"},
-    {"stale", 1, O_STALE, "DURATION", "a worker not seen for DURATION is stale (default 60s)"},
+    {"stale", 1, O_STALE, "DURATION",
+     "a worker not seen for DURATION is gone (default: its lease)"},
     {"interval", 1, O_INTERVAL, "DURATION", "time between frames (default 1s)"},
     {"once", 0, O_ONCE, NULL, "print one frame and exit (so does a non-terminal)"},
     {"runnable", 0, O_RUNNABLE, NULL, "only PENDING jobs whose run_at has come"},

@@ -45,9 +45,13 @@ static void help(void)
 	    "      --workflow NAME          start a run of workflow NAME (-t -q -p -k, --run-at,\n"
 	    "                               --delay, --max-attempts, --json, --wait apply)\n"
 	    "      --json                   print the job rows as JSON, not the ids\n"
-	    "      --wait                   wait for the job (the run) to end; print its result\n"
-	    "                               (the last step's output) and exit with the\n"
+	    "      --wait                   wait for the job (the run) to end; print only its\n"
+	    "                               result (the last step's output) and exit with the\n"
 	    "                               handler's status\n"
+	    "      --print-id               with --wait, print the id (--json: the row) on\n"
+	    "                               stderr first\n"
+	    "      --wait-timeout DURATION  with --wait, give up after DURATION: exit 124, the\n"
+	    "                               job stays queued\n"
 	    "  -c, --config FILE            configuration file\n"
 	    "  -d, --database CONNINFO      libpq conninfo or URI (default $PD_DATABASE_URL)\n"
 	    "  -v, --verbose                log more\n"
@@ -55,7 +59,8 @@ static void help(void)
 	    "  -h, --help                   show this help\n"
 	    "  -V, --version                show the version\n\n"
 	    "Exit status: 0 done, 1 idempotency key of a job that is no run, 2 dependency not\n"
-	    "found, 64 usage, 65 bad input (nothing enqueued), 69 database unavailable.\n"
+	    "found, 64 usage, 65 bad input (nothing enqueued), 69 database unavailable;\n"
+	    "with --wait the handler's status, 124 when --wait-timeout passed.\n"
 	    "See pd-enqueue(1).\n");
 }
 
@@ -71,14 +76,17 @@ enum {
 	O_NDJSON,
 	O_JSON,
 	O_WAIT,
-	O_WORKFLOW
+	O_WORKFLOW,
+	O_PRINT_ID,
+	O_WAIT_TIMEOUT
 };
 
 struct opts {
 	struct pd_jobspec spec; /* the flags: defaults for every job */
 	long long after[MAX_AFTER];
-	int ndjson, json, wait;
-	const char *workflow; /* --workflow NAME */
+	int ndjson, json, wait, print_id;
+	long long wait_timeout_ms; /* --wait-timeout; -1: none */
+	const char *workflow;	   /* --workflow NAME */
 };
 
 /* A job's own option into s: 1 taken, 0 not one of them, -1 a bad value (e filled, 64). */
@@ -169,6 +177,9 @@ static int check_args(int argc, char **argv, struct opts *o, struct pd_err *e)
 		s->traceparent = NULL;
 	if (s->has_run_at && s->delay_ms >= 0)
 		return pd_errf(e, PD_EX_USAGE, "--run-at and --delay cannot be combined");
+	if (!o->wait && (o->print_id || o->wait_timeout_ms >= 0))
+		return pd_errf(e, PD_EX_USAGE, "%s applies to --wait only",
+			       o->print_id ? "--print-id" : "--wait-timeout");
 	if (o->workflow)
 		return 0;
 	if (o->ndjson) {
@@ -215,6 +226,8 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 	    {"json", no_argument, NULL, O_JSON},
 	    {"wait", no_argument, NULL, O_WAIT},
 	    {"workflow", required_argument, NULL, O_WORKFLOW},
+	    {"print-id", no_argument, NULL, O_PRINT_ID},
+	    {"wait-timeout", required_argument, NULL, O_WAIT_TIMEOUT},
 	    PD_APP_LONG_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
@@ -226,8 +239,17 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 				return -1;
 		} else if (ch == O_WORKFLOW) {
 			o->workflow = optarg;
-		} else if (ch == O_NDJSON || ch == O_JSON || ch == O_WAIT) {
-			*(ch == O_NDJSON ? &o->ndjson : ch == O_JSON ? &o->json : &o->wait) = 1;
+		} else if (ch == O_WAIT_TIMEOUT) {
+			if (pd_cli_dur("--wait-timeout", optarg, &o->wait_timeout_ms, e) < 0)
+				return -1;
+			if (o->wait_timeout_ms == 0)
+				return pd_errf(e, PD_EX_USAGE,
+					       "option --wait-timeout: must be positive");
+		} else if (ch == O_NDJSON || ch == O_JSON || ch == O_WAIT || ch == O_PRINT_ID) {
+			*(ch == O_NDJSON ? &o->ndjson
+			  : ch == O_JSON ? &o->json
+			  : ch == O_WAIT ? &o->wait
+					 : &o->print_id) = 1;
 		} else if ((rc = pd_app_option(a, NULL, ch, optarg, help, SYNOPSIS, argv, e)) !=
 			   0) {
 			return rc == 2 ? (e->code = PD_EX_USAGE, -2) : rc;
@@ -236,18 +258,42 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 	return check_args(argc, argv, o, e);
 }
 
+/* --wait's warning: nobody would run the job. ctx is what names it. */
+static void warn_unserved(void *ctx, long long id, const char *queue, const char *type)
+{
+	(void)id;
+	fprintf(stderr,
+		"%s: warning: %s waits, but no live worker serves type '%s' in queue '%s'\n",
+		pd_progname(), (const char *)ctx, type, queue);
+}
+
 /*
  * --wait: print how job id ended; returns the exit status, or -1 with e
  * filled. what names it on stderr ("job 12", "workflow run 3 (job 12)").
  */
-static int wait_job(struct pd_db *db, long long id, const char *what, struct pd_err *e)
+static int wait_job(struct pd_db *db, const struct opts *o, long long id, const char *what,
+		    struct pd_err *e)
 {
+	struct pd_enqueue_waiting w = PD_ENQUEUE_WAITING_INIT;
 	struct pd_enqueue_end end;
-	int status;
+	int status, rc;
 
-	fflush(stdout);
-	if (pd_enqueue_wait(db, id, &end, e) < 0)
+	w.timeout_ms = o->wait_timeout_ms;
+	w.marked = 1; /* when it was enqueued */
+	w.unserved = warn_unserved;
+	w.ctx = (void *)what;
+	fflush(stderr);
+	if ((rc = pd_enqueue_wait(db, id, &w, &end, e)) < 0)
 		return -1;
+	if (rc == 1) {
+		char d[PD_DUR_MAX];
+
+		pd_dur_format(o->wait_timeout_ms, d, sizeof(d));
+		fprintf(stderr, "%s: %s still %s after %s: no longer waiting; it stays queued\n",
+			pd_progname(), what, end.state, d);
+		pd_enqueue_end_release(&end);
+		return PD_ENQUEUE_TIMED_OUT;
+	}
 	if (end.succeeded && end.result) {
 		fputs(end.result, stdout);
 		if (!end.result_is_text)
@@ -262,10 +308,20 @@ static int wait_job(struct pd_db *db, long long id, const char *what, struct pd_
 	return status;
 }
 
+/*
+ * Where the ids (or rows) go: stdout, but with --wait stdout is the
+ * result's alone: stderr with --print-id, else nowhere (NULL).
+ */
+static FILE *id_stream(const struct opts *o)
+{
+	return !o->wait ? stdout : o->print_id ? stderr : NULL;
+}
+
 /* The ids one a line, or with --json the job rows. */
 static int print_jobs(struct pd_db *db, const struct opts *o, const struct pd_enqueue *q,
 		      struct pd_err *e)
 {
+	FILE *f = id_stream(o);
 	PGresult *r;
 
 	for (int i = 0; i < q->n; i++)
@@ -275,15 +331,17 @@ static int print_jobs(struct pd_db *db, const struct opts *o, const struct pd_en
 			    "%s: idempotency key already used in tenant '%s': existing job %lld\n",
 			    pd_progname(), q->jobs[i].tenant ? q->jobs[i].tenant : "default",
 			    q->ids[i]);
+	if (f == NULL)
+		return 0;
 	if (!o->json) {
 		for (int i = 0; i < q->n; i++)
-			printf("%lld\n", q->ids[i]);
+			fprintf(f, "%lld\n", q->ids[i]);
 		return 0;
 	}
 	if (pd_enqueue_rows(db, q->ids, q->n, &r, e) < 0)
 		return -1;
 	for (int i = 0; i < PQntuples(r); i++)
-		puts(PQgetvalue(r, i, 0));
+		fprintf(f, "%s\n", PQgetvalue(r, i, 0));
 	PQclear(r);
 	return 0;
 }
@@ -303,17 +361,17 @@ static int start_run(struct pd_app *a, const struct opts *o, const struct pd_job
 		return pd_errf(e, PD_EX_USAGE,
 			       "unknown workflow '%s': %s has no such workflows: entry",
 			       o->workflow, a->cfg.path);
-	if (pd_flow_start(&a->db, o->workflow, spec, def, &run, e) < 0)
+	if (pd_flow_start(&a->db, o->workflow, spec, def, o->wait, &run, e) < 0)
 		return -1;
 	if (!run.created)
 		fprintf(stderr,
 			"%s: idempotency key already used in tenant '%s': existing workflow run "
 			"%lld\n",
 			pd_progname(), spec->tenant ? spec->tenant : "default", run.run);
-	if (o->json)
-		puts(run.row);
-	else
-		printf("%lld\n", run.run);
+	if (id_stream(o) && o->json)
+		fprintf(id_stream(o), "%s\n", run.row);
+	else if (id_stream(o))
+		fprintf(id_stream(o), "%lld\n", run.run);
 	*job = run.job;
 	snprintf(what, n, "workflow run %lld (job %lld)", run.run, run.job);
 	pd_flow_started_release(&run);
@@ -336,6 +394,7 @@ int main(int argc, char **argv)
 	pd_enqueue_init(&q);
 	memset(&o, 0, sizeof(o));
 	pd_jobspec_init(&o.spec);
+	o.wait_timeout_ms = -1;
 	rc = parse_args(argc, argv, &a, &o, &e);
 	if (rc == 1)
 		return pd_cli_finish_stdout();
@@ -369,12 +428,13 @@ int main(int argc, char **argv)
 		if (start_run(&a, &o, &q.jobs[0], &job, what, sizeof(what), &e) < 0)
 			goto done;
 	} else {
+		q.notify_done = o.wait;
 		if (pd_enqueue_run(&q, &a.db, &e) < 0 || print_jobs(&a.db, &o, &q, &e) < 0)
 			goto done;
 		job = q.ids[0];
 		snprintf(what, sizeof(what), "job %lld", job);
 	}
-	if (o.wait && (rc = wait_job(&a.db, job, what, &e)) >= 0)
+	if (o.wait && (rc = wait_job(&a.db, &o, job, what, &e)) >= 0)
 		e.code = rc;
 done:
 	if (e.msg[0])

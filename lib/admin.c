@@ -26,15 +26,20 @@ const char *const pd_admin_flow_states[] = {
 
 /* clang-format off */
 const char pd_admin_queues_sql[] =
-    "SELECT queue,"
+    "WITH u AS (SELECT queue, array_agg(job_type ORDER BY job_type COLLATE \"C\") AS types"
+    "  FROM pendulum.unserved GROUP BY queue)"
+    " SELECT j.queue,"
     " count(*) FILTER (WHERE state = 'PENDING'), count(*) FILTER (WHERE state = 'BLOCKED'),"
     " count(*) FILTER (WHERE state = 'LEASED'), count(*) FILTER (WHERE state = 'RUNNING'),"
     " count(*) FILTER (WHERE state = 'SUCCEEDED'),"
     " count(*) FILTER (WHERE state = 'DEAD_LETTERED'),"
     " count(*) FILTER (WHERE state = 'CANCELLED'),"
     " count(*) FILTER (WHERE state = 'PENDING' AND run_at <= now()),"
-    " " SECS("now() - min(run_at) FILTER (WHERE state = 'PENDING' AND run_at <= now())")
-    " FROM pendulum.jobs GROUP BY queue ORDER BY queue COLLATE \"C\"";
+    " " SECS("now() - min(run_at) FILTER (WHERE state = 'PENDING' AND run_at <= now())") ","
+    " (SELECT count(*) FROM pendulum.live_workers w WHERE j.queue = ANY (w.queues)),"
+    " array_to_string(u.types, ','), to_json(coalesce(u.types, '{}'))::text"
+    " FROM pendulum.jobs j LEFT JOIN u ON u.queue = j.queue"
+    " GROUP BY j.queue, u.types ORDER BY j.queue COLLATE \"C\"";
 
 const char pd_admin_outbox_sql[] =
     "SELECT topic,"
@@ -65,7 +70,7 @@ static const char *word_color(const char *v)
 	    {"SUCCEEDED", "32"},      {"DEAD_LETTERED", "31"},	{"CANCELLED", "2"},
 	    {"succeeded", "32"},      {"failed", "31"},		{"terminal", "31"},
 	    {"timeout", "31"},	      {"could_not_start", "31"}, {"lease_expired", "33"},
-	    {"lease_lost", "33"},     {"released", "2"},		{"stale", "31"},
+	    {"lease_lost", "33"},     {"released", "2"},		{"gone", "31"},
 	    {"live", "32"},	      {"WAITING", "33"},		{"SLEEPING", "2"},
 	    {"done", "32"},	      {"running", "1;36"},	{"waiting", "33"},
 	    {"sleeping", "2"},	      {"dead", "31"},		{"cancelled", "2"},
@@ -440,10 +445,13 @@ static const char jobs_sql[] =
     " replay_count, queue, tenant_id,"
     " " SECS("now() - created_at") ","
     " " SECS("lease_expires_at - now()") ","
-    " coalesce(dead_reason, last_error), attempt, max_attempts, priority,"
+    " CASE WHEN unserved THEN 'no live worker serves type ' || job_type || ' in queue '"
+    "  || queue ELSE coalesce(dead_reason, last_error) END,"
+    " attempt, max_attempts, priority,"
     " " ISO("created_at") ", " ISO("run_at") ", " ISO("finished_at") ","
-    " lease_owner, dead_reason, last_error"
-    " FROM pendulum.jobs WHERE" FILTER
+    " lease_owner, dead_reason, last_error, unserved"
+    " FROM pendulum.jobs CROSS JOIN LATERAL (SELECT state = 'PENDING'"
+    "  AND NOT pendulum.served(queue, job_type) AS unserved) s WHERE" FILTER
     " ORDER BY id DESC LIMIT $5 OFFSET $6) j ON true ORDER BY j.id DESC";
 /* clang-format on */
 
@@ -467,6 +475,7 @@ static const struct pd_admin_col jobs_cols[] = {
     {"lease_owner", NULL, 's', 'j'},
     {"dead_reason", NULL, 's', 'j'},
     {"last_error", NULL, 's', 'j'},
+    {"unserved", NULL, 'b', 'j'},
     {"total", NULL, 'n', 'j'},
 };
 
@@ -1132,6 +1141,9 @@ const struct pd_admin_col pd_admin_queue_cols[PD_ADMIN_QUEUE_NCOLS] = {
     {"cancelled", NULL, 'n', 'b'},
     {"runnable", NULL, 'n', 'b'},
     {"oldest_runnable_age_s", "oldest_runnable", 'd', 'b'},
+    {"workers", NULL, 'n', 'b'},
+    {"unserved_list", "unserved", 's', 't'},
+    {"unserved", NULL, 'j', 'j'},
 };
 /* clang-format on */
 
@@ -1180,14 +1192,13 @@ int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_admin
 		     struct pd_buf *out, struct pd_err *e)
 {
 	/* clang-format off */
-#define STALE "last_seen_at < now() - $1::bigint * interval '1 millisecond'"
 	static const char sql[] =
-	    "SELECT id, host, pid, array_to_string(queues, ','), in_flight || '/' || concurrency,"
-	    " " SECS("now() - last_seen_at") ", CASE WHEN " STALE " THEN 'stale' ELSE 'live' END,"
-	    " to_json(queues)::text, to_json(job_types)::text, in_flight, concurrency,"
-	    " " ISO("started_at") ", " ISO("last_seen_at") ", " STALE
-	    " FROM pendulum.workers ORDER BY host, pid, id";
-#undef STALE
+	    "SELECT id, host, pid, array_to_string(queues, ','),"
+	    " CASE WHEN gone THEN '-/' ELSE in_flight || '/' END || concurrency,"
+	    " " SECS("now() - last_seen_at") ", CASE WHEN gone THEN 'gone' ELSE 'live' END,"
+	    " to_json(queues)::text, to_json(job_types)::text, in_flight, concurrency, lease_ms,"
+	    " " ISO("started_at") ", " ISO("last_seen_at") ", " ISO("gone_at") ", gone, gone"
+	    " FROM pendulum.worker_states($1::bigint) ORDER BY host, pid, id";
 	static const struct pd_admin_col cols[] = {
 	    {"id", "worker", 's', 'b'},
 	    {"host", NULL, 's', 'b'},
@@ -1200,13 +1211,16 @@ int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_admin
 	    {"job_types", NULL, 'j', 'j'},
 	    {"in_flight", NULL, 'n', 'j'},
 	    {"concurrency", NULL, 'n', 'j'},
+	    {"lease_ms", NULL, 'n', 'j'},
 	    {"started_at", NULL, 's', 'j'},
 	    {"last_seen_at", NULL, 's', 'j'},
+	    {"gone_at", NULL, 's', 'j'},
+	    {"gone", NULL, 'b', 'j'},
 	    {"stale", NULL, 'b', 'j'},
 	};
 	/* clang-format on */
 	char ms[24];
-	const char *params[1] = {ms};
+	const char *params[1] = {stale_ms >= 0 ? ms : NULL};
 	PGresult *r;
 
 	snprintf(ms, sizeof(ms), "%lld", stale_ms);

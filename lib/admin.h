@@ -79,7 +79,12 @@ struct pd_admin_filter {
 	const char *workflow; /* flow runs */
 };
 
-/* `jobs`: matching jobs, newest (highest id) first, then "1-50 of 1234 jobs" in a table. */
+/*
+ * `jobs`: matching jobs, newest (highest id) first, then "1-50 of 1234 jobs"
+ * in a table. A PENDING job that no live worker serves (pendulum.served)
+ * says so in its note ("no live worker serves type T in queue Q"; JSON:
+ * "unserved": true).
+ */
 int pd_admin_jobs(struct pd_db *db, const struct pd_admin_filter *f, const struct pd_admin_fmt *fmt,
 		  struct pd_buf *out, struct pd_err *e);
 
@@ -144,7 +149,11 @@ int pd_admin_queues(struct pd_db *db, const struct pd_admin_fmt *fmt, struct pd_
 int pd_admin_depth(struct pd_db *db, const char *queue, const char *state, int runnable,
 		   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
-/* `workers`: registered workers; stale when not seen for stale_ms. */
+/*
+ * `workers`: registered workers, each live or gone (pendulum.worker_states:
+ * not seen within its lease); a gone worker's slots are not busy. stale_ms
+ * >= 0 replaces every worker's lease as the window (--stale).
+ */
 int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_admin_fmt *fmt,
 		     struct pd_buf *out, struct pd_err *e);
 
@@ -234,12 +243,15 @@ extern const char *const pd_admin_states[];
 /*
  * The SQL of the per-queue summary shared by `queues`, `metrics` and `top`:
  * queue, the seven state counts in pd_admin_states order, runnable, oldest
- * runnable age in seconds (NULL when none); ordered by queue, byte-wise.
+ * runnable age in seconds (NULL when none), the live workers that take from
+ * the queue, the types of its PENDING jobs that no live worker serves
+ * (pendulum.unserved) as "a,b" (NULL when none) and as a JSON array;
+ * ordered by queue, byte-wise.
  */
 extern const char pd_admin_queues_sql[];
 /* Its columns: what `queues` prints. */
 extern const struct pd_admin_col pd_admin_queue_cols[];
-#define PD_ADMIN_QUEUE_NCOLS 10
+#define PD_ADMIN_QUEUE_NCOLS 13
 
 /*
  * Render the first ncols columns of a PGresult, which match cols, through

@@ -5,10 +5,11 @@
  * for a job.
  */
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -202,6 +203,32 @@ static int run_json(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e)
 		return -1;
 	rc = take_ids(q, r, e);
 	PQclear(r);
+	return rc;
+}
+
+/* run_json and pendulum.wait_job for each job, in one transaction. */
+static int run_json_marked(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e)
+{
+	struct pd_err ignore = PD_ERR_INIT;
+	struct pd_buf ids = PD_BUF_INIT;
+	const char *params[1];
+	int rc = -1;
+
+	if (pd_db_exec_script(db, "BEGIN", e) < 0)
+		return -1;
+	if (run_json(q, db, e) == 0) {
+		pd_buf_putc(&ids, '{');
+		for (int i = 0; i < q->n; i++)
+			pd_buf_printf(&ids, "%s%lld", i ? "," : "", q->ids[i]);
+		pd_buf_putc(&ids, '}');
+		params[0] = ids.data;
+		if (pd_db_exec(db, "SELECT pendulum.wait_job(id) FROM unnest($1::bigint[]) id", 1,
+			       params, PGRES_TUPLES_OK, NULL, e) == 0)
+			rc = pd_db_exec_script(db, "COMMIT", e);
+	}
+	if (rc < 0 && pd_db_ok(db))
+		pd_db_exec_script(db, "ROLLBACK", &ignore);
+	pd_buf_release(&ids);
 	return rc;
 }
 
@@ -457,7 +484,9 @@ int pd_enqueue_run(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e)
 	free(q->created);
 	q->ids = pd_xcalloc(q->n ? (size_t)q->n : 1, sizeof(*q->ids));
 	q->created = pd_xcalloc(q->n ? (size_t)q->n : 1, sizeof(*q->created));
-	if (q->n <= PD_ENQUEUE_COPY_MIN)
+	if (q->n <= PD_ENQUEUE_COPY_MIN && q->notify_done)
+		rc = run_json_marked(q, db, &inner);
+	else if (q->n <= PD_ENQUEUE_COPY_MIN)
 		rc = run_json(q, db, &inner);
 	else
 		rc = run_copy(q, db, &line, &inner);
@@ -485,60 +514,156 @@ void pd_enqueue_end_release(struct pd_enqueue_end *end)
 	memset(end, 0, sizeof(*end));
 }
 
-int pd_enqueue_wait(struct pd_db *db, long long id, struct pd_enqueue_end *end, struct pd_err *e)
+/*
+ * Read job id into end: 1 when it has ended, 0 while not, -1 with e filled.
+ * With ask, *unserved says whether it is PENDING with no live worker to
+ * serve it, and *queue, *type (malloc'd) say where.
+ */
+static int read_end(struct pd_db *db, long long id, int ask, struct pd_enqueue_end *end,
+		    int *unserved, char **queue, char **type, struct pd_err *e)
 {
 	static const char sql[] =
 	    "SELECT j.state, j.result::text, j.result_is_text, j.result #>> '{}', "
-	    "COALESCE(j.dead_reason, ''), COALESCE(j.last_error, ''), a.exit_code, a.signal "
+	    "COALESCE(j.dead_reason, ''), COALESCE(j.last_error, ''), a.exit_code, a.signal, "
+	    "$2::boolean AND j.state = 'PENDING' AND NOT pendulum.served(j.queue, j.job_type), "
+	    "j.queue, j.job_type "
 	    "FROM pendulum.jobs j LEFT JOIN LATERAL (SELECT exit_code, signal FROM "
 	    "pendulum.job_attempts WHERE job_id = j.id ORDER BY started_at DESC, lease_token "
 	    "DESC LIMIT 1) a ON true WHERE j.id = $1";
 	char idstr[24];
+	const char *params[2] = {idstr, ask ? "true" : "false"};
+	const char *state;
+	PGresult *r;
+	int ended = 1;
+
+	snprintf(idstr, sizeof(idstr), "%lld", id);
+	if (pd_db_exec(db, sql, 2, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	if (PQntuples(r) != 1 || PQnfields(r) != 11) {
+		PQclear(r);
+		return pd_errf(e, PD_EX_NOTFOUND, "job %lld not found", id);
+	}
+	state = PQgetvalue(r, 0, 0);
+	snprintf(end->state, sizeof(end->state), "%s", state);
+	*unserved = PQgetvalue(r, 0, 8)[0] == 't';
+	if (*unserved) {
+		*queue = pd_xstrdup(PQgetvalue(r, 0, 9));
+		*type = pd_xstrdup(PQgetvalue(r, 0, 10));
+	}
+	if (strcmp(state, "SUCCEEDED") == 0) {
+		end->succeeded = 1;
+		end->result_is_text = PQgetvalue(r, 0, 2)[0] == 't';
+		if (!PQgetisnull(r, 0, 1))
+			end->result = pd_xstrdup(PQgetvalue(r, 0, end->result_is_text ? 3 : 1));
+		if (end->result && !end->result_is_text)
+			pd_json_compact(end->result);
+	} else if (strcmp(state, "DEAD_LETTERED") == 0 || strcmp(state, "CANCELLED") == 0) {
+		end->cancelled = state[0] == 'C';
+		end->reason = pd_xstrdup(PQgetvalue(r, 0, 4));
+		end->last_error = pd_xstrdup(PQgetvalue(r, 0, 5));
+		end->status = 1;
+		if (!PQgetisnull(r, 0, 6) && atoi(PQgetvalue(r, 0, 6)) > 0)
+			end->status = atoi(PQgetvalue(r, 0, 6));
+		else if (!PQgetisnull(r, 0, 7) && atoi(PQgetvalue(r, 0, 7)) > 0)
+			end->status = 128 + atoi(PQgetvalue(r, 0, 7));
+	} else {
+		ended = 0;
+	}
+	PQclear(r);
+	return ended;
+}
+
+/* pendulum.wait_job: mark job id for a notification at its end; code 2 if it does not exist. */
+static int mark(struct pd_db *db, long long id, struct pd_err *e)
+{
+	char idstr[24], *state = NULL;
 	const char *params[1] = {idstr};
-	long long delay_ms = 20;
+
+	snprintf(idstr, sizeof(idstr), "%lld", id);
+	if (pd_db_value(db, "SELECT pendulum.wait_job($1::bigint)", 1, params, &state, e) < 0)
+		return -1;
+	if (state == NULL)
+		return pd_errf(e, PD_EX_NOTFOUND, "job %lld not found", id);
+	free(state);
+	return 0;
+}
+
+/*
+ * Until deadline (pd_now_ms), wait for pg_notify('pendulum_done', id): 1
+ * when it came, 0 at the deadline, -1 with e filled (69) when the
+ * connection is lost.
+ */
+static int await_done(struct pd_db *db, long long id, long long deadline, struct pd_err *e)
+{
+	for (;;) {
+		PGnotify *nt;
+		int done = 0;
+		long long left;
+		struct pollfd p = {PQsocket(db->conn), POLLIN, 0};
+
+		while ((nt = PQnotifies(db->conn)) != NULL) {
+			if (strcmp(nt->relname, "pendulum_done") == 0 &&
+			    strtoll(nt->extra, NULL, 10) == id)
+				done = 1;
+			PQfreemem(nt);
+		}
+		if (done)
+			return 1;
+		left = deadline - pd_now_ms();
+		if (left <= 0)
+			return 0;
+		if (poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left) < 0 && errno != EINTR)
+			return pd_errf(e, PD_EX_SOFTWARE, "poll: %s", strerror(errno));
+		if (p.revents && !PQconsumeInput(db->conn))
+			return pd_errf(e, PD_EX_UNAVAILABLE, "database connection lost: %s",
+				       PQerrorMessage(db->conn));
+	}
+}
+
+static long long earliest(long long a, long long b)
+{
+	return b >= 0 && b < a ? b : a;
+}
+
+int pd_enqueue_wait(struct pd_db *db, long long id, const struct pd_enqueue_waiting *w,
+		    struct pd_enqueue_end *end, struct pd_err *e)
+{
+	long long start = pd_now_ms();
+	long long stop = w->timeout_ms >= 0 ? start + w->timeout_ms : -1;
+	long long warn = w->warn_ms >= 0 && w->unserved ? start + w->warn_ms : -1;
+	int rc;
 
 	memset(end, 0, sizeof(*end));
-	snprintf(idstr, sizeof(idstr), "%lld", id);
+	if (pd_db_exec(db, "LISTEN pendulum_done", 0, NULL, PGRES_COMMAND_OK, NULL, e) < 0 ||
+	    (!w->marked && mark(db, id, e) < 0))
+		return -1;
 	for (;;) {
-		PGresult *r;
-		const char *state;
-		struct timespec ts;
+		long long now = pd_now_ms();
+		char *queue = NULL, *type = NULL;
+		int unserved = 0;
 
-		if (pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e) < 0)
+		rc = read_end(db, id, warn >= 0 && now >= warn, end, &unserved, &queue, &type, e);
+		if (rc == 0 && unserved) {
+			w->unserved(w->ctx, id, queue, type);
+			warn = -1;
+		}
+		free(queue);
+		free(type);
+		if (rc != 0)
+			break;
+		if (stop >= 0 && now >= stop) {
+			rc = 2;
+			break;
+		}
+		/* The next read: notified, or a poll later, or when a check is due. */
+		rc = await_done(db, id, earliest(earliest(now + w->poll_ms, warn), stop), e);
+		if (rc < 0)
 			return -1;
-		if (PQntuples(r) != 1) {
-			PQclear(r);
-			return pd_errf(e, PD_EX_NOTFOUND, "job %lld not found", id);
-		}
-		state = PQgetvalue(r, 0, 0);
-		if (strcmp(state, "SUCCEEDED") == 0) {
-			end->succeeded = 1;
-			end->result_is_text = PQgetvalue(r, 0, 2)[0] == 't';
-			if (!PQgetisnull(r, 0, 1))
-				end->result =
-				    pd_xstrdup(PQgetvalue(r, 0, end->result_is_text ? 3 : 1));
-			PQclear(r);
-			return 0;
-		}
-		if (strcmp(state, "DEAD_LETTERED") == 0 || strcmp(state, "CANCELLED") == 0) {
-			end->cancelled = state[0] == 'C';
-			end->reason = pd_xstrdup(PQgetvalue(r, 0, 4));
-			end->last_error = pd_xstrdup(PQgetvalue(r, 0, 5));
-			end->status = 1;
-			if (!PQgetisnull(r, 0, 6) && atoi(PQgetvalue(r, 0, 6)) > 0)
-				end->status = atoi(PQgetvalue(r, 0, 6));
-			else if (!PQgetisnull(r, 0, 7) && atoi(PQgetvalue(r, 0, 7)) > 0)
-				end->status = 128 + atoi(PQgetvalue(r, 0, 7));
-			PQclear(r);
-			return 0;
-		}
-		PQclear(r);
-		ts.tv_sec = 0;
-		ts.tv_nsec = delay_ms * 1000000L;
-		nanosleep(&ts, NULL);
-		if (delay_ms < 250)
-			delay_ms += 10;
 	}
+	if (rc > 0)
+		pd_db_exec(db, "UNLISTEN pendulum_done", 0, NULL, PGRES_COMMAND_OK, NULL,
+			   &(struct pd_err)PD_ERR_INIT);
+	return rc < 0 ? -1 : rc - 1;
 }
 
 int pd_enqueue_rows(struct pd_db *db, const long long *ids, int n, PGresult **res, struct pd_err *e)

@@ -39,6 +39,7 @@ struct pd_enqueue {
 	struct pd_jobspec_mem mem; /* what the jobs point into, but for the input */
 	long long *ids;		   /* after pd_enqueue_run: jobs[i]'s id */
 	int *created;		   /* 1: new; 0: the job an idempotency key named */
+	int notify_done; /* set before pd_enqueue_run: mark the jobs for pd_enqueue_wait */
 };
 
 void pd_enqueue_init(struct pd_enqueue *q);
@@ -74,17 +75,22 @@ int pd_enqueue_ndjson(struct pd_enqueue *q, const struct pd_jobspec *defaults, c
 
 /*
  * Enqueue q's jobs in one transaction of their own, all or nothing; fills
- * q->ids and q->created. Codes: 2 when a dependency does not exist, 65 when
- * the database refuses a value (naming the input line when it can), 69, 70.
+ * q->ids and q->created. With q->notify_done (at most PD_ENQUEUE_COPY_MIN
+ * jobs) the same transaction marks them for pd_enqueue_wait. Codes: 2 when a dependency does not
+ * exist, 65 when the database refuses a value (naming the input line when it can), 69, 70.
  */
 int pd_enqueue_run(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e);
 
+/* The exit status of pd-enqueue --wait-timeout when the job has not ended: timeout(1)'s. */
+#define PD_ENQUEUE_TIMED_OUT 124
+
 /* How a job ended (pd_enqueue_wait). */
 struct pd_enqueue_end {
-	int succeeded; /* else DEAD_LETTERED or CANCELLED */
-	int cancelled; /* CANCELLED */
-	char *result;  /* SUCCEEDED: the result as text (a JSON line, or the handler's
-			  output when it was not JSON), or NULL when it wrote nothing */
+	char state[16]; /* its state when the wait returned */
+	int succeeded;	/* else DEAD_LETTERED or CANCELLED */
+	int cancelled;	/* CANCELLED */
+	char *result;	/* SUCCEEDED: the result as text (compact JSON, or the handler's
+			   output when it was not JSON), or NULL when it wrote nothing */
 	int result_is_text;
 	char *reason;	  /* dead_reason, "" if none */
 	char *last_error; /* "" if none */
@@ -92,8 +98,32 @@ struct pd_enqueue_end {
 			     128 + its signal, or 1 */
 };
 
-/* Poll until job id ends (SUCCEEDED, DEAD_LETTERED, CANCELLED). Code 2 if it does not exist. */
-int pd_enqueue_wait(struct pd_db *db, long long id, struct pd_enqueue_end *end, struct pd_err *e);
+/* How pd_enqueue_wait waits. */
+struct pd_enqueue_waiting {
+	long long timeout_ms; /* give up after this long; -1: never */
+	long long warn_ms;    /* from this long on, ask whether a live worker serves the job */
+	long long poll_ms;    /* read the job at least this often, notified or not */
+	int marked;	      /* the job is marked already (pendulum.wait_job, sql/013) */
+	/* Called at most once, when the job is PENDING and no live worker serves it. */
+	void (*unserved)(void *ctx, long long id, const char *queue, const char *type);
+	void *ctx;
+};
+
+#define PD_ENQUEUE_WAITING_INIT                                                                    \
+	{                                                                                          \
+		-1, 3000, 1000, 0, NULL, NULL                                                      \
+	}
+
+/*
+ * Wait until job id ends (SUCCEEDED, DEAD_LETTERED, CANCELLED) and fill end:
+ * 0. Listens on pendulum_done, marks the job unless w->marked (better
+ * marked when it is enqueued: q->notify_done, pd_flow_start's notify_done),
+ * reads the job when notified and every w->poll_ms besides.
+ * Returns 1 when w->timeout_ms passed first (end->state says where the job
+ * is), -1 with e filled: code 2 if the job does not exist, 69, 70.
+ */
+int pd_enqueue_wait(struct pd_db *db, long long id, const struct pd_enqueue_waiting *w,
+		    struct pd_enqueue_end *end, struct pd_err *e);
 void pd_enqueue_end_release(struct pd_enqueue_end *end);
 
 /* The rows of pendulum.jobs of ids[0..n) as JSON text, one row each in that order. */

@@ -48,8 +48,8 @@ static int pass(struct pd_err *e, const struct pd_err *in)
 }
 
 /* The statements of a start, in the open transaction. */
-static int start_in_tx(struct pd_db *db, const char *const *params, struct pd_flow_started *out,
-		       struct pd_err *e)
+static int start_in_tx(struct pd_db *db, const char *const *params, int notify_done,
+		       struct pd_flow_started *out, struct pd_err *e)
 {
 	/* clang-format off */
 	static const char start_sql[] =
@@ -90,11 +90,20 @@ static int start_in_tx(struct pd_db *db, const char *const *params, struct pd_fl
 	out->created = PQgetvalue(r, 0, 1)[0] == 't';
 	out->row = pd_xstrdup(PQgetvalue(r, 0, 2));
 	PQclear(r);
+	if (notify_done) {
+		char job[24];
+
+		snprintf(job, sizeof(job), "%lld", out->job);
+		rparams[0] = job;
+		return pd_db_exec(db, "SELECT pendulum.wait_job($1::bigint)", 1, rparams,
+				  PGRES_TUPLES_OK, NULL, e);
+	}
 	return 0;
 }
 
 int pd_flow_start(struct pd_db *db, const char *name, const struct pd_jobspec *spec,
-		  const struct pd_flow *def, struct pd_flow_started *out, struct pd_err *e)
+		  const struct pd_flow *def, int notify_done, struct pd_flow_started *out,
+		  struct pd_err *e)
 {
 	struct pd_err inner = PD_ERR_INIT, ignore = PD_ERR_INIT;
 	struct pd_buf steps = PD_BUF_INIT;
@@ -126,7 +135,7 @@ int pd_flow_start(struct pd_db *db, const char *name, const struct pd_jobspec *s
 	params[9] = spec->delay_ms >= 0 ? delay : NULL;
 	memset(out, 0, sizeof(*out));
 	if (pd_db_exec_script(db, "BEGIN", &inner) == 0 &&
-	    start_in_tx(db, params, out, &inner) == 0)
+	    start_in_tx(db, params, notify_done, out, &inner) == 0)
 		rc = pd_db_exec_script(db, "COMMIT", &inner);
 	if (rc < 0 && pd_db_ok(db))
 		pd_db_exec_script(db, "ROLLBACK", &ignore);

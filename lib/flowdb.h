@@ -40,12 +40,14 @@ void pd_flow_started_release(struct pd_flow_started *s);
  * attempts, and run_at or delay; its other fields do not apply to a run and
  * are ignored (the caller refuses them). def: the definition whose step
  * names the run records (pd_flow_steps_json), or NULL to leave them to the
- * first worker that runs it. Fills out. Codes: 1 when the idempotency key
- * belongs to a job that is not a workflow run, 65 when the database refuses
- * a value, 69, 70.
+ * first worker that runs it. With notify_done, the same transaction marks
+ * the run's job for pd_enqueue_wait (pendulum.wait_job). Fills out. Codes:
+ * 1 when the idempotency key belongs to a job that is not a workflow run,
+ * 65 when the database refuses a value, 69, 70.
  */
 int pd_flow_start(struct pd_db *db, const char *name, const struct pd_jobspec *spec,
-		  const struct pd_flow *def, struct pd_flow_started *out, struct pd_err *e);
+		  const struct pd_flow *def, int notify_done, struct pd_flow_started *out,
+		  struct pd_err *e);
 
 /*
  * Send signal name (not empty) with payload (JSON text, checked first and

@@ -274,30 +274,32 @@ int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
 
 int pd_worker_register(struct pd_db *db, const char *id, const char *host, int pid,
 		       const char *const *queues, int nqueues, const char *const *types, int ntypes,
-		       int concurrency, struct pd_err *e)
+		       int concurrency, long long lease_ms, struct pd_err *e)
 {
 	static const char sql[] =
-	    "INSERT INTO pendulum.workers (id, host, pid, queues, job_types, concurrency)"
-	    " VALUES ($1, $2, $3, $4, $5, $6)"
+	    "INSERT INTO pendulum.workers (id, host, pid, queues, job_types, concurrency, lease_ms)"
+	    " VALUES ($1, $2, $3, $4, $5, $6, $7)"
 	    " ON CONFLICT (id) DO UPDATE SET last_seen_at = now(), in_flight = 0,"
 	    " queues = EXCLUDED.queues, job_types = EXCLUDED.job_types,"
-	    " concurrency = EXCLUDED.concurrency";
+	    " concurrency = EXCLUDED.concurrency, lease_ms = EXCLUDED.lease_ms";
 	struct pd_buf q = PD_BUF_INIT, t = PD_BUF_INIT;
-	char p[16], c[16];
-	const char *params[6];
+	char p[16], c[16], l[24];
+	const char *params[7];
 	int rc;
 
 	pd_pg_array(&q, queues, nqueues);
 	pd_pg_array(&t, types, ntypes);
 	snprintf(p, sizeof(p), "%d", pid);
 	snprintf(c, sizeof(c), "%d", concurrency);
+	snprintf(l, sizeof(l), "%lld", lease_ms);
 	params[0] = id;
 	params[1] = host;
 	params[2] = p;
 	params[3] = q.data;
 	params[4] = t.data;
 	params[5] = c;
-	rc = pd_db_exec(db, sql, 6, params, PGRES_COMMAND_OK, NULL, e);
+	params[6] = l;
+	rc = pd_db_exec(db, sql, 7, params, PGRES_COMMAND_OK, NULL, e);
 	pd_buf_release(&q);
 	pd_buf_release(&t);
 	return rc;

@@ -183,10 +183,14 @@ int pd_jobs_expired(struct pd_db *db, struct pd_lease **out, int *n, struct pd_e
  */
 int pd_jobs_lease_held(struct pd_db *db, long long id, long long token, struct pd_err *e);
 
-/* Register a worker (replacing a row with the same id), and remove it. */
+/*
+ * Register a worker (replacing a row with the same id), and remove it.
+ * lease_ms is its lease: the row counts as gone once the worker has not been
+ * seen for that long (pendulum.worker_states, sql/013).
+ */
 int pd_worker_register(struct pd_db *db, const char *id, const char *host, int pid,
 		       const char *const *queues, int nqueues, const char *const *types, int ntypes,
-		       int concurrency, struct pd_err *e);
+		       int concurrency, long long lease_ms, struct pd_err *e);
 int pd_worker_unregister(struct pd_db *db, const char *id, struct pd_err *e);
 
 /* Append a PostgreSQL array literal of strings ({"a","b"}) to b. */

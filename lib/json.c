@@ -832,3 +832,23 @@ void pd_json_member_raw(struct pd_buf *b, const char *key, const char *json)
 {
 	pd_buf_printf(b, ",\"%s\":%s", key, json ? json : "null");
 }
+
+void pd_json_compact(char *s)
+{
+	char *w = s;
+	int in_str = 0;
+
+	for (const char *r = s; *r; r++) {
+		if (in_str) {
+			*w++ = *r;
+			if (*r == '\\' && r[1])
+				*w++ = *++r;
+			else if (*r == '"')
+				in_str = 0;
+		} else if (*r != ' ' && *r != '\t' && *r != '\n' && *r != '\r') {
+			*w++ = *r;
+			in_str = *r == '"';
+		}
+	}
+	*w = '\0';
+}

@@ -113,6 +113,13 @@ void pd_json_quote_or_null(struct pd_buf *b, const char *s);
 void pd_json_member_str(struct pd_buf *b, const char *key, const char *s);
 void pd_json_member_raw(struct pd_buf *b, const char *key, const char *json);
 
+/*
+ * Remove, in place, the white space between the tokens of the JSON text s
+ * (NUL-terminated): {"a": 1, "b": [2, 3]} becomes {"a":1,"b":[2,3]}, as
+ * jq -c writes it. What is inside strings is kept; escapes are honoured.
+ */
+void pd_json_compact(char *s);
+
 /* 1 if s (n bytes) is valid UTF-8 (no overlongs, surrogates or > U+10FFFF), else 0. */
 int pd_json_valid_utf8(const char *s, size_t n);
 

@@ -290,12 +290,12 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 		       struct pd_err *e)
 {
 	static const char workers_sql[] =
-	    "SELECT count(*) FILTER (WHERE NOT stale), count(*) FILTER (WHERE stale),"
-	    " coalesce(sum(in_flight) FILTER (WHERE NOT stale), 0),"
-	    " coalesce(sum(concurrency) FILTER (WHERE NOT stale), 0)"
-	    " FROM (SELECT in_flight, concurrency,"
-	    "  last_seen_at < now() - $1::bigint * interval '1 millisecond' AS stale"
-	    "  FROM pendulum.workers) w";
+	    "SELECT count(*) FILTER (WHERE NOT gone), count(*) FILTER (WHERE gone),"
+	    " coalesce(sum(in_flight) FILTER (WHERE NOT gone), 0),"
+	    " coalesce(sum(concurrency) FILTER (WHERE NOT gone), 0)"
+	    " FROM pendulum.worker_states($1::bigint)";
+	static const char unserved_sql[] = "SELECT queue, job_type, jobs FROM pendulum.unserved"
+					   " ORDER BY queue COLLATE \"C\", job_type COLLATE \"C\"";
 	static const char fenced_sql[] = "SELECT coalesce((SELECT value FROM pendulum.counters "
 					 "WHERE name = 'writes_fenced'), 0),"
 					 " coalesce((SELECT value FROM pendulum.counters WHERE "
@@ -304,8 +304,8 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 	    "SELECT kind, queue, outcome, bucket, n, seconds FROM pendulum.metric_totals"
 	    " ORDER BY kind, queue COLLATE \"C\", outcome COLLATE \"C\", bucket";
 	char ms[24];
-	const char *params[1] = {ms};
-	PGresult *q = NULL, *w = NULL, *f = NULL, *a = NULL, *ob = NULL, *fl = NULL;
+	const char *params[1] = {stale_ms >= 0 ? ms : NULL};
+	PGresult *q = NULL, *w = NULL, *f = NULL, *a = NULL, *ob = NULL, *fl = NULL, *u = NULL;
 	struct out o = {out, json, ""};
 	int rc = -1;
 
@@ -319,22 +319,28 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 	    pd_db_exec(db, fenced_sql, 0, NULL, PGRES_TUPLES_OK, &f, e) < 0 ||
 	    pd_db_exec(db, attempts_sql, 0, NULL, PGRES_TUPLES_OK, &a, e) < 0 ||
 	    pd_db_exec(db, pd_admin_outbox_sql, 0, NULL, PGRES_TUPLES_OK, &ob, e) < 0 ||
-	    pd_db_exec(db, pd_admin_flow_sql, 0, NULL, PGRES_TUPLES_OK, &fl, e) < 0)
+	    pd_db_exec(db, pd_admin_flow_sql, 0, NULL, PGRES_TUPLES_OK, &fl, e) < 0 ||
+	    pd_db_exec(db, unserved_sql, 0, NULL, PGRES_TUPLES_OK, &u, e) < 0)
 		goto done;
-	if (PQnfields(q) != 10 || PQntuples(w) != 1 || PQnfields(w) != 4 || PQntuples(f) != 1 ||
-	    PQnfields(f) != 2 || PQnfields(a) != 6 || PQnfields(ob) != PD_ADMIN_OUTBOX_NCOLS ||
-	    PQnfields(fl) != PD_ADMIN_FLOW_NCOLS) {
+	if (PQnfields(q) != PD_ADMIN_QUEUE_NCOLS || PQnfields(u) != 3 || PQntuples(w) != 1 ||
+	    PQnfields(w) != 4 || PQntuples(f) != 1 || PQnfields(f) != 2 || PQnfields(a) != 6 ||
+	    PQnfields(ob) != PD_ADMIN_OUTBOX_NCOLS || PQnfields(fl) != PD_ADMIN_FLOW_NCOLS) {
 		pd_errf(e, PD_EX_SOFTWARE, "metrics: unexpected result shape");
 		goto done;
 	}
 	queue_metrics(q, &o);
+	family(&o, "pendulum_jobs_unserved", "gauge",
+	       "PENDING jobs of each queue and type that no live worker serves.");
+	for (int i = 0; i < PQntuples(u); i++)
+		sample2(&o, "pendulum_jobs_unserved", "queue", PQgetvalue(u, i, 0), "job_type",
+			PQgetvalue(u, i, 1), PQgetvalue(u, i, 2));
 	family(&o, "pendulum_writes_fenced_total", "counter",
 	       "Writes refused because their lease token was no longer the job's.");
 	sample(&o, "pendulum_writes_fenced_total", NULL, PQgetvalue(f, 0, 0));
-	family(&o, "pendulum_workers", "gauge", "Workers seen within the stale interval.");
+	family(&o, "pendulum_workers", "gauge", "Live workers: seen within their lease.");
 	sample(&o, "pendulum_workers", NULL, PQgetvalue(w, 0, 0));
 	family(&o, "pendulum_workers_stale", "gauge",
-	       "Registered workers not seen within the stale interval.");
+	       "Gone workers: registered, not seen within their lease, not yet removed.");
 	sample(&o, "pendulum_workers_stale", NULL, PQgetvalue(w, 0, 1));
 	family(&o, "pendulum_worker_in_flight", "gauge", "Jobs the live workers hold.");
 	sample(&o, "pendulum_worker_in_flight", NULL, PQgetvalue(w, 0, 2));
@@ -351,6 +357,7 @@ done:
 	PQclear(a);
 	PQclear(ob);
 	PQclear(fl);
+	PQclear(u);
 	if (rc == 0)
 		rc = pd_db_exec(db, "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL, e);
 	else if (pd_db_ok(db))

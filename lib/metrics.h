@@ -23,7 +23,8 @@
 /*
  * Append the exposition to out; with json, one object a sample instead,
  * {"name":"pendulum_dead_letters","type":"gauge","labels":{"queue":"q"},"value":3}.
- * Workers not seen for stale_ms are not counted as live.
+ * A worker is live while seen within its lease (pendulum.worker_states);
+ * stale_ms >= 0 replaces every worker's lease as the window.
  */
 int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd_buf *out,
 		       struct pd_err *e);

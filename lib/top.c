@@ -15,9 +15,8 @@ static const char workers_sql[] =
     " repeat('#', (10 * least(in_flight, concurrency) / greatest(concurrency, 1)))"
     "  || repeat('.', 10 - (10 * least(in_flight, concurrency) / greatest(concurrency, 1))),"
     " in_flight || '/' || concurrency, " SECS("now() - last_seen_at") ","
-    " CASE WHEN last_seen_at < now() - $1::bigint * interval '1 millisecond'"
-    "  THEN 'stale' ELSE 'live' END"
-    " FROM pendulum.workers ORDER BY host, pid, id";
+    " CASE WHEN gone THEN 'gone' ELSE 'live' END"
+    " FROM pendulum.worker_states($1::bigint) ORDER BY host, pid, id";
 
 static const struct pd_admin_col worker_cols[] = {
     {"id", "worker", 's', 'b'},
@@ -59,9 +58,9 @@ int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *o
 {
 	struct pd_admin_fmt fmt = {0, o->color};
 	char ms[24], n[16], every[PD_DUR_MAX];
-	const char *p1[1] = {ms}, *p2[1] = {n};
+	const char *p1[1] = {o->stale_ms >= 0 ? ms : NULL}, *p2[1] = {n};
 	PGresult *t = NULL, *q = NULL, *w = NULL, *d = NULL;
-	int live = 0, stale = 0, busy = 0, slots = 0;
+	int live = 0, gone = 0, busy = 0, slots = 0;
 
 	snprintf(ms, sizeof(ms), "%lld", o->stale_ms);
 	snprintf(n, sizeof(n), "%d", o->ndead);
@@ -89,8 +88,8 @@ int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *o
 		pd_admin_render_result(q, pd_admin_queue_cols, PD_ADMIN_QUEUE_NCOLS, &fmt, out);
 
 	for (int i = 0; i < PQntuples(w); i++) {
-		if (strcmp(PQgetvalue(w, i, 6), "stale") == 0) {
-			stale++;
+		if (strcmp(PQgetvalue(w, i, 6), "gone") == 0) {
+			gone++;
 			continue;
 		}
 		live++;
@@ -98,7 +97,7 @@ int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *o
 		slots += atoi(strchr(PQgetvalue(w, i, 4), '/') + 1);
 	}
 	section(out, o, "Workers");
-	pd_buf_printf(out, "%d live, %d stale; %d of %d slots busy\n", live, stale, busy, slots);
+	pd_buf_printf(out, "%d live, %d gone; %d of %d slots busy\n", live, gone, busy, slots);
 	if (PQntuples(w) > 0)
 		pd_admin_render_result(
 		    w, worker_cols, (int)(sizeof(worker_cols) / sizeof(*worker_cols)), &fmt, out);

@@ -12,7 +12,7 @@
 #include "db.h"
 
 struct pd_top_opts {
-	long long stale_ms;    /* a worker not seen for this long is stale */
+	long long stale_ms;    /* a worker not seen for this long is gone; -1: its lease */
 	long long interval_ms; /* shown in the title; 0 for a single snapshot */
 	int ndead;	       /* newest dead letters shown */
 	int color;	       /* ANSI colours */

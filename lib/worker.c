@@ -1218,7 +1218,7 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 	w->reregister = 0;
 	if (pd_worker_register(d->db, w->d.id, w->d.host, (int)getpid(), w->cfg->queues,
 			       w->cfg->nqueues, w->types ? w->types : any, w->types ? w->ntypes : 1,
-			       (int)w->cfg->engine.concurrency, e) < 0)
+			       (int)w->cfg->engine.concurrency, w->cfg->lease_ms, e) < 0)
 		return -1;
 	return 0;
 }

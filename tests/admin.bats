@@ -408,14 +408,16 @@ jobs_ids() {
 	make_jobs 1 SUCCEEDED beta >/dev/null
 	run --separate-stderr pd-admin queues
 	[ "$status" -eq 0 ]
-	[[ "${lines[0]}" == "QUEUE  PENDING  BLOCKED  LEASED  RUNNING  SUCCEEDED  DEAD_LETTERED  CANCELLED  RUNNABLE  OLDEST_RUNNABLE" ]]
-	printf '%s\n' "${lines[1]}" | grep -E '^alpha +3 +0 +0 +1 +0 +2 +0 +3 +1m4[0-9]s$'
-	printf '%s\n' "${lines[2]}" | grep -E '^beta +1 +0 +0 +0 +1 +0 +0 +0 +-$'
+	[[ "${lines[0]}" == "QUEUE  PENDING  BLOCKED  LEASED  RUNNING  SUCCEEDED  DEAD_LETTERED  CANCELLED  RUNNABLE  OLDEST_RUNNABLE  WORKERS  UNSERVED" ]]
+	# no worker at all: every PENDING type is unserved, even one due later
+	printf '%s\n' "${lines[1]}" | grep -E '^alpha +3 +0 +0 +1 +0 +2 +0 +3 +1m4[0-9]s +0 +t$'
+	printf '%s\n' "${lines[2]}" | grep -E '^beta +1 +0 +0 +0 +1 +0 +0 +0 +- +0 +t$'
 	run --separate-stderr pd-admin --json queues
 	printf '%s\n' "$output" | jq -e -s '.[0].queue == "alpha" and .[0].pending == 3 and .[0].running == 1
 		and .[0].dead_lettered == 2 and .[0].runnable == 3
 		and .[0].oldest_runnable_age_s >= 100 and .[0].oldest_runnable_age_s < 160
 		and .[1].queue == "beta" and .[1].runnable == 0 and .[1].oldest_runnable_age_s == null'
+	printf '%s\n' "$output" | jq -e -s 'all(.workers == 0 and .unserved == ["t"])'
 }
 
 @test "depth QUEUE prints one number" {
@@ -440,7 +442,7 @@ jobs_ids() {
 	[ "$status" -eq 64 ]
 }
 
-@test "workers: host, pid, queues, in flight / concurrency, last seen; stale ones marked" {
+@test "workers: host, pid, queues, in flight / concurrency, last seen; gone ones marked" {
 	sql "INSERT INTO pendulum.workers (id, host, pid, queues, job_types, concurrency, in_flight, last_seen_at)
 	     VALUES ('h1:10:aaaa', 'h1', 10, '{default,email}', '{*}', 8, 3, now() - interval '2 s'),
 	            ('h2:20:bbbb', 'h2', 20, '{default}', '{t}', 4, 1, now() - interval '5 min')"
@@ -448,12 +450,18 @@ jobs_ids() {
 	[ "$status" -eq 0 ]
 	[[ "${lines[0]}" == "WORKER"*"HOST"*"PID"*"QUEUES"*"BUSY"*"LAST_SEEN"*"STATUS" ]]
 	printf '%s\n' "${lines[1]}" | grep -E '^h1:10:aaaa +h1 +10 +default,email +3/8 +2(\.[0-9])?s +live$'
-	printf '%s\n' "${lines[2]}" | grep -E '^h2:20:bbbb +h2 +20 +default +1/4 +5m +stale$'
+	# a row without a lease (an older worker's) is gone after 60 s; its slots are not busy
+	printf '%s\n' "${lines[2]}" | grep -E '^h2:20:bbbb +h2 +20 +default +-/4 +5m +gone$'
 	run --separate-stderr pd-admin --json workers
 	printf '%s\n' "$output" | jq -e -s '.[0].queues == ["default", "email"] and .[0].in_flight == 3
-		and .[0].concurrency == 8 and .[0].stale == false and .[1].stale == true and .[1].job_types == ["t"]'
+		and .[0].concurrency == 8 and .[0].gone == false and .[1].gone == true and .[1].job_types == ["t"]'
+	printf '%s\n' "$output" | jq -e -s '.[1].in_flight == 0 and .[1].stale == true and .[0].stale == false'
 	run --separate-stderr pd-admin --json workers --stale 10m
-	printf '%s\n' "$output" | jq -e -s 'all(.stale == false)'
+	printf '%s\n' "$output" | jq -e -s 'all(.gone == false)'
+	# each worker's own lease is its window
+	sql "UPDATE pendulum.workers SET lease_ms = 1000 WHERE id = 'h1:10:aaaa'"
+	run --separate-stderr pd-admin --json workers
+	printf '%s\n' "$output" | jq -e -s '.[0].gone == true and .[0].in_flight == 0 and .[0].lease_ms == 1000'
 }
 
 @test "workers lists a running pd-worker with its slots" {
@@ -471,7 +479,7 @@ jobs_ids() {
 	run --separate-stderr timeout 10 pd-admin top
 	[ "$status" -eq 0 ]
 	[[ "${lines[0]}" == "pendulum top  "*" UTC" ]]
-	[[ "$output" == *"Queues"*"alpha "*"Workers"*"0 live, 0 stale; 0 of 0 slots busy"*"Newest dead letters"*"1 in all"* ]]
+	[[ "$output" == *"Queues"*"alpha "*"Workers"*"0 live, 0 gone; 0 of 0 slots busy"*"Newest dead letters"*"1 in all"* ]]
 	printf '%s\n' "$output" | grep -E '^[0-9]+ +boom +alpha +0 +[0-9.]+s +terminal exit code$'
 	[[ "$output" != *$'\033'* ]]
 	run --separate-stderr timeout 10 pd-admin top --once --interval 1s

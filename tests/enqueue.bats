@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # pd-enqueue: bad input is refused with nothing written, idempotency keys are
 # per tenant, --ndjson is all or nothing and fast, --wait reports the
-# handler's result and status.
+# handler's result (alone on stdout) and status, listening for the job's end,
+# and gives up at --wait-timeout.
 
 # Handler command lines are single-quoted on purpose; run sets $stderr.
 # shellcheck disable=SC2016,SC2154
@@ -174,20 +175,88 @@ setup() {
 	[ "$(sql "SELECT payload->>'i' FROM pendulum.jobs WHERE id = ${lines[9999]}")" = 10000 ]
 }
 
-@test "--wait: exit 0 and the handler's result on stdout after the id" {
+@test "--wait: exit 0 and only the handler's result on stdout, as compact JSON" {
 	start_worker w --handler 'echo=cat' --handler 'text=printf "hello\nworld\n"' --poll 200ms
 	run --separate-stderr timeout 60 pd-enqueue --wait echo '{"x": [1, "a"], "y": null}'
 	[ "$status" -eq 0 ]
-	[ "${#lines[@]}" -eq 2 ]
-	[[ "${lines[0]}" =~ ^[0-9]+$ ]]
-	[ "$(printf '%s' "${lines[1]}" | jq -cS .)" = '{"x":[1,"a"],"y":null}' ]
-	[ "$(job_state "${lines[0]}")" = SUCCEEDED ]
+	[ "$output" = '{"x":[1,"a"],"y":null}' ]
+	[ -z "$stderr" ]
+	[ "$(sql "SELECT state FROM pendulum.jobs WHERE job_type = 'echo'")" = SUCCEEDED ]
 	# a result that is not JSON comes back as the text the handler printed
 	run --separate-stderr timeout 60 pd-enqueue --wait text '{}'
 	[ "$status" -eq 0 ]
-	[ "${lines[1]}" = hello ]
-	[ "${lines[2]}" = world ]
-	[ "${#lines[@]}" -eq 3 ]
+	[ "$output" = $'hello\nworld' ]
+}
+
+@test "--wait in a pipeline: out=\$(...) is the result alone, jq reads it" {
+	start_worker w --handler 'echo=cat' --poll 200ms
+	out=$(timeout 60 pd-enqueue --wait echo '{"a":1}')
+	[ "$out" = '{"a":1}' ]
+	run --separate-stderr bash -c "set -o pipefail; timeout 60 pd-enqueue --wait echo '{\"a\":1}' | jq .a"
+	[ "$status" -eq 0 ]
+	[ "$output" = 1 ]
+}
+
+@test "--wait --print-id: the id on stderr first, the result on stdout" {
+	start_worker w --handler 'echo=cat' --poll 200ms
+	run --separate-stderr timeout 60 pd-enqueue --wait --print-id echo '{"a": 2}'
+	[ "$status" -eq 0 ]
+	[ "$output" = '{"a":2}' ]
+	[[ "$stderr" =~ ^[0-9]+$ ]]
+	[ "$(job_state "$stderr")" = SUCCEEDED ]
+	run --separate-stderr pd-enqueue --print-id echo '{}'
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"--print-id applies to --wait only"* ]]
+	run --separate-stderr pd-enqueue --wait-timeout 1s echo '{}'
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"--wait-timeout applies to --wait only"* ]]
+}
+
+@test "a job marked by pendulum.wait_job notifies pendulum_done with its id when it ends" {
+	id=$(pd-enqueue --delay 1h t '{}')
+	other=$(pd-enqueue --delay 1h t '{}')
+	[ "$(sql "SELECT pendulum.wait_job($id)")" = PENDING ]
+	run --separate-stderr psql -X -q -At -d "$PD_DATABASE_URL" -c "LISTEN pendulum_done" \
+		-c "UPDATE pendulum.jobs SET state = 'CANCELLED', finished_at = now() WHERE id IN ($id, $other)" \
+		-c "SELECT 1"
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s\n' "$output" | grep -c 'notification "pendulum_done"')" -eq 1 ]
+	[[ "$output" == *"notification \"pendulum_done\" with payload \"$id\" received"* ]]
+	[ "$(sql "SELECT pendulum.wait_job(0) IS NULL")" = t ]
+}
+
+@test "--wait marks its job when it enqueues it; a job nobody waits for is not marked" {
+	start_worker w --handler 'echo=cat' --poll 200ms
+	run --separate-stderr timeout 60 pd-enqueue --wait --print-id echo '{}'
+	[ "$status" -eq 0 ]
+	[ "$(sql "SELECT notify_done FROM pendulum.jobs WHERE id = $stderr")" = t ]
+	id=$(pd-enqueue echo '{}')
+	[ "$(sql "SELECT notify_done FROM pendulum.jobs WHERE id = $id")" = f ]
+}
+
+@test "--wait-timeout: exit 124 and a line on stderr; the job stays queued" {
+	run --separate-stderr timeout 60 pd-enqueue --wait --wait-timeout 300ms nobody '{}'
+	[ "$status" -eq 124 ]
+	[ -z "$output" ]
+	[[ "$stderr" == "pd-enqueue: job "*" still PENDING after 300ms: no longer waiting; it stays queued" ]]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE job_type = 'nobody' AND state = 'PENDING'")" = 1 ]
+	run --separate-stderr pd-enqueue --wait --wait-timeout 0 nobody '{}'
+	[ "$status" -eq 64 ]
+	run --separate-stderr pd-enqueue --wait --wait-timeout soon nobody '{}'
+	[ "$status" -eq 64 ]
+}
+
+@test "--wait warns once on stderr when no live worker serves the type" {
+	start_worker w --handler 'billing=cat' --poll 200ms
+	wait_for 30 sql_is "SELECT count(*) FROM pendulum.live_workers" 1
+	run --separate-stderr timeout 60 pd-enqueue --wait --wait-timeout 4s biling '{}'
+	[ "$status" -eq 124 ]
+	[ "$(printf '%s\n' "$stderr" | grep -c warning)" -eq 1 ]
+	[[ "$stderr" == *"pd-enqueue: warning: job "*" waits, but no live worker serves type 'biling' in queue 'default'"* ]]
+	# a served type: no warning
+	run --separate-stderr timeout 60 pd-enqueue --wait billing '{}'
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ]
 }
 
 @test "--wait on a handler that exits 65: exit 65 and the reason on stderr" {
@@ -195,8 +264,8 @@ setup() {
 		--handler 'three=exit 3' --poll 200ms
 	run --separate-stderr timeout 60 pd-enqueue --wait bad '{}'
 	[ "$status" -eq 65 ]
-	[[ "$output" =~ ^[0-9]+$ ]]
-	id=$output
+	[ -z "$output" ]
+	id=$(sql "SELECT id FROM pendulum.jobs WHERE job_type = 'bad'")
 	[[ "$stderr" == "pd-enqueue: job $id dead-lettered: "* ]]
 	[[ "$stderr" == *"terminal exit code"* ]]
 	[[ "$stderr" == *"exit 65"* ]]

@@ -95,10 +95,10 @@ workflows:
         run: 'jq -c "{plus_one: (.outputs.a.twice + 1)}"'
 EOF
 	worker w1 -n 1
-	run --separate-stderr pd-enqueue -c "$CFG" --workflow two --wait '{"x": 20}'
+	run --separate-stderr pd-enqueue -c "$CFG" --workflow two --wait --print-id '{"x": 20}'
 	[ "$status" -eq 0 ]
-	[ "${lines[0]}" = "$(sql "SELECT max(id) FROM pendulum.workflow_runs")" ]
-	[ "${lines[1]}" = '{"plus_one": 41}' ]
+	[ "$stderr" = "$(sql "SELECT max(id) FROM pendulum.workflow_runs")" ]
+	[ "$output" = '{"plus_one":41}' ]
 	# a workflow the config does not define starts nothing
 	run --separate-stderr pd-enqueue -c "$CFG" --workflow too '{}'
 	[ "$status" -eq 64 ]

@@ -682,6 +682,30 @@ static void test_is_number(void)
 	}
 }
 
+static void test_compact(void)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+	    {"{\"a\": 1}", "{\"a\":1}"},
+	    {" {\"x\": [1, \"a\"], \"y\": null} \n", "{\"x\":[1,\"a\"],\"y\":null}"},
+	    {"\"a b\"", "\"a b\""},
+	    {"[\"\\\" , \", \"\\\\\", 2]", "[\"\\\" , \",\"\\\\\",2]"},
+	    {"{\"k\\\\\": \" : \"}", "{\"k\\\\\":\" : \"}"},
+	    {"\t[\r\n]", "[]"},
+	    {"", ""},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[128], name[160];
+
+		snprintf(buf, sizeof(buf), "%s", cases[i].in);
+		snprintf(name, sizeof(name), "compact '%s'", cases[i].in);
+		pd_json_compact(buf);
+		is_str(buf, cases[i].want, name);
+	}
+}
+
 int main(void)
 {
 	test_valid_types();
@@ -695,6 +719,7 @@ int main(void)
 	test_linecol();
 	test_large();
 	test_is_number();
+	test_compact();
 	str_of(NULL, -1);
 	return done_testing();
 }
