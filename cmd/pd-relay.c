@@ -28,7 +28,7 @@ static void help(void)
 	    "      --timeout DURATION      kill a publish command after this (default 30s)\n"
 	    "      --visibility DURATION   a claimed message stays hidden this long (default "
 	    "60s)\n"
-	    "  -n, --concurrency N         publish commands at once (default 4)\n"
+	    "  -j, --concurrency N         publish commands at once (default 4)\n"
 	    "      --batch N               messages claimed at once (default: concurrency)\n"
 	    "      --poll DURATION         poll interval when no notification comes (default 1s)\n"
 	    "      --drain-timeout DUR     on SIGTERM, wait this long for commands (default 30s)\n"
@@ -92,7 +92,7 @@ static int parse_args(struct pd_relay_cfg *r, struct pd_app *app, int argc, char
 	};
 	int ch, rc;
 
-	while ((ch = pd_cli_getopt(argc, argv, "+:n:c:d:vhV", opts)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, "+:j:c:d:vhV", opts)) != -1) {
 		switch (ch) {
 		case O_PUBLISH:
 		case O_EXEC:

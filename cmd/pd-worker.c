@@ -30,7 +30,7 @@ static void help(void)
 	    "                              a JSON line per job each way\n"
 	    "      --stream-exec TYPE=PATH the same, exec PATH (no shell)\n"
 	    "  -q, --queue QUEUE           queue to serve (repeatable; default 'default')\n"
-	    "  -n, --concurrency N         jobs in flight at once (default 4)\n"
+	    "  -j, --concurrency N         jobs in flight at once (default 4)\n"
 	    "      --lease DURATION        lease length (default 30s)\n"
 	    "      --heartbeat DURATION    lease renewal interval (default: a third of the lease)\n"
 	    "      --poll DURATION         poll interval when no notification comes (default 1s)\n"
@@ -119,7 +119,7 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 						   "--stream-exec"};
 	int ch, rc;
 
-	while ((ch = pd_cli_getopt(argc, argv, "+:q:n:c:d:vhV", opts)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, "+:q:j:c:d:vhV", opts)) != -1) {
 		switch (ch) {
 		case O_HANDLER:
 		case O_EXEC:

@@ -11,7 +11,7 @@
 static int engine_option(struct pd_engine_cfg *c, int ch, const char *arg, struct pd_err *e)
 {
 	switch (ch) {
-	case 'n':
+	case 'j':
 		return pd_cli_int("--concurrency", arg, 1, 1024, &c->concurrency, e) < 0 ? -1 : 1;
 	case PD_APP_OPT_BATCH:
 		return pd_cli_int("--batch", arg, 1, 1000, &c->batch, e) < 0 ? -1 : 1;

@@ -44,7 +44,7 @@ enum {
 
 /* The long options of the daemons that run children (pd_app_engine_option). */
 #define PD_APP_ENGINE_LONG_OPTIONS                                                                 \
-	{"concurrency", required_argument, NULL, 'n'},                                             \
+	{"concurrency", required_argument, NULL, 'j'},                                             \
 	    {"batch", required_argument, NULL, PD_APP_OPT_BATCH},                                  \
 	    {"poll", required_argument, NULL, PD_APP_OPT_POLL},                                    \
 	    {"drain-timeout", required_argument, NULL, PD_APP_OPT_DRAIN},                          \
@@ -54,7 +54,7 @@ enum {
 
 /*
  * Take getopt's ch if it is an option the daemons share: with engine, the
- * PD_APP_ENGINE_LONG_OPTIONS (-n N, --batch N, --poll DURATION,
+ * PD_APP_ENGINE_LONG_OPTIONS (-j N, --batch N, --poll DURATION,
  * --drain-timeout DURATION, --until-idle) into it; always -c FILE,
  * -d CONNINFO, --quiet, -v, --log-format logfmt|json (set at once),
  * -h (help is called), -V. Anything else is

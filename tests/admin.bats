@@ -465,7 +465,7 @@ jobs_ids() {
 }
 
 @test "workers lists a running pd-worker with its slots" {
-	start_worker w -n 3 --heartbeat 200ms --lease 5s --handler 't=sleep 30'
+	start_worker w -j 3 --heartbeat 200ms --lease 5s --handler 't=sleep 30'
 	pd-enqueue t '{}' >/dev/null
 	pd-enqueue t '{}' >/dev/null
 	wait_for 30 eval '[ "$(pd-admin --json workers | jq .in_flight)" = 2 ]'

@@ -22,7 +22,7 @@ stored() {
 
 @test "a clean success writes no attempt row; job_attempts shows it from the job row" {
 	id=$(pd-enqueue t '{}')
-	run --separate-stderr pd-worker -n 1 --until-idle --handler 't=true'
+	run --separate-stderr pd-worker -j 1 --until-idle --handler 't=true'
 	[ "$status" -eq 0 ]
 	[ "$(job_state "$id")" = SUCCEEDED ]
 	[ "$(stored "$id")" -eq 0 ]
@@ -34,7 +34,7 @@ stored() {
 @test "a success with stderr, and every failure, is a stored row" {
 	ok=$(pd-enqueue t '{"say": true}')
 	bad=$(pd-enqueue t '{"fail": true}')
-	run --separate-stderr pd-worker -n 1 --until-idle \
+	run --separate-stderr pd-worker -j 1 --until-idle \
 		--handler 't=if grep -q fail; then echo no >&2; exit 65; else echo hello >&2; fi'
 	[ "$status" -eq 0 ]
 	[ "$(stored "$ok")" -eq 1 ]
@@ -48,7 +48,7 @@ stored() {
 @test "the attempt in flight shows in job_attempts, outcome empty, with no stored row" {
 	gate=$BATS_TEST_TMPDIR/gate
 	id=$(pd-enqueue t '{}')
-	start_worker w -n 1 --handler "t=while [ ! -e '$gate' ]; do sleep 0.05; done"
+	start_worker w -j 1 --handler "t=while [ ! -e '$gate' ]; do sleep 0.05; done"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
 	[ "$(stored "$id")" -eq 0 ]
 	[ "$(sql "SELECT attempt || ':' || coalesce(outcome, '-') || ':' || worker FROM pendulum.job_attempts
@@ -61,13 +61,13 @@ stored() {
 
 @test "a replayed success keeps its first run: both successes are in job_attempts" {
 	id=$(pd-enqueue t '{}')
-	run --separate-stderr pd-worker -n 1 --until-idle --handler 't=true'
+	run --separate-stderr pd-worker -j 1 --until-idle --handler 't=true'
 	[ "$status" -eq 0 ]
 	first=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $id")
 	run --separate-stderr pd-admin job replay "$id"
 	[ "$status" -eq 0 ]
 	[ "$(stored "$id")" -eq 1 ]
-	run --separate-stderr pd-worker -n 1 --until-idle --handler 't=true'
+	run --separate-stderr pd-worker -j 1 --until-idle --handler 't=true'
 	[ "$status" -eq 0 ]
 	[ "$(sql "SELECT string_agg(outcome || ':' || (lease_token = $first), ' ' ORDER BY lease_token)
 	          FROM pendulum.job_attempts WHERE job_id = $id")" = "succeeded:true succeeded:false" ]
@@ -82,7 +82,7 @@ stored() {
 	[ "$status" -eq 0 ]
 	[ "$(sql "SELECT attempt || ':' || outcome || ':' || worker || ':' || (finished_at - started_at >= interval '3 s')
 	          FROM pendulum.attempt_rows WHERE job_id = $id")" = "1:lease_expired:gone:1:0000:true" ]
-	run --separate-stderr pd-worker -n 1 --until-idle --handler 't=true'
+	run --separate-stderr pd-worker -j 1 --until-idle --handler 't=true'
 	[ "$status" -eq 0 ]
 	[ "$(sql "SELECT string_agg(attempt || ':' || outcome, ' ' ORDER BY attempt) FROM pendulum.job_attempts
 	          WHERE job_id = $id")" = "1:lease_expired 2:succeeded" ]

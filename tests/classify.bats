@@ -19,7 +19,7 @@ setup() {
 
 # worker ARGS...: one background worker with fast retries and polling.
 worker() {
-	start_worker w -c "$CFG" -n 2 --poll 200ms "$@"
+	start_worker w -c "$CFG" -j 2 --poll 200ms "$@"
 }
 
 # wait_final ID: wait until the job has ended (SUCCEEDED or DEAD_LETTERED).

@@ -18,7 +18,7 @@ setup() {
 	gate=$BATS_TEST_TMPDIR/gate
 	for _ in 1 2 3; do pd-enqueue t '{}' >/dev/null; done
 	# a's handlers run until the gate opens: in flight, whatever the load
-	start_worker a -n 3 --lease 2s --heartbeat 200ms --poll 200ms --no-reap \
+	start_worker a -j 3 --lease 2s --heartbeat 200ms --poll 200ms --no-reap \
 		--handler "t=$(counting_handler "$LOG" "while [ ! -e '$gate' ]; do sleep 0.05; done")"
 	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'RUNNING'" 3
 	a_id=$(worker_id a)
@@ -28,7 +28,7 @@ setup() {
 	[ "$(bg_status a)" -eq 137 ]
 	touch "$gate" # a's orphaned handlers finish now: nobody records them
 	# a fresh worker reaps the expired leases itself and runs the jobs again
-	start_worker b -n 3 --lease 10s --heartbeat 1s --poll 200ms \
+	start_worker b -j 3 --lease 10s --heartbeat 1s --poll 200ms \
 		--handler "t=$(counting_handler "$LOG" 'echo "{\"by\": \"b\"}"')"
 	wait_for 60 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'" 3
 	b_id=$(worker_id b)
@@ -51,13 +51,13 @@ setup() {
 	# Three workers with long leases (a loaded machine's late heartbeat must
 	# not give their jobs away), pd-reaper doing the reaping.
 	for w in 1 2 3; do
-		start_worker "w$w" -n 2 --lease 10s --heartbeat 1s --poll 200ms --no-reap \
+		start_worker "w$w" -j 2 --lease 10s --heartbeat 1s --poll 200ms --no-reap \
 			--handler "t=$(counting_handler "$LOG" 'sleep 0.05')"
 	done
 	start_bg reaper pd-reaper --interval 200ms
 	# The victim: same handler, but its jobs wait for a gate, so that it
 	# certainly has work in flight when it dies. Its lease is short.
-	start_worker victim -n 2 --lease 2s --heartbeat 200ms --poll 200ms --no-reap \
+	start_worker victim -j 2 --lease 2s --heartbeat 200ms --poll 200ms --no-reap \
 		--handler "t=$(counting_handler "$LOG" "while [ ! -e '$gate' ]; do sleep 0.05; done; sleep 0.05")"
 	victim_pid=$(bg_pid victim)
 	wait_for 60 sql_is "SELECT count(*) FROM pendulum.jobs j JOIN pendulum.workers w ON w.id = j.lease_owner
@@ -95,7 +95,7 @@ setup() {
 	sql "UPDATE pendulum.jobs SET state = 'LEASED', attempt = attempt + 1,
 	       lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'gone:1:0000',
 	       lease_expires_at = now() + interval '1 s' WHERE id = $id" >/dev/null
-	start_worker b -n 1 --lease 1s --heartbeat 300ms --poll 200ms \
+	start_worker b -j 1 --lease 1s --heartbeat 300ms --poll 200ms \
 		--handler "t=$(counting_handler "$LOG")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
 	[ "$(sql "SELECT string_agg(attempt || ':' || outcome || ':' || worker, ' ' ORDER BY attempt)
@@ -106,7 +106,7 @@ setup() {
 
 @test "at-most-once: a job whose worker died is dead-lettered by pd-reaper, never run again" {
 	id=$(pd-enqueue --at-most-once t '{}')
-	start_worker a -n 1 --lease 1s --heartbeat 300ms --poll 200ms --no-reap \
+	start_worker a -j 1 --lease 1s --heartbeat 300ms --poll 200ms --no-reap \
 		--handler "t=$(counting_handler "$LOG" 'sleep 30')"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
 	kill -KILL "$(bg_pid a)"
@@ -125,7 +125,7 @@ setup() {
 
 @test "a lease lost on the last attempt dead-letters the job with the reason" {
 	id=$(pd-enqueue --max-attempts 1 t '{}')
-	start_worker a -n 1 --lease 1s --heartbeat 300ms --poll 200ms --no-reap \
+	start_worker a -j 1 --lease 1s --heartbeat 300ms --poll 200ms --no-reap \
 		--handler "t=$(counting_handler "$LOG" 'sleep 30')"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
 	kill -KILL "$(bg_pid a)"

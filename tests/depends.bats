@@ -13,7 +13,7 @@ pd_db_hooks
 	[ "$(sql "SELECT state FROM pendulum.jobs WHERE id = $c")" = BLOCKED ]
 	# the success of the last dependency unblocks c in the same statement, so
 	# the same worker session runs it: no reaper pass needed
-	pd-worker --until-idle --no-reap --poll 200ms -n 1 --handler "d=echo \$PD_JOB_ID >>'$log'" 2>/dev/null
+	pd-worker --until-idle --no-reap --poll 200ms -j 1 --handler "d=echo \$PD_JOB_ID >>'$log'" 2>/dev/null
 	[ "$(sql "SELECT string_agg(state, ',' ORDER BY id) FROM pendulum.jobs")" = SUCCEEDED,SUCCEEDED,SUCCEEDED ]
 	[ "$(tail -n 1 "$log")" = "$c" ]
 	[ "$(wc -l <"$log")" -eq 3 ]

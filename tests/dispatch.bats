@@ -27,7 +27,7 @@ run_until_idle() {
 	p5=$(pd-enqueue -p 5 t '{}')
 	m1=$(pd-enqueue -p -1 t '{}')
 	high2=$(pd-enqueue -p high t '{}')
-	run_until_idle -n 1 --handler "t=$(counting_handler "$LOG")"
+	run_until_idle -j 1 --handler "t=$(counting_handler "$LOG")"
 	[ "$(cut -d' ' -f1 "$LOG" | tr '\n' ' ')" = "$high $high2 $p5 $n1 $n2 $m1 $low " ]
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'")" -eq 7 ]
 }
@@ -37,7 +37,7 @@ run_until_idle() {
 	for _ in 1 2 3 4 5; do pd-enqueue t '{}' >/dev/null; done
 	# every handler waits for the gate: the first holds the only slot until
 	# the urgent job is in
-	start_worker w -n 1 --poll 200ms \
+	start_worker w -j 1 --poll 200ms \
 		--handler "t=$(counting_handler "$LOG" "while [ ! -e '$gate' ]; do sleep 0.05; done")"
 	wait_for 30 lines_at_least "$LOG" 1
 	urgent=$(pd-enqueue -p 100 t '{}')
@@ -52,7 +52,7 @@ run_until_idle() {
 		pd-enqueue -q b t '{}' >/dev/null
 		pd-enqueue t '{}' >/dev/null # the default queue
 	done
-	run_until_idle -q a -n 2 --handler "t=$(counting_handler "$LOG")"
+	run_until_idle -q a -j 2 --handler "t=$(counting_handler "$LOG")"
 	[ "$(sql "SELECT string_agg(queue || '=' || state || '/' || attempt, ' ' ORDER BY queue)
 	          FROM (SELECT DISTINCT queue, state, attempt FROM pendulum.jobs) s")" = \
 		"a=SUCCEEDED/1 b=PENDING/0 default=PENDING/0" ]
@@ -63,7 +63,7 @@ run_until_idle() {
 	[ "$(cut -d' ' -f1 "$LOG" | sort -n | tr '\n' ' ')" = \
 		"$(sql "SELECT string_agg(id::text, ' ' ORDER BY id) || ' ' FROM pendulum.jobs WHERE queue = 'a'")" ]
 	# a worker on several queues takes from each of them
-	run_until_idle -q b -q default -n 2 --handler "t=$(counting_handler "$LOG")"
+	run_until_idle -q b -q default -j 2 --handler "t=$(counting_handler "$LOG")"
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'")" -eq 9 ]
 	[ "$(lines "$LOG")" -eq 9 ]
 }
@@ -80,7 +80,7 @@ run_until_idle() {
 }
 
 @test "a delayed job is held back until its run_at, then run" {
-	start_worker w -n 2 --poll 200ms --handler "t=$(counting_handler "$LOG")"
+	start_worker w -j 2 --poll 200ms --handler "t=$(counting_handler "$LOG")"
 	late=$(pd-enqueue --delay 2s t '{}')
 	now=$(pd-enqueue t '{}')
 	[ "$(sql "SELECT run_at - created_at BETWEEN interval '1.9 s' AND interval '2.1 s'
@@ -112,7 +112,7 @@ run_until_idle() {
 	cfg=$BATS_TEST_TMPDIR/pd.yaml
 	printf 'retry: {base: 10ms, cap: 50ms}\n' >"$cfg"
 	pd-enqueue --max-attempts 3 retry '{}' >/dev/null
-	start_worker w -c "$cfg" -n 1 --poll 200ms --handler "t=$(counting_handler "$LOG")" \
+	start_worker w -c "$cfg" -j 1 --poll 200ms --handler "t=$(counting_handler "$LOG")" \
 		--handler "retry=$(counting_handler "$LOG" 'exit 1')"
 	wait_for 60 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state IN ('SUCCEEDED', 'DEAD_LETTERED')" 21
 	[ "$(lines "$LOG")" -eq 23 ]
@@ -131,7 +131,7 @@ run_until_idle() {
 	awk 'BEGIN { for (i = 1; i <= 600; i++) printf "{\"n\": %d}\n", i }' |
 		pd-enqueue --ndjson t >/dev/null
 	for w in 1 2 3 4 5 6 7 8; do
-		start_worker "w$w" -n 2 --poll 200ms --handler "t=$(counting_handler "$LOG")"
+		start_worker "w$w" -j 2 --poll 200ms --handler "t=$(counting_handler "$LOG")"
 	done
 	wait_for 120 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'" 600
 	for w in 1 2 3 4 5 6 7 8; do

@@ -31,7 +31,7 @@ setup() {
 	marker=$BATS_TEST_TMPDIR/failed-once
 	printf 'retry: {base: 200ms, cap: 200ms}\n' >"$cfg"
 	id=$(pd-enqueue t '{}')
-	start_worker w -c "$cfg" -n 1 --poll 5s \
+	start_worker w -c "$cfg" -j 1 --poll 5s \
 		--handler "t=$(counting_handler "$LOG" "if [ -e '$marker' ]; then exit 0; fi; touch '$marker'; exit 1")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
 	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE job_id = $id")" -eq 2 ]
@@ -47,7 +47,7 @@ setup() {
 	a=$(pd-enqueue t '{}')
 	b=$(pd-enqueue t '{}')
 	c=$(pd-enqueue t '{}')
-	start_worker w -n 3 --lease 30s --heartbeat 10s \
+	start_worker w -j 3 --lease 30s --heartbeat 10s \
 		--handler "t=$(counting_handler "$LOG" "while [ ! -e '$gate' ]; do sleep 0.05; done; echo '{\"ok\": 1}'")"
 	wait_for 30 lines_at_least "$LOG" 3
 	before=$(fenced)
@@ -69,7 +69,7 @@ setup() {
 	# Short handlers make the worker claim jobs ahead of its free slots
 	# (ready jobs, LEASED); a drain must give those back, not strand them.
 	make_jobs 2000 PENDING >/dev/null
-	start_worker w -n 4 --no-reap --handler 't=true'
+	start_worker w -j 4 --no-reap --handler 't=true'
 	wait_for 60 sql_is "SELECT count(*) >= 100 FROM pendulum.jobs WHERE state = 'SUCCEEDED'" t
 	stop_worker w TERM
 	[ "$(bg_status w)" -eq 0 ]
@@ -81,11 +81,11 @@ setup() {
 
 @test "kill -9 while jobs stream through: every job runs to success once the leases are given back" {
 	make_jobs 300 PENDING >/dev/null
-	start_worker a -n 4 --lease 2s --no-reap --handler 't=true'
+	start_worker a -j 4 --lease 2s --no-reap --handler 't=true'
 	wait_for 60 sql_is "SELECT count(*) >= 50 FROM pendulum.jobs WHERE state = 'SUCCEEDED'" t
 	kill -KILL "$(bg_pid a)"
 	# a's ready jobs (LEASED) and running ones come back when their leases expire
-	start_worker b -n 4 --lease 2s --handler 't=true'
+	start_worker b -j 4 --lease 2s --handler 't=true'
 	wait_for 60 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state <> 'SUCCEEDED'" 0
 	stop_worker b TERM
 	[ "$(bg_status b)" -eq 0 ]
@@ -94,7 +94,7 @@ setup() {
 
 @test "short jobs: every start is recorded, by the start write or by the outcome of a job over before it" {
 	make_jobs 300 PENDING >/dev/null
-	run --separate-stderr pd-worker -n 4 --until-idle --handler 't=true'
+	run --separate-stderr pd-worker -j 4 --until-idle --handler 't=true'
 	[ "$status" -eq 0 ]
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'")" -eq 300 ]
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE started_at IS NULL")" -eq 0 ]

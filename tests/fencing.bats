@@ -19,7 +19,7 @@ setup() {
 	gate=$BATS_TEST_TMPDIR/gate
 	id=$(pd-enqueue t '{}')
 	# w1's handler runs until the gate opens (a long handler, whatever the load)
-	start_worker w1 -n 1 --lease 1s --heartbeat 300ms --poll 200ms --no-reap \
+	start_worker w1 -j 1 --lease 1s --heartbeat 300ms --poll 200ms --no-reap \
 		--handler "t=$(counting_handler "$LOG" "echo \$\$ >'$h1'; while [ ! -e '$gate' ]; do sleep 0.05; done; echo '{\"by\": \"w1\"}'")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
 	kill -STOP "$(bg_pid w1)"
@@ -42,7 +42,7 @@ setup() {
 	[ "$(sql "SELECT outcome FROM pendulum.job_attempts WHERE lease_token = $token1")" = lease_expired ]
 
 	# a second worker takes it and finishes it
-	start_worker w2 -n 1 --lease 1s --heartbeat 300ms --poll 200ms \
+	start_worker w2 -j 1 --lease 1s --heartbeat 300ms --poll 200ms \
 		--handler "t=$(counting_handler "$LOG" "echo '{\"by\": \"w2\"}'")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
 	stop_worker w2
@@ -86,7 +86,7 @@ setup() {
 	id=$(pd-enqueue t '{}')
 	# a reaper running all along would take the job back if a heartbeat were missed
 	start_bg reaper pd-reaper --interval 200ms
-	start_worker w -n 1 --lease 2s --heartbeat 500ms --poll 200ms \
+	start_worker w -j 1 --lease 2s --heartbeat 500ms --poll 200ms \
 		--handler "t=$(counting_handler "$LOG" 'sleep 10; echo "{\"slept\": 10}"')"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
 	first_expiry=$(sql "SELECT lease_expires_at FROM pendulum.jobs WHERE id = $id")
@@ -107,7 +107,7 @@ setup() {
 @test "SIGTERM with a short drain timeout: the running job goes back to PENDING, attempt refunded" {
 	pidfile=$BATS_TEST_TMPDIR/handler.pid
 	id=$(pd-enqueue t '{}')
-	start_worker w -n 1 --poll 200ms --drain-timeout 500ms \
+	start_worker w -j 1 --poll 200ms --drain-timeout 500ms \
 		--handler "t=$(counting_handler "$LOG" "echo \$\$ >'$pidfile'; exec sleep 30")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
 	wait_for 30 test -s "$pidfile"
@@ -124,14 +124,14 @@ setup() {
 	# the handler was stopped, not left behind
 	wait_for 10 eval "! alive $handler"
 	# the job is whole again: the next worker runs it as attempt 1 of 5
-	start_worker w2 -n 1 --poll 200ms --handler "t=$(counting_handler "$LOG" 'echo $PD_ATTEMPT')"
+	start_worker w2 -j 1 --poll 200ms --handler "t=$(counting_handler "$LOG" 'echo $PD_ATTEMPT')"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
 	[ "$(sql "SELECT attempt || ' ' || result::text FROM pendulum.jobs WHERE id = $id")" = "1 1" ]
 }
 
 @test "SIGTERM with a short drain timeout: an at-most-once job is dead-lettered, not run again" {
 	id=$(pd-enqueue --at-most-once t '{}')
-	start_worker w -n 1 --poll 200ms --drain-timeout 300ms \
+	start_worker w -j 1 --poll 200ms --drain-timeout 300ms \
 		--handler "t=$(counting_handler "$LOG" 'exec sleep 30')"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
 	stop_worker w TERM 20
@@ -146,7 +146,7 @@ setup() {
 @test "SIGTERM with time to spare: the running job finishes, nothing new is claimed" {
 	gate=$BATS_TEST_TMPDIR/gate
 	id=$(pd-enqueue t '{}')
-	start_worker w -n 1 --poll 200ms --drain-timeout 60s \
+	start_worker w -j 1 --poll 200ms --drain-timeout 60s \
 		--handler "t=$(counting_handler "$LOG" "while [ ! -e '$gate' ]; do sleep 0.05; done; echo '{\"ok\": true}'")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
 	next=$(pd-enqueue t '{}')
@@ -163,7 +163,7 @@ setup() {
 @test "a lease taken over while the handler runs: the heartbeat stops the handler, nothing is written" {
 	pidfile=$BATS_TEST_TMPDIR/handler.pid
 	id=$(pd-enqueue t '{}')
-	start_worker w -n 1 --lease 2s --heartbeat 200ms --poll 200ms \
+	start_worker w -j 1 --lease 2s --heartbeat 200ms --poll 200ms \
 		--handler "t=$(counting_handler "$LOG" "echo \$\$ >'$pidfile'; exec sleep 30")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
 	wait_for 30 test -s "$pidfile"
@@ -196,7 +196,7 @@ setup() {
 
 @test "a second SIGTERM during the drain stops the handlers at once and releases their jobs" {
 	id=$(pd-enqueue t '{}')
-	start_worker w -n 1 --poll 200ms --drain-timeout 60s --handler "t=$(counting_handler "$LOG" 'exec sleep 30')"
+	start_worker w -j 1 --poll 200ms --drain-timeout 60s --handler "t=$(counting_handler "$LOG" 'exec sleep 30')"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
 	kill -TERM "$(bg_pid w)"
 	wait_for 10 grep -q 'draining' "$BATS_FILE_TMPDIR/w.log"

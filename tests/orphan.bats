@@ -41,7 +41,7 @@ dead() {
 # running pid_handler into $PIDS; waits until job ID runs and both pids are
 # recorded, then sets SH_PID and SLEEP_PID.
 start_victim() {
-	start_worker "$1" -n 1 --lease 2s --heartbeat 500ms --poll 200ms --no-reap \
+	start_worker "$1" -j 1 --lease 2s --heartbeat 500ms --poll 200ms --no-reap \
 		--handler "t=$(pid_handler "$PIDS")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $2" RUNNING
 	wait_for 10 lines_at_least "$PIDS" 2
@@ -84,7 +84,7 @@ lease_expired() {
 	start_victim a "$id"
 	a_id=$(worker_id a)
 	kill_worker a
-	start_worker b -n 1 --lease 2s --heartbeat 500ms --poll 200ms \
+	start_worker b -j 1 --lease 2s --heartbeat 500ms --poll 200ms \
 		--handler 't=echo "{\"by\": \"b\"}"'
 	wait_for 60 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
 	wait_for 5 dead "$SH_PID"
@@ -128,7 +128,7 @@ lease_expired() {
 	psql -X -q -d "$url2" -c "INSERT INTO pendulum.jobs (id, job_type) VALUES ($id, 't')" \
 		-c "SELECT setval('pendulum.lease_token_seq', $token, false)" >/dev/null
 	pids2=$BATS_TEST_TMPDIR/pids2
-	PD_DATABASE_URL=$url2 start_worker c -n 1 --lease 30s --heartbeat 1s --poll 200ms --no-reap \
+	PD_DATABASE_URL=$url2 start_worker c -j 1 --lease 30s --heartbeat 1s --poll 200ms --no-reap \
 		--handler "t=$(pid_handler "$pids2")"
 	wait_for 10 lines_at_least "$pids2" 2
 	[ "$(psql -X -At -d "$url2" -c "SELECT id || ' ' || lease_token FROM pendulum.jobs")" = "$id $token" ]

@@ -34,7 +34,7 @@ setup() {
 	run --separate-stderr pd-relay --publish true --visibility 5x
 	[ "$status" -eq 64 ]
 	[[ "$stderr" == "pd-relay: option --visibility: invalid duration '5x'"* ]]
-	run --separate-stderr pd-relay --publish true -n 0
+	run --separate-stderr pd-relay --publish true -j 0
 	[ "$status" -eq 64 ]
 	run --separate-stderr pd-relay --publish true extra
 	[ "$status" -eq 64 ]
@@ -58,7 +58,7 @@ setup() {
 	sql "SELECT pendulum.outbox_record('default', 'audit', '[1]')" >/dev/null
 	out=$BATS_TEST_TMPDIR/out
 	mkdir "$out"
-	run --separate-stderr env PD_TOPIC=stale PD_HEADER_STALE=x pd-relay --until-idle -n 1 --publish \
+	run --separate-stderr env PD_TOPIC=stale PD_HEADER_STALE=x pd-relay --until-idle -j 1 --publish \
 		"cat >'$out'/\$PD_MESSAGE_ID.in; env | grep -E '^PD_(TOPIC|MESSAGE_|TENANT|ATTEMPT|MAX_ATTEMPTS|CLAIM_TOKEN|HEADER_)' | LC_ALL=C sort >'$out'/\$PD_MESSAGE_ID.env"
 	[ "$status" -eq 0 ]
 	id1=$(sql "SELECT id FROM pendulum.outbox WHERE topic = 'orders'")
@@ -100,7 +100,7 @@ setup() {
 	for i in 1 2 3 4 5; do record orders "{\"n\": $i}" "k$i" >/dev/null; done
 	# one pass: every message fails once and gets a backoff
 	printf 'retry: {base: 1h, cap: 1h}\n' >"$CFG"
-	run --separate-stderr pd-relay -c "$CFG" --once -n 5 --publish "$cmd"
+	run --separate-stderr pd-relay -c "$CFG" --once -j 5 --publish "$cmd"
 	[ "$status" -eq 0 ]
 	[ "$(lines "$LOG")" -eq 5 ]
 	[ "$(sql "SELECT count(*) FROM pendulum.outbox WHERE state = 'PENDING' AND attempts = 1
@@ -117,7 +117,7 @@ setup() {
 	# with short backoffs they go through on the third attempt
 	sql "UPDATE pendulum.outbox SET next_attempt_at = now()"
 	printf 'retry: {base: 50ms, cap: 200ms}\n' >"$CFG"
-	start_relay relay -c "$CFG" --poll 50ms -n 5 --publish "$cmd"
+	start_relay relay -c "$CFG" --poll 50ms -j 5 --publish "$cmd"
 	wait_for 30 sql_is "SELECT count(*) FROM pendulum.outbox WHERE state = 'PUBLISHED'" 5
 	[ "$(sql "SELECT count(*) FROM pendulum.outbox WHERE attempts = 3 AND last_error IS NULL")" -eq 5 ]
 	[ "$(lines "$LOG")" -eq 15 ]
@@ -254,7 +254,7 @@ setup() {
 	cmd=$(publish_cmd "$LOG" '[ $((PD_MESSAGE_ID % 7)) -ne 0 ] || [ "$PD_ATTEMPT" -gt 1 ] || exit 1')
 	# one command at a time each: with 5 keys claimable, every relay gets work
 	for r in r1 r2 r3; do
-		start_relay "$r" -c "$CFG" -n 1 --poll 50ms --publish "$cmd"
+		start_relay "$r" -c "$CFG" -j 1 --poll 50ms --publish "$cmd"
 	done
 	for r in r1 r2 r3; do
 		wait_for 20 grep -q 'relay started' "$BATS_FILE_TMPDIR/$r.log"

@@ -118,7 +118,7 @@ known_version() {
 		handlers:
 		  t: {run: sh $(handler file-t)}
 	EOF
-	start_worker w -c "$CFG" --poll 100ms -n 2 --handler "t=sh $(handler flag-t)"
+	start_worker w -c "$CFG" --poll 100ms -j 2 --handler "t=sh $(handler flag-t)"
 	wait_for 10 logged w 'msg="worker started"'
 	put "$CFG" <<-EOF
 		worker: {concurrency: 8}

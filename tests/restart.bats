@@ -32,7 +32,7 @@ teardown() {
 
 @test "a PostgreSQL restart under a running worker: it reconnects and every job finishes once" {
 	gate=$BATS_TEST_TMPDIR/gate # the slow job runs until the gate opens, after the restart
-	start_worker w -n 2 --poll 200ms --no-reap \
+	start_worker w -j 2 --poll 200ms --no-reap \
 		--handler "t=$(counting_handler "$LOG" 'sleep 0.2')" \
 		--handler "slow=$(counting_handler "$LOG" "while [ ! -e '$gate' ]; do sleep 0.05; done; echo '{\"slow\": true}'")"
 	start_bg reaper pd-reaper --interval 200ms

@@ -59,7 +59,7 @@ old_history() {
 	make_jobs 3000 PENDING live >/dev/null
 	counters >"$BATS_TEST_TMPDIR/before"
 
-	start_worker w --queue live --no-reap --poll 100ms -n 8 --handler 't=true'
+	start_worker w --queue live --no-reap --poll 100ms -j 8 --handler 't=true'
 	wait_for 30 sql_is "SELECT count(*) > 0 FROM pendulum.jobs WHERE queue = 'live' AND state = 'SUCCEEDED'" t
 	drained=$(sql "SELECT count(*) FROM pendulum.jobs WHERE queue = 'live' AND state = 'SUCCEEDED'")
 	run --separate-stderr pd-admin --json prune

@@ -79,7 +79,7 @@ EOF
 	a=$(pd-enqueue t '{"n": 1}')
 	b=$(pd-enqueue t '{"n": [2, "two"]}')
 	c=$(pd-enqueue t '"three"')
-	run --separate-stderr pd-worker -n 4 --until-idle --stream "t=jq -c --unbuffered '{id, result: .payload}'"
+	run --separate-stderr pd-worker -j 4 --until-idle --stream "t=jq -c --unbuffered '{id, result: .payload}'"
 	[ "$status" -eq 0 ]
 	[ "$(sql "SELECT string_agg(state || ' ' || attempt || ' ' || result::text, ',' ORDER BY id) FROM pendulum.jobs")" = \
 		'SUCCEEDED 1 {"n": 1},SUCCEEDED 1 {"n": [2, "two"]},SUCCEEDED 1 "three"' ]
@@ -172,7 +172,7 @@ readme_jobs() {
 @test "10,000 jobs through 4 slots: each runs exactly once" {
 	make_jobs 10000 PENDING >/dev/null
 	# jq's debug writes ["DEBUG:",ID] to stderr, which goes to $LOG: one line per execution
-	run --separate-stderr pd-worker -n 4 --batch 100 --until-idle \
+	run --separate-stderr pd-worker -j 4 --batch 100 --until-idle \
 		--stream "t=jq -c --unbuffered '(.id | debug) as \$x | {id}' 2>>'$LOG'"
 	[ "$status" -eq 0 ]
 	[ "$(lines "$LOG")" -eq 10000 ]
@@ -191,7 +191,7 @@ readme_jobs() {
 	misbehaving_handler "$h"
 	hang=$(pd-enqueue t '{"hang": true}')
 	make_jobs 9 PENDING >/dev/null
-	start_worker w -c "$CFG" -n 4 --stream-exec "t=$h"
+	start_worker w -c "$CFG" -j 4 --stream-exec "t=$h"
 	wait_for 30 test -e "$T_DIR/hanging"
 	first=$(head -n 1 "$T_DIR/pids")
 	# the hanging job and the ones queued behind it are in flight
@@ -218,7 +218,7 @@ readme_jobs() {
 	misbehaving_handler "$h"
 	hang=$(pd-enqueue --timeout 1s t '{"hang": true}')
 	other=$(pd-enqueue t '{}')
-	start_worker w -c "$CFG" -n 2 --stream-exec "t=$h"
+	start_worker w -c "$CFG" -j 2 --stream-exec "t=$h"
 	wait_for 30 test -e "$T_DIR/hanging"
 	first=$(head -n 1 "$T_DIR/pids")
 	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'" 2
@@ -238,7 +238,7 @@ readme_jobs() {
 	h=$BATS_TEST_TMPDIR/h.sh
 	misbehaving_handler "$h"
 	bad=$(pd-enqueue t '{"bad": true}')
-	run --separate-stderr pd-worker -c "$CFG" -n 2 --until-idle --stream-exec "t=$h"
+	run --separate-stderr pd-worker -c "$CFG" -j 2 --until-idle --stream-exec "t=$h"
 	[ "$status" -eq 0 ]
 	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $bad")" = "SUCCEEDED 2" ]
 	[ "$(sql "SELECT string_agg(attempt || ':' || outcome, ',' ORDER BY attempt) FROM pendulum.job_attempts WHERE job_id = $bad")" = 1:failed,2:succeeded ]
@@ -251,7 +251,7 @@ readme_jobs() {
 	gated_handler w1 "$BATS_TEST_TMPDIR/w1.sh"
 	a=$(pd-enqueue t '{}')
 	b=$(pd-enqueue t '{}')
-	start_worker w1 -n 2 --lease 1s --heartbeat 300ms --poll 200ms --no-reap --stream-exec "t=$BATS_TEST_TMPDIR/w1.sh"
+	start_worker w1 -j 2 --lease 1s --heartbeat 300ms --poll 200ms --no-reap --stream-exec "t=$BATS_TEST_TMPDIR/w1.sh"
 	wait_for 30 lines_at_least "$T_DIR/w1-read" 1
 	w1_id=$(worker_id w1)
 	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE lease_owner = '$w1_id'" 2
@@ -263,7 +263,7 @@ readme_jobs() {
 	[ "$status" -eq 0 ]
 	[ "$output" = "requeued 2, dead-lettered 0" ]
 	# another worker takes them and finishes them
-	start_worker w2 -n 2 --poll 200ms --stream "t=jq -c --unbuffered '{id, result: {by: \"w2\"}}'"
+	start_worker w2 -j 2 --poll 200ms --stream "t=jq -c --unbuffered '{id, result: {by: \"w2\"}}'"
 	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'" 2
 	stop_worker w2
 	rows=$(sql "SELECT string_agg(row_to_json(j)::text, ',' ORDER BY id) FROM pendulum.jobs j")
@@ -291,7 +291,7 @@ readme_jobs() {
 @test "a lease taken over while its job is in flight: the answer is dropped, the attempt is lease_lost" {
 	gated_handler w "$BATS_TEST_TMPDIR/w.sh"
 	id=$(pd-enqueue t '{}')
-	start_worker w -n 1 --lease 2s --heartbeat 200ms --poll 200ms --stream-exec "t=$BATS_TEST_TMPDIR/w.sh"
+	start_worker w -j 1 --lease 2s --heartbeat 200ms --poll 200ms --stream-exec "t=$BATS_TEST_TMPDIR/w.sh"
 	wait_for 30 lines_at_least "$T_DIR/w-read" 1
 	token=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $id")
 	sql "UPDATE pendulum.jobs SET lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'thief',
@@ -313,7 +313,7 @@ readme_jobs() {
 	gated_handler w "$BATS_TEST_TMPDIR/w.sh"
 	a=$(pd-enqueue t '{}')
 	b=$(pd-enqueue t '{}')
-	start_worker w -n 2 --poll 200ms --drain-timeout 500ms --stream-exec "t=$BATS_TEST_TMPDIR/w.sh"
+	start_worker w -j 2 --poll 200ms --drain-timeout 500ms --stream-exec "t=$BATS_TEST_TMPDIR/w.sh"
 	wait_for 30 lines_at_least "$T_DIR/w-read" 1
 	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state IN ('LEASED', 'RUNNING')" 2
 	pid=$(cat "$T_DIR/w-pids")
@@ -328,7 +328,7 @@ readme_jobs() {
 @test "SIGTERM with time to spare: the answers in flight are written, nothing new is sent, the handler gets end of file" {
 	gated_handler w "$BATS_TEST_TMPDIR/w.sh"
 	a=$(pd-enqueue t '{}')
-	start_worker w -n 1 --poll 200ms --drain-timeout 60s --stream-exec "t=$BATS_TEST_TMPDIR/w.sh"
+	start_worker w -j 1 --poll 200ms --drain-timeout 60s --stream-exec "t=$BATS_TEST_TMPDIR/w.sh"
 	wait_for 30 lines_at_least "$T_DIR/w-read" 1
 	next=$(pd-enqueue t '{}')
 	kill -TERM "$(bg_pid w)"
@@ -353,7 +353,7 @@ EOF
 	make_jobs 30 PENDING default s >/dev/null
 	make_jobs 30 PENDING default p >/dev/null
 	make_jobs 30 PENDING default f >/dev/null
-	run --separate-stderr pd-worker -c "$cfg" -n 3 --until-idle --handler 'p=echo "{\"mode\": \"process\"}"' \
+	run --separate-stderr pd-worker -c "$cfg" -j 3 --until-idle --handler 'p=echo "{\"mode\": \"process\"}"' \
 		--stream-exec "f=$(command -v cat)"
 	[ "$status" -eq 0 ]
 	[ "$(sql "SELECT string_agg(job_type || ':' || state || ':' || coalesce(result->>'mode', '-') || ':' || n, ',' ORDER BY job_type)

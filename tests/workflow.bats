@@ -66,7 +66,7 @@ workflows:
         run: '$(step d)'
 EOF
 	id=$(start four '{"order": 7}')
-	worker w1 -n 2
+	worker w1 -j 2
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $(run_job "$id")" SUCCEEDED
 	same_json "$(cat "$D/a.in")" '{"input": {"order": 7}, "outputs": {}}'
 	same_json "$(cat "$D/c.in")" '{"input": {"order": 7}, "outputs": {"a": {"step": "a", "n": 1}, "b": {"step": "b", "n": 1}}}'
@@ -94,7 +94,7 @@ workflows:
       - name: b
         run: 'jq -c "{plus_one: (.outputs.a.twice + 1)}"'
 EOF
-	worker w1 -n 1
+	worker w1 -j 1
 	run --separate-stderr pd-enqueue -c "$CFG" --workflow two --wait --print-id '{"x": 20}'
 	[ "$status" -eq 0 ]
 	[ "$stderr" = "$(sql "SELECT max(id) FROM pendulum.workflow_runs")" ]
@@ -126,10 +126,10 @@ workflows:
         run: '$(step d)'
 EOF
 	id=$(start crashy)
-	worker w1 -n 1
+	worker w1 -j 1
 	wait_for 30 test -e "$D/c.started"
 	kill -KILL "$(bg_pid w1)"
-	worker w2 -n 1
+	worker w2 -j 1
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $(run_job "$id")" SUCCEEDED
 	[ "$(lines "$D/a.count")" = 1 ]
 	[ "$(lines "$D/b.count")" = 1 ]
@@ -154,14 +154,14 @@ workflows:
 EOF
 	id=$(start twice)
 	job=$(run_job "$id")
-	worker w1 -n 1 --no-reap
+	worker w1 -j 1 --no-reap
 	wait_for 30 lines_at_least "$D/b.count" 1
 	kill -STOP "$(bg_pid w1)"
 	token1=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $job")
 	wait_for 30 sql_is "SELECT lease_expires_at < now() FROM pendulum.jobs WHERE id = $job" t
 	run pd-reaper --once
 	[ "$status" -eq 0 ]
-	worker w2 -n 1 --no-reap
+	worker w2 -j 1 --no-reap
 	wait_for 30 lines_at_least "$D/b.count" 2
 	before=$(fenced)
 	# the stalled worker's handler ends first: its output is stored, its job write fenced
@@ -198,7 +198,7 @@ handlers:
 EOF
 	id=$(start nap)
 	job=$(run_job "$id")
-	worker w1 -n 1
+	worker w1 -j 1
 	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" SLEEPING
 	other=$(sql "SELECT pendulum.enqueue('default', 'other', '{}')")
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $other" SUCCEEDED
@@ -233,7 +233,7 @@ EOF
 	wait_config
 	id=$(start approve)
 	job=$(run_job "$id")
-	worker w1 -n 1
+	worker w1 -j 1
 	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" WAITING
 	[ "$(sql "SELECT state FROM pendulum.jobs WHERE id = $job")" = PENDING ]
 	[ "$(sql "SELECT run_at > now() + interval '50 min' FROM pendulum.jobs WHERE id = $job")" = t ]
@@ -248,7 +248,7 @@ EOF
 	wait_config "while [ ! -e $D/gate ]; do sleep 0.05; done"
 	id=$(start approve)
 	job=$(run_job "$id")
-	worker w1 -n 1
+	worker w1 -j 1
 	wait_for 30 lines_at_least "$D/a.count" 1
 	[ "$(sql "SELECT pendulum.signal_workflow($id, 'approved', '\"early\"')")" = f ]
 	touch "$D/gate"
@@ -261,7 +261,7 @@ EOF
 	wait_config "" 1s
 	id=$(start approve)
 	job=$(run_job "$id")
-	worker w1 -n 1
+	worker w1 -j 1
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" DEAD_LETTERED
 	[ "$(sql "SELECT dead_reason FROM pendulum.jobs WHERE id = $job")" = "step 'approval' timed out after 1s waiting for signal 'approved'" ]
 	[ "$(run_state "$id")" = DEAD_LETTERED ]
@@ -276,7 +276,7 @@ EOF
 	wait_config
 	id=$(start approve)
 	job=$(run_job "$id")
-	worker w1 -n 1
+	worker w1 -j 1
 	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" WAITING
 	stop_worker w1
 	# the new definition lost step a
@@ -289,7 +289,7 @@ workflows:
       - name: b
         run: '$(step b)'
 EOF
-	worker w2 -n 1
+	worker w2 -j 1
 	sql "SELECT pendulum.signal_workflow($id, 'approved')"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" DEAD_LETTERED
 	[ "$(sql "SELECT dead_reason FROM pendulum.jobs WHERE id = $job")" = "workflow 'approve' changed under the run: step 1 'a' is no longer in the definition" ]
@@ -314,7 +314,7 @@ workflows:
 EOF
 	id=$(start fragile null 2)
 	job=$(run_job "$id")
-	worker w1 -n 1
+	worker w1 -j 1
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" DEAD_LETTERED
 	[ "$(sql "SELECT dead_reason FROM pendulum.jobs WHERE id = $job")" = "attempts exhausted" ]
 	[ "$(lines "$D/b.count")" = 2 ]
