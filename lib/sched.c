@@ -53,6 +53,8 @@ void pd_sched_init(struct pd_sched *s)
 	s->misfire = PD_MISFIRE_FIRE_ONCE;
 	s->catch_up_limit = PD_SCHED_CATCH_UP_DEFAULT;
 	s->enabled = 1;
+	s->overlap = PD_OVERLAP_ALLOW;
+	s->max_attempts = s->timeout_ms = -1;
 }
 
 int pd_sched_check_name(const char *name, struct pd_err *e)

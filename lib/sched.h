@@ -35,6 +35,14 @@ int pd_misfire_parse(const char *s, enum pd_misfire *m, struct pd_err *e);
 const char *pd_misfire_name(enum pd_misfire m);
 
 /*
+ * What an occurrence does while the schedule's previous job is still
+ * PENDING, BLOCKED, LEASED or RUNNING: ALLOW enqueues it anyway; SKIP records
+ * it as skipped instead (systemd timers' behaviour, the default of crontab
+ * lines).
+ */
+enum pd_overlap { PD_OVERLAP_ALLOW, PD_OVERLAP_SKIP };
+
+/*
  * A schedule as the user defines it. The strings are not owned. tenant and
  * queue NULL mean "default"; payload NULL means {}.
  */
@@ -44,10 +52,16 @@ struct pd_sched {
 	enum pd_misfire misfire;
 	long long catch_up_limit;
 	int enabled;
-	int line; /* where it is defined in a file; 0 otherwise */
+	enum pd_overlap overlap;
+	long long jitter_ms; /* each occurrence's run_at moved by a fixed offset in [0, jitter) */
+	long long max_attempts, timeout_ms; /* of its jobs; -1: the defaults */
+	int line;			    /* where it is defined in a file; 0 otherwise */
 };
 
-/* The defaults: FIRE_ONCE, catch-up limit 100, priority 0, enabled. */
+/*
+ * The defaults: FIRE_ONCE, catch-up limit 100, priority 0, enabled, overlap
+ * ALLOW, no jitter, the jobs' default attempts and timeout.
+ */
 void pd_sched_init(struct pd_sched *s);
 
 /*
