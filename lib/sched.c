@@ -47,6 +47,36 @@ const char *pd_misfire_name(enum pd_misfire m)
 	return m >= PD_MISFIRE_SKIP && m <= PD_MISFIRE_FIRE_ALL ? misfire_names[m] : "FIRE_ONCE";
 }
 
+int pd_overlap_parse(const char *s, enum pd_overlap *o, struct pd_err *e)
+{
+	if (strcasecmp(s, "allow") == 0)
+		*o = PD_OVERLAP_ALLOW;
+	else if (strcasecmp(s, "skip") == 0)
+		*o = PD_OVERLAP_SKIP;
+	else
+		return pd_errf(e, PD_EX_DATAERR, "invalid overlap '%.64s': expected allow or skip",
+			       s);
+	return 0;
+}
+
+const char *pd_overlap_name(enum pd_overlap o)
+{
+	return o == PD_OVERLAP_SKIP ? "skip" : "allow";
+}
+
+long long pd_sched_jitter_offset(const char *tenant, const char *name, long long jitter_ms)
+{
+	unsigned long long h = 14695981039346656037ULL; /* FNV-1a, 64 bits */
+	const char *parts[3] = {tenant && *tenant ? tenant : "default", "/", name};
+
+	if (jitter_ms <= 0)
+		return 0;
+	for (int i = 0; i < 3; i++)
+		for (const unsigned char *c = (const unsigned char *)parts[i]; *c; c++)
+			h = (h ^ *c) * 1099511628211ULL;
+	return (long long)(h % (unsigned long long)jitter_ms);
+}
+
 void pd_sched_init(struct pd_sched *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -117,6 +147,15 @@ int pd_sched_check(const struct pd_sched *s, struct pd_err *e)
 	if (s->catch_up_limit < 1 || s->catch_up_limit > PD_SCHED_CATCH_UP_MAX)
 		return pd_errf(e, PD_EX_DATAERR, "invalid catch-up limit %lld: out of range 1-%d",
 			       s->catch_up_limit, PD_SCHED_CATCH_UP_MAX);
+	if (s->jitter_ms < 0 || s->jitter_ms > PD_SCHED_JITTER_MAX_MS)
+		return pd_errf(e, PD_EX_DATAERR, "invalid jitter %lldms: out of range 0-1d",
+			       s->jitter_ms);
+	if (s->max_attempts != -1 && (s->max_attempts < 1 || s->max_attempts > 1000))
+		return pd_errf(e, PD_EX_DATAERR, "invalid max attempts %lld: out of range 1-1000",
+			       s->max_attempts);
+	if (s->timeout_ms != -1 && s->timeout_ms <= 0)
+		return pd_errf(e, PD_EX_DATAERR, "invalid timeout %lldms: must be positive",
+			       s->timeout_ms);
 	return 0;
 }
 
@@ -249,8 +288,8 @@ static const char *or_default(const char *s)
 
 /* The definition's parameters, as text, in the column order of INSERT_SQL. */
 struct def_params {
-	char priority[24], limit[24];
-	const char *p[11];
+	char priority[24], limit[24], jitter[24], attempts[24], timeout[48];
+	const char *p[15];
 };
 
 static void def_params(const struct pd_sched *s, struct def_params *d)
@@ -268,20 +307,29 @@ static void def_params(const struct pd_sched *s, struct def_params *d)
 	d->p[8] = pd_misfire_name(s->misfire);
 	d->p[9] = d->limit;
 	d->p[10] = s->enabled ? "true" : "false";
+	d->p[11] = pd_overlap_name(s->overlap);
+	snprintf(d->jitter, sizeof(d->jitter), "%lld", s->jitter_ms);
+	d->p[12] = d->jitter;
+	snprintf(d->attempts, sizeof(d->attempts), "%lld", s->max_attempts);
+	d->p[13] = s->max_attempts > 0 ? d->attempts : NULL;
+	snprintf(d->timeout, sizeof(d->timeout), "%lld milliseconds", s->timeout_ms);
+	d->p[14] = s->timeout_ms > 0 ? d->timeout : NULL;
 }
 
 static const char insert_sql[] =
     "INSERT INTO pendulum.cron_schedules (tenant_id, name, cron, timezone, job_type, payload, "
-    "queue, priority, misfire_policy, catch_up_limit, enabled, last_fired_at, next_fire_at) "
+    "queue, priority, misfire_policy, catch_up_limit, enabled, overlap, jitter_ms, "
+    "max_attempts, timeout, last_fired_at, next_fire_at) "
     "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::integer, $9, $10::integer, $11::boolean, "
-    "now(), $12::timestamptz) ON CONFLICT (tenant_id, name) DO NOTHING RETURNING id";
+    "$12, $13::bigint, $14::integer, $15::interval, now(), $16::timestamptz) "
+    "ON CONFLICT (tenant_id, name) DO NOTHING RETURNING id";
 
 /* Insert s inside the caller's transaction; 0 created, 1 the name exists. */
 static int insert(struct pd_db *db, const struct pd_sched *s, long long now, long long *next,
 		  struct pd_err *e)
 {
 	struct def_params d;
-	const char *params[12];
+	const char *params[16];
 	char at[PD_INSTANT_MAX];
 	PGresult *r;
 	int exists;
@@ -294,8 +342,8 @@ static int insert(struct pd_db *db, const struct pd_sched *s, long long now, lon
 	}
 	def_params(s, &d);
 	memcpy(params, d.p, sizeof(d.p));
-	params[11] = s->enabled ? at : NULL;
-	if (pd_db_exec(db, insert_sql, 12, params, PGRES_TUPLES_OK, &r, e) < 0)
+	params[15] = s->enabled ? at : NULL;
+	if (pd_db_exec(db, insert_sql, 16, params, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
 	exists = PQntuples(r) == 0;
 	PQclear(r);
@@ -416,6 +464,15 @@ static char *dup_or_null(const PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? NULL : pd_xstrdup(PQgetvalue(r, row, col));
 }
 
+static long long num(const PGresult *r, int row, int col, long long null)
+{
+	return PQgetisnull(r, row, col) ? null : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+/* A timestamptz as epoch microseconds, an interval as milliseconds. */
+#define EPOCH_US(x) "floor(extract(epoch FROM " x ") * 1000000)::bigint"
+#define MS(x)	    "round(extract(epoch FROM " x ") * 1000)::bigint"
+
 int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **rows, int *n,
 		  struct pd_err *e)
 {
@@ -429,8 +486,15 @@ int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **ro
 		"SELECT id, tenant_id, name, cron, timezone, job_type, payload::text, queue, "
 		"priority, misfire_policy, catch_up_limit, enabled, disabled_reason, "
 		"floor(extract(epoch FROM last_fired_at))::bigint, "
-		"floor(extract(epoch FROM next_fire_at))::bigint "
-		"FROM pendulum.cron_schedules WHERE $1::text IS NULL OR tenant_id = $1 "
+		"floor(extract(epoch FROM next_fire_at))::bigint, overlap, jitter_ms, "
+		"max_attempts, round(extract(epoch FROM timeout) * 1000)::bigint, "
+		"f.kind, " EPOCH_US("f.fire_at") ", h.job_id, h.state, " MS("h.duration") " "
+		"FROM pendulum.cron_schedules s "
+		"LEFT JOIN LATERAL (SELECT kind, fire_at FROM pendulum.cron_fires "
+		"WHERE schedule_id = s.id ORDER BY id DESC LIMIT 1) f ON true "
+		"LEFT JOIN LATERAL (SELECT job_id, state, duration FROM pendulum.cron_history "
+		"WHERE schedule_id = s.id AND job_id IS NOT NULL ORDER BY id DESC LIMIT 1) h ON true "
+		"WHERE $1::text IS NULL OR tenant_id = $1 "
 		"ORDER BY tenant_id, name",
 		1, params, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
@@ -455,6 +519,16 @@ int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **ro
 		w->last_fired_at = strtoll(PQgetvalue(r, i, 13), NULL, 10);
 		w->has_next = !PQgetisnull(r, i, 14);
 		w->next_fire_at = w->has_next ? strtoll(PQgetvalue(r, i, 14), NULL, 10) : 0;
+		w->overlap = dup_or_null(r, i, 15);
+		w->jitter_ms = num(r, i, 16, 0);
+		w->max_attempts = num(r, i, 17, -1);
+		w->timeout_ms = num(r, i, 18, -1);
+		w->has_fire = !PQgetisnull(r, i, 19);
+		w->fire_kind = dup_or_null(r, i, 19);
+		w->fire_at_us = num(r, i, 20, 0);
+		w->job_id = num(r, i, 21, 0);
+		w->job_state = dup_or_null(r, i, 22);
+		w->duration_ms = num(r, i, 23, -1);
 	}
 	PQclear(r);
 	return 0;
@@ -474,6 +548,93 @@ void pd_sched_rows_free(struct pd_sched_row *rows, int n)
 		free(w->queue);
 		free(w->misfire);
 		free(w->disabled_reason);
+		free(w->overlap);
+		free(w->fire_kind);
+		free(w->job_state);
+	}
+	free(rows);
+}
+
+int pd_sched_trigger(struct pd_db *db, const char *tenant, const char *name, long long *job_id,
+		     struct pd_err *e)
+{
+	const char *params[2] = {or_default(tenant), name};
+	PGresult *r;
+
+	*job_id = 0;
+	if (pd_db_exec_script(db, "BEGIN", e) < 0)
+		return -1;
+	/* The schedule's row is held, as by a tick, for the job and its record. */
+	if (pd_db_exec(
+		db,
+		"WITH s AS (SELECT * FROM pendulum.cron_schedules WHERE tenant_id = $1 "
+		"AND name = $2 FOR UPDATE), "
+		"j AS (SELECT e.id FROM s CROSS JOIN LATERAL pendulum.enqueue_ex("
+		"tenant => s.tenant_id, job_type => s.job_type, payload => s.payload, "
+		"queue => s.queue, priority => s.priority, run_at => now(), "
+		"idempotency_key => 'cron:' || s.id || ':trigger:' || " EPOCH_US("now()") ", "
+		"max_attempts => s.max_attempts, timeout => s.timeout) AS e), "
+		"f AS (INSERT INTO pendulum.cron_fires (schedule_id, fire_at, kind, job_id) "
+		"SELECT s.id, now(), 'triggered', j.id FROM s, j) "
+		"SELECT id FROM j",
+		2, params, PGRES_TUPLES_OK, &r, e) < 0) {
+		rollback(db);
+		return -1;
+	}
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		rollback(db);
+		return not_found(tenant, name, e);
+	}
+	*job_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	return pd_db_exec_script(db, "COMMIT", e);
+}
+
+int pd_sched_history(struct pd_db *db, const char *tenant, const char *name, int limit,
+		     struct pd_fire_row **rows, int *n, struct pd_err *e)
+{
+	char lim[24];
+	const char *params[3] = {or_default(tenant), name, lim};
+	PGresult *r;
+
+	*rows = NULL;
+	*n = 0;
+	snprintf(lim, sizeof(lim), "%d", limit);
+	if (by_name(db, "SELECT id FROM pendulum.cron_schedules WHERE tenant_id = $1 AND name = $2",
+		    tenant, name, e) < 0 ||
+	    pd_db_exec(db,
+		       "SELECT kind, state, " EPOCH_US("fire_at") ", job_id, busy_job_id, "
+		       "attempts, exit_code, signal, " EPOCH_US("run_at") ", " MS("duration")
+		       " FROM pendulum.cron_history WHERE tenant_id = $1 AND name = $2 "
+		       "ORDER BY id DESC LIMIT $3::integer",
+		       3, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	*n = PQntuples(r);
+	*rows = pd_xcalloc((size_t)(*n ? *n : 1), sizeof(**rows));
+	for (int i = 0; i < *n; i++) {
+		struct pd_fire_row *w = &(*rows)[i];
+
+		w->kind = dup_or_null(r, i, 0);
+		w->state = dup_or_null(r, i, 1);
+		w->fire_at_us = num(r, i, 2, 0);
+		w->job_id = num(r, i, 3, 0);
+		w->busy_job_id = num(r, i, 4, 0);
+		w->attempts = num(r, i, 5, -1);
+		w->exit_code = num(r, i, 6, -1);
+		w->signal = num(r, i, 7, -1);
+		w->run_at_us = num(r, i, 8, -1);
+		w->duration_ms = num(r, i, 9, -1);
+	}
+	PQclear(r);
+	return 0;
+}
+
+void pd_fire_rows_free(struct pd_fire_row *rows, int n)
+{
+	for (int i = 0; rows && i < n; i++) {
+		free(rows[i].kind);
+		free(rows[i].state);
 	}
 	free(rows);
 }
@@ -513,41 +674,90 @@ static void log_disabled(const char *tenant, const char *name, const char *reaso
 	       pd_log_quote(qn, sizeof(qn), name), pd_log_quote(qr, sizeof(qr), reason));
 }
 
+/* A bigint[] literal of at[0..n). */
+static void bigint_array(struct pd_buf *b, const long long *at, int n)
+{
+	pd_buf_putc(b, '{');
+	for (int i = 0; i < n; i++)
+		pd_buf_printf(b, "%s%lld", i ? "," : "", at[i]);
+	pd_buf_putc(b, '}');
+}
+
+/* The occurrence's key: cron:<id>:<instant, UTC, whole seconds>. */
+#define OCCURRENCE_KEY                                                                             \
+	"'cron:' || s.id || ':' || to_char(to_timestamp(u.t) AT TIME ZONE 'UTC', "                 \
+	"'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+
 /*
- * Enqueue the occurrences d->at of schedule id; add the counts to st. In
- * the caller's transaction.
+ * Enqueue the occurrences d->at of schedule id (named tenant/name, with its
+ * overlap and jitter) and record each in pendulum.cron_fires; add the
+ * counts to st. In the caller's transaction, which holds the schedule's
+ * row. With overlap skip, none fires while an earlier job of the schedule
+ * is active, and at most the first fires otherwise: it is the active job
+ * of the ones after it. The others are recorded as skipped.
  */
-static int enqueue_due(struct pd_db *db, const char *id, const struct pd_due *d,
+static int enqueue_due(struct pd_db *db, const char *id, const char *tenant, const char *name,
+		       enum pd_overlap ov, long long jitter_ms, const struct pd_due *d,
 		       struct pd_tick_stats *st, struct pd_err *e)
 {
-	struct pd_buf arr = PD_BUF_INIT;
-	const char *params[2] = {id, NULL};
+	struct pd_buf fire = PD_BUF_INIT, skip = PD_BUF_INIT;
+	const char *params[5] = {id, NULL, NULL, NULL, NULL};
+	char offset[24], *busy = NULL;
+	int nfire = d->n, rc = -1;
 	PGresult *r;
 
-	pd_buf_putc(&arr, '{');
-	for (int i = 0; i < d->n; i++)
-		pd_buf_printf(&arr, "%s%lld", i ? "," : "", d->at[i]);
-	pd_buf_putc(&arr, '}');
-	params[1] = arr.data;
+	if (ov == PD_OVERLAP_SKIP) {
+		if (pd_db_value(db, "SELECT pendulum.cron_busy_job($1::bigint)", 1, params, &busy,
+				e) < 0)
+			return -1;
+		nfire = busy ? 0 : 1;
+	}
+	bigint_array(&fire, d->at, nfire);
+	bigint_array(&skip, d->at + nfire, d->n - nfire);
+	snprintf(offset, sizeof(offset), "%lld", pd_sched_jitter_offset(tenant, name, jitter_ms));
+	params[1] = fire.data;
+	params[2] = offset;
+	params[3] = busy;
+	params[4] = skip.data;
 	if (pd_db_exec(
 		db,
-		"SELECT count(*) FILTER (WHERE j.created), count(*) FILTER (WHERE NOT j.created) "
-		"FROM pendulum.cron_schedules s "
-		"CROSS JOIN LATERAL unnest($2::bigint[]) WITH ORDINALITY AS u(t, i) "
+		"WITH j AS (SELECT u.t, e.id, e.created FROM pendulum.cron_schedules s "
+		"CROSS JOIN LATERAL unnest($2::bigint[]) AS u(t) "
 		"CROSS JOIN LATERAL pendulum.enqueue_ex(tenant => s.tenant_id, "
 		"job_type => s.job_type, payload => s.payload, queue => s.queue, "
-		"priority => s.priority, run_at => to_timestamp(u.t), idempotency_key => 'cron:' "
-		"|| s.id || ':' || to_char(to_timestamp(u.t) AT TIME ZONE 'UTC', "
-		"'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) AS j WHERE s.id = $1",
-		2, params, PGRES_TUPLES_OK, &r, e) < 0) {
-		pd_buf_release(&arr);
-		return -1;
-	}
-	pd_buf_release(&arr);
+		"priority => s.priority, "
+		"run_at => to_timestamp(u.t) + $3::bigint * interval '1 millisecond', "
+		"idempotency_key => " OCCURRENCE_KEY ", max_attempts => s.max_attempts, "
+		"timeout => s.timeout) AS e WHERE s.id = $1), "
+		"f AS (INSERT INTO pendulum.cron_fires (schedule_id, fire_at, kind, job_id) "
+		"SELECT $1, to_timestamp(j.t), 'fired', j.id FROM j "
+		"ON CONFLICT (schedule_id, fire_at) WHERE kind <> 'triggered' DO NOTHING), "
+		"k AS (INSERT INTO pendulum.cron_fires (schedule_id, fire_at, kind, busy_job_id) "
+		"SELECT $1, to_timestamp(x.t), 'skipped', "
+		"COALESCE($4::bigint, (SELECT min(j.id) FROM j)) FROM unnest($5::bigint[]) AS x(t) "
+		"ON CONFLICT (schedule_id, fire_at) WHERE kind <> 'triggered' DO NOTHING) "
+		"SELECT count(*) FILTER (WHERE j.created), count(*) FILTER (WHERE NOT j.created) "
+		"FROM j",
+		5, params, PGRES_TUPLES_OK, &r, e) < 0)
+		goto out;
 	st->enqueued += atoi(PQgetvalue(r, 0, 0));
 	st->existing += atoi(PQgetvalue(r, 0, 1));
+	st->skipped += d->n - nfire;
 	PQclear(r);
-	return 0;
+	/* Bound the skipped rows: the latest 100 of the schedule stay. */
+	rc = d->n > nfire
+		 ? pd_db_exec(db,
+			      "DELETE FROM pendulum.cron_fires WHERE schedule_id = $1 "
+			      "AND kind = 'skipped' AND id < (SELECT id FROM pendulum.cron_fires "
+			      "WHERE schedule_id = $1 AND kind = 'skipped' "
+			      "ORDER BY id DESC OFFSET 99 LIMIT 1)",
+			      1, params, PGRES_COMMAND_OK, NULL, e)
+		 : 0;
+out:
+	pd_buf_release(&fire);
+	pd_buf_release(&skip);
+	free(busy);
+	return rc;
 }
 
 /*
@@ -563,9 +773,10 @@ static int tick_one(struct pd_db *db, const char *id, long long grace, struct pd
 	struct pd_err ce = PD_ERR_INIT;
 	struct pd_due d = {0};
 	enum pd_misfire m = PD_MISFIRE_FIRE_ONCE;
+	enum pd_overlap ov = PD_OVERLAP_ALLOW;
 	struct pd_cron c;
-	long long after, now;
-	int limit, before = st->enqueued;
+	long long after, now, jitter;
+	int limit, before = st->enqueued, skipped = st->skipped;
 	PGresult *r;
 
 	if (pd_db_exec_script(db, "BEGIN", e) < 0)
@@ -574,7 +785,7 @@ static int tick_one(struct pd_db *db, const char *id, long long grace, struct pd
 		       "SELECT tenant_id, name, cron, timezone, misfire_policy, catch_up_limit, "
 		       "GREATEST(floor(extract(epoch FROM last_fired_at)), "
 		       "ceil(extract(epoch FROM next_fire_at)) - 1)::bigint, "
-		       "floor(extract(epoch FROM now()))::bigint "
+		       "floor(extract(epoch FROM now()))::bigint, overlap, jitter_ms "
 		       "FROM pendulum.cron_schedules WHERE id = $1 AND enabled "
 		       "AND next_fire_at <= now() FOR UPDATE SKIP LOCKED",
 		       1, params, PGRES_TUPLES_OK, &r, e) < 0)
@@ -591,6 +802,8 @@ static int tick_one(struct pd_db *db, const char *id, long long grace, struct pd
 	limit = atoi(PQgetvalue(r, 0, 5));
 	after = strtoll(PQgetvalue(r, 0, 6), NULL, 10);
 	now = strtoll(PQgetvalue(r, 0, 7), NULL, 10);
+	pd_overlap_parse(PQgetvalue(r, 0, 8), &ov, &ce);
+	jitter = strtoll(PQgetvalue(r, 0, 9), NULL, 10);
 	PQclear(r);
 	pd_err_clear(&ce);
 	if (pd_cron_parse(&c, cron, &ce) < 0 || pd_tz_check(zone, &ce) < 0 ||
@@ -605,7 +818,7 @@ static int tick_one(struct pd_db *db, const char *id, long long grace, struct pd
 		st->disabled++;
 		return 0;
 	}
-	if (d.n > 0 && enqueue_due(db, id, &d, st, e) < 0) {
+	if (d.n > 0 && enqueue_due(db, id, tenant, name, ov, jitter, &d, st, e) < 0) {
 		rollback(db);
 		/* Data the database refuses for a job (class 22, 23) will not get better. */
 		if (strncmp(e->sqlstate, "22", 2) == 0 || strncmp(e->sqlstate, "23", 2) == 0) {
@@ -640,10 +853,11 @@ static int tick_one(struct pd_db *db, const char *id, long long grace, struct pd
 		st->dropped++;
 	if (d.n > 0)
 		pd_log(PD_LOG_INFO, "schedule fired",
-		       "tenant=%s schedule=%s occurrences=%d new=%d latest=%s dropped_older=%s",
+		       "tenant=%s schedule=%s occurrences=%d new=%d skipped=%d latest=%s "
+		       "dropped_older=%s",
 		       pd_log_quote((char[300]){0}, 300, tenant),
-		       pd_log_quote((char[300]){0}, 300, name), d.n, st->enqueued - before, last,
-		       d.dropped ? "yes" : "no");
+		       pd_log_quote((char[300]){0}, 300, name), d.n, st->enqueued - before,
+		       st->skipped - skipped, last, d.dropped ? "yes" : "no");
 	else if (d.dropped)
 		pd_log(PD_LOG_INFO, "missed occurrences skipped", "tenant=%s schedule=%s policy=%s",
 		       pd_log_quote((char[300]){0}, 300, tenant),
@@ -792,7 +1006,8 @@ static int file_entry(struct pd_sched_file *f, const struct pd_ynode *item, stru
 {
 	static const char *const keys[] = {"name",    "cron",	 "timezone",	   "type",
 					   "payload", "queue",	 "priority",	   "tenant",
-					   "misfire", "enabled", "catch_up_limit", NULL};
+					   "misfire", "enabled", "catch_up_limit", "overlap",
+					   "jitter",  "max_attempts", "timeout",	   NULL};
 	static const char *const required[] = {"name", "cron", "timezone", "type", NULL};
 	const struct pd_ydoc *d = &f->doc;
 	const struct pd_ynode *n;
@@ -854,6 +1069,27 @@ static int file_entry(struct pd_sched_file *f, const struct pd_ynode *item, stru
 	if ((n = pd_y_get(item, "enabled")) != NULL &&
 	    pd_y_bool(d, n, &s->enabled, PD_EX_DATAERR, e) < 0)
 		return -1;
+	if ((n = pd_y_get(item, "overlap")) != NULL) {
+		if (pd_y_str(d, n, &v, PD_EX_DATAERR, e) < 0)
+			return -1;
+		if (pd_overlap_parse(v, &s->overlap, &e2) < 0)
+			return at(d, n, &e2, e);
+	}
+	if ((n = pd_y_get(item, "jitter")) != NULL) {
+		if (pd_y_dur(d, n, &s->jitter_ms, PD_EX_DATAERR, e) < 0)
+			return -1;
+		if (s->jitter_ms < 0 || s->jitter_ms > PD_SCHED_JITTER_MAX_MS)
+			return pd_y_errf(d, n, PD_EX_DATAERR, e, "'jitter': out of range 0-1d");
+	}
+	if ((n = pd_y_get(item, "max_attempts")) != NULL &&
+	    pd_y_int(d, n, 1, 1000, &s->max_attempts, PD_EX_DATAERR, e) < 0)
+		return -1;
+	if ((n = pd_y_get(item, "timeout")) != NULL) {
+		if (pd_y_dur(d, n, &s->timeout_ms, PD_EX_DATAERR, e) < 0)
+			return -1;
+		if (s->timeout_ms <= 0)
+			return pd_y_errf(d, n, PD_EX_DATAERR, e, "'timeout': must be positive");
+	}
 	return 0;
 }
 
@@ -916,6 +1152,11 @@ void pd_sched_file_release(struct pd_sched_file *f)
 
 /* ---- apply ---- */
 
+/* overlap, jitter_ms, max_attempts and timeout (in ms) as text, NULL as "none". */
+#define APPLY_COLS                                                                                 \
+	"overlap, jitter_ms::text, COALESCE(max_attempts::text, 'none'), "                        \
+	"COALESCE(round(extract(epoch FROM timeout) * 1000)::bigint::text, 'none')"
+
 enum {
 	C_ID,
 	C_TENANT,
@@ -929,6 +1170,10 @@ enum {
 	C_MISFIRE,
 	C_LIMIT,
 	C_ENABLED,
+	C_OVERLAP,
+	C_JITTER,
+	C_ATTEMPTS,
+	C_TIMEOUT,
 	C_NCOLS
 };
 
@@ -986,12 +1231,17 @@ static int canonical_payloads(struct pd_db *db, const struct pd_sched *v, int n,
 static int diff(const struct pd_sched *s, const char *payload, PGresult *r, int row,
 		struct pd_buf *b, int *retime)
 {
-	char prio[24], limit[24];
+	char prio[24], limit[24], jitter[24], attempts[24], timeout[24];
 	int n = 0, was_enabled = PQgetvalue(r, row, C_ENABLED)[0] == 't';
 	const char *old;
 
 	snprintf(prio, sizeof(prio), "%lld", s->priority);
 	snprintf(limit, sizeof(limit), "%lld", s->catch_up_limit);
+	snprintf(jitter, sizeof(jitter), "%lld", s->jitter_ms);
+	/* The stored NULLs read as "none" (see APPLY_COLS). */
+	snprintf(attempts, sizeof(attempts), s->max_attempts > 0 ? "%lld" : "none",
+		 s->max_attempts);
+	snprintf(timeout, sizeof(timeout), s->timeout_ms > 0 ? "%lld" : "none", s->timeout_ms);
 #define FIELD(col, key, val, quote)                                                                \
 	do {                                                                                       \
 		old = PQgetvalue(r, row, col);                                                     \
@@ -1007,6 +1257,10 @@ static int diff(const struct pd_sched *s, const char *payload, PGresult *r, int 
 	FIELD(C_PRIO, "priority", prio, 0);
 	FIELD(C_MISFIRE, "misfire", pd_misfire_name(s->misfire), 0);
 	FIELD(C_LIMIT, "catch_up_limit", limit, 0);
+	FIELD(C_OVERLAP, "overlap", pd_overlap_name(s->overlap), 0);
+	FIELD(C_JITTER, "jitter_ms", jitter, 0);
+	FIELD(C_ATTEMPTS, "max_attempts", attempts, 0);
+	FIELD(C_TIMEOUT, "timeout_ms", timeout, 0);
 #undef FIELD
 	if (was_enabled != s->enabled) {
 		change(b, &n, "enabled", was_enabled ? "true" : "false",
@@ -1024,27 +1278,28 @@ static int update(struct pd_db *db, const char *id, const struct pd_sched *s, in
 	static const char sql[] =
 	    "UPDATE pendulum.cron_schedules SET cron = $2, timezone = $3, job_type = $4, "
 	    "payload = $5::jsonb, queue = $6, priority = $7::integer, misfire_policy = $8, "
-	    "catch_up_limit = $9::integer, enabled = $10::boolean, "
+	    "catch_up_limit = $9::integer, enabled = $10::boolean, overlap = $11, "
+	    "jitter_ms = $12::bigint, max_attempts = $13::integer, timeout = $14::interval, "
 	    "next_fire_at = CASE WHEN NOT $10::boolean THEN NULL "
-	    "WHEN $11::timestamptz IS NOT NULL THEN $11::timestamptz ELSE next_fire_at END, "
+	    "WHEN $15::timestamptz IS NOT NULL THEN $15::timestamptz ELSE next_fire_at END, "
 	    "disabled_reason = CASE WHEN $10::boolean THEN NULL ELSE disabled_reason END, "
 	    "updated_at = now() WHERE id = $1";
 	struct def_params d;
-	const char *params[11];
+	const char *params[15];
 	char at[PD_INSTANT_MAX];
 	long long next;
 
 	def_params(s, &d);
 	params[0] = id;
-	memcpy(params + 1, d.p + 2, 9 * sizeof(*params));
-	params[10] = NULL;
+	memcpy(params + 1, d.p + 2, 13 * sizeof(*params));
+	params[14] = NULL;
 	if (retime && s->enabled) {
 		if (first_after(s->cron, s->timezone, now, &next, e) < 0)
 			return -1;
 		instant(next, at);
-		params[10] = at;
+		params[14] = at;
 	}
-	return pd_db_exec(db, sql, 11, params, PGRES_COMMAND_OK, NULL, e);
+	return pd_db_exec(db, sql, 15, params, PGRES_COMMAND_OK, NULL, e);
 }
 
 int pd_sched_apply(struct pd_db *db, const struct pd_sched *v, int n, const char *scope, int prune,
@@ -1067,8 +1322,8 @@ int pd_sched_apply(struct pd_db *db, const struct pd_sched *v, int n, const char
 	    pd_db_exec(
 		db,
 		"SELECT id, tenant_id, name, cron, timezone, job_type, payload::text, queue, "
-		"priority, misfire_policy, catch_up_limit, enabled "
-		"FROM pendulum.cron_schedules WHERE $1::text IS NULL OR tenant_id = $1 "
+		"priority, misfire_policy, catch_up_limit, enabled, " APPLY_COLS
+		" FROM pendulum.cron_schedules WHERE $1::text IS NULL OR tenant_id = $1 "
 		"ORDER BY tenant_id, name FOR UPDATE",
 		1, params, PGRES_TUPLES_OK, &r, e) < 0)
 		goto out;

@@ -42,6 +42,21 @@ const char *pd_misfire_name(enum pd_misfire m);
  */
 enum pd_overlap { PD_OVERLAP_ALLOW, PD_OVERLAP_SKIP };
 
+/* "allow" or "skip" in any case; code 65 otherwise. */
+int pd_overlap_parse(const char *s, enum pd_overlap *o, struct pd_err *e);
+/* The stored name: "allow", "skip". */
+const char *pd_overlap_name(enum pd_overlap o);
+
+#define PD_SCHED_JITTER_MAX_MS 86400000LL /* a day */
+
+/*
+ * The fixed jitter of a schedule, in [0, jitter_ms) milliseconds (0 when
+ * jitter_ms <= 0): FNV-1a of "TENANT/NAME" (tenant NULL: "default") modulo
+ * jitter_ms. The same schedule always gets the same offset (systemd's
+ * FixedRandomDelay), different ones spread over the interval.
+ */
+long long pd_sched_jitter_offset(const char *tenant, const char *name, long long jitter_ms);
+
 /*
  * A schedule as the user defines it. The strings are not owned. tenant and
  * queue NULL mean "default"; payload NULL means {}.
@@ -74,15 +89,8 @@ int pd_sched_check_name(const char *name, struct pd_err *e);
  * Check every field of s before anything is written: the name, the cron
  * expression (pd_cron_parse, which refuses one that can never fire), the
  * zone (pd_tz_check), type and queue not empty, the payload valid JSON,
- * catch_up_limit 1 to 10000. Code 65, naming the field.
- */
-int pd_sched_check_name(const char *name, struct pd_err *e);
-
-/*
- * Check every field of s before anything is written: the name, the cron
- * expression (pd_cron_parse), the zone (pd_tz_check), that the expression
- * can fire at all (pd_cron_parse refuses one that never can), type and queue not empty, the payload
- * valid JSON, catch_up_limit 1 to 10000. Code 65, naming the field.
+ * catch_up_limit 1 to 10000, jitter 0 to a day, max_attempts 1 to 1000 (or
+ * -1), timeout positive (or -1). Code 65, naming the field.
  */
 int pd_sched_check(const struct pd_sched *s, struct pd_err *e);
 
@@ -142,12 +150,45 @@ struct pd_sched_row {
 	long long last_fired_at; /* epoch seconds */
 	long long next_fire_at;	 /* epoch seconds, when has_next */
 	int has_next;
+	char *overlap;
+	long long jitter_ms, max_attempts, timeout_ms; /* -1: none */
+	/* The latest occurrence recorded (pendulum.cron_fires), when has_fire. */
+	int has_fire;
+	char *fire_kind, *job_state; /* job_state NULL when skipped */
+	long long fire_at_us, job_id, duration_ms; /* job_id 0, duration_ms -1: none */
 };
 
 /* Every schedule of tenant (NULL: all), ordered by tenant and name; *rows is malloc'd. */
 int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **rows, int *n,
 		  struct pd_err *e);
 void pd_sched_rows_free(struct pd_sched_row *rows, int n);
+
+/*
+ * Fire schedule tenant/name now: an ordinary job (its type, payload, queue,
+ * priority, attempts and timeout; run_at now, no jitter, whatever its
+ * overlap or whether it is paused) with idempotency key
+ * cron:<id>:trigger:<now in epoch microseconds>, which no occurrence's key
+ * can equal, and a 'triggered' row in pendulum.cron_fires; one transaction.
+ * *job_id gets the job's id. Code 2 when there is no such schedule.
+ */
+int pd_sched_trigger(struct pd_db *db, const char *tenant, const char *name, long long *job_id,
+		     struct pd_err *e);
+
+/* One row of pendulum.cron_history, for pd-cron history. */
+struct pd_fire_row {
+	char *kind, *state;		   /* state NULL when skipped */
+	long long fire_at_us, job_id, busy_job_id; /* 0: none */
+	long long attempts, exit_code, signal;	   /* -1: none */
+	long long run_at_us, duration_ms;	   /* -1: none */
+};
+
+/*
+ * The latest `limit` occurrences of schedule tenant/name, newest first;
+ * *rows is malloc'd. Code 2 when there is no such schedule.
+ */
+int pd_sched_history(struct pd_db *db, const char *tenant, const char *name, int limit,
+		     struct pd_fire_row **rows, int *n, struct pd_err *e);
+void pd_fire_rows_free(struct pd_fire_row *rows, int n);
 
 /*
  * The ticker election: try to take the session advisory lock that marks
@@ -161,6 +202,7 @@ struct pd_tick_stats {
 	int schedules; /* schedules that were due and handled */
 	int enqueued;  /* jobs created */
 	int existing;  /* occurrences whose job already existed (another ticker) */
+	int skipped;   /* occurrences skipped: the schedule's previous job was active */
 	int dropped;   /* schedules whose missed occurrences were not all fired */
 	int disabled;  /* schedules disabled because they can no longer be evaluated */
 	int failed;    /* schedules left for the next tick after a database error */
@@ -191,6 +233,10 @@ int pd_sched_tick(struct pd_db *db, long long grace, struct pd_tick_stats *st, s
  *       misfire: FIRE_ALL           # SKIP, FIRE_ONCE (default), FIRE_ALL
  *       catch_up_limit: 10          # 1 to 10000, default 100
  *       enabled: true               # default true
+ *       overlap: skip               # allow (default) or skip
+ *       jitter: 5m                  # a duration up to 1d; default none
+ *       max_attempts: 3             # of its jobs, 1 to 1000; default the jobs' default
+ *       timeout: 1h                 # of its jobs; default none
  *
  * A payload written as YAML becomes JSON: mappings, sequences, quoted
  * scalars as strings, plain scalars that are JSON numbers, true/false or
