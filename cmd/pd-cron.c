@@ -1,7 +1,8 @@
 /*
  * pd-cron: schedules whose occurrences become ordinary jobs. add, list, rm,
- * pause, resume, preview, apply (a YAML file), and run (the ticker, which
- * lib/ticker runs on the daemon loop).
+ * pause, resume, trigger, history, preview, apply (a YAML file), and run
+ * (the ticker, which lib/ticker runs on the daemon loop). --json is taken
+ * before or after the command (sub_getopt).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -33,13 +34,15 @@ static int cmd_by_name(struct pd_app *a, int argc, char **argv, struct pd_err *e
 static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e);
+static int cmd_history(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 
 #define T_HELP "  -t, --tenant TENANT      the schedule's tenant (default 'default')\n"
 
 static const struct command commands[] = {
     {"add", cmd_add,
      "add NAME --cron EXPR --tz ZONE --type TYPE [--payload JSON] [--queue Q]\n"
-     "      [--priority P] [--misfire POLICY] [--catch-up-limit N] [-t TENANT]",
+     "      [--priority P] [--misfire POLICY] [--catch-up-limit N] [--overlap allow|skip]\n"
+     "      [--jitter DURATION] [--max-attempts N] [--timeout DURATION] [-t TENANT]",
      "Create a schedule; each occurrence becomes a job of TYPE. Nothing is caught up\n"
      "from before it was created.\n"
      "      --cron EXPR            five fields or @daily, @hourly... (see pd-cron(1))\n"
@@ -49,14 +52,26 @@ static const struct command commands[] = {
      "      --queue Q              the jobs' queue (default 'default')\n"
      "      --priority P           integer, or high, normal, low (default 0)\n"
      "      --misfire POLICY       SKIP, FIRE_ONCE (default) or FIRE_ALL\n"
-     "      --catch-up-limit N     FIRE_ALL fires at most the latest N (default 100)\n" T_HELP},
+     "      --catch-up-limit N     FIRE_ALL fires at most the latest N (default 100)\n"
+     "      --overlap allow|skip   skip: no occurrence fires while its last job is active\n"
+     "      --jitter DURATION      delay each job by a fixed offset below DURATION (up to 1d)\n"
+     "      --max-attempts N       the jobs' attempts, 1 to 1000 (default the jobs' default)\n"
+     "      --timeout DURATION     the jobs' timeout (default none)\n" T_HELP},
     {"list", cmd_list, "list [-t TENANT]",
-     "List schedules with their next fire in their own zone and in UTC.\n" T_HELP},
+     "List schedules: zone, next fire in that zone and in UTC, the last fire, the\n"
+     "last job's state and duration.\n" T_HELP},
     {"rm", cmd_by_name, "rm NAME [-t TENANT]", "Delete a schedule (its jobs stay).\n" T_HELP},
     {"pause", cmd_by_name, "pause NAME [-t TENANT]", "Stop firing a schedule.\n" T_HELP},
     {"resume", cmd_by_name, "resume NAME [-t TENANT]",
      "Fire a paused or disabled schedule again, from now on: the time it was\n"
      "paused is not caught up.\n" T_HELP},
+    {"trigger", cmd_by_name, "trigger NAME [-t TENANT]",
+     "Fire a schedule now: an ordinary job with a key of its own, whatever the\n"
+     "schedule's overlap, even when paused. Prints the job id.\n" T_HELP},
+    {"history", cmd_history, "history NAME [-n COUNT] [-t TENANT]",
+     "A schedule's latest occurrences, newest first: fire time, kind (fired,\n"
+     "skipped, triggered), job id, state, attempts, exit status, duration.\n"
+     "  -n, --count COUNT          how many (default 20, at most 10000)\n" T_HELP},
     {"preview", cmd_preview, "preview EXPR [--tz ZONE] [--from INSTANT] [-n COUNT] [--local]",
      "Print the next fire instants of EXPR in UTC, one a line. Needs no database.\n"
      "      --tz ZONE              IANA time zone (default UTC)\n"
@@ -79,10 +94,12 @@ static const struct command commands[] = {
 
 static const char *summary[] = {
     "create a schedule",
-    "schedules, next fire in their zone and in UTC",
+    "schedules, next and last fire, the last job",
     "delete a schedule",
     "stop firing a schedule",
     "fire it again, from now on",
+    "fire a schedule now",
+    "a schedule's latest occurrences and their jobs",
     "next fire instants; no database needed",
     "sync schedules from a YAML file",
     "the ticker: enqueue due occurrences as jobs",
@@ -119,7 +136,30 @@ static const char *sub_synopsis(void)
 static int sub_help(void)
 {
 	printf("%s\n%s", sub_synopsis(), self->help);
+	printf("      --json                 one JSON object a line (as before the command)\n");
 	return 0;
+}
+
+/*
+ * pd_cli_getopt over a command's options and --json, which sets a->json
+ * wherever it stands: pd-cron --json list and pd-cron list --json agree.
+ */
+static int sub_getopt(struct pd_app *a, int argc, char **argv, const char *optstring,
+		      const struct option *opts)
+{
+	enum { O_JSON = 1000 };
+	static struct option all[32];
+	int n = 0, ch;
+
+	while (opts[n].name && n < 30) {
+		all[n] = opts[n];
+		n++;
+	}
+	all[n] = (struct option){"json", no_argument, NULL, O_JSON};
+	all[n + 1] = (struct option){NULL, 0, NULL, 0};
+	while ((ch = pd_cli_getopt(argc, argv, optstring, all)) == O_JSON)
+		a->json = 1;
+	return ch;
 }
 
 static int connect_db(struct pd_app *a, struct pd_err *e)
@@ -144,7 +184,20 @@ static int bad_value(const struct pd_err *e2)
 
 static int cmd_add(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 {
-	enum { O_CRON = 256, O_TZ, O_TYPE, O_PAYLOAD, O_QUEUE, O_PRIO, O_MISFIRE, O_LIMIT };
+	enum {
+		O_CRON = 256,
+		O_TZ,
+		O_TYPE,
+		O_PAYLOAD,
+		O_QUEUE,
+		O_PRIO,
+		O_MISFIRE,
+		O_LIMIT,
+		O_OVERLAP,
+		O_JITTER,
+		O_ATTEMPTS,
+		O_TIMEOUT
+	};
 	static const struct option opts[] = {
 	    {"cron", required_argument, NULL, O_CRON},
 	    {"tz", required_argument, NULL, O_TZ},
@@ -154,6 +207,10 @@ static int cmd_add(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	    {"priority", required_argument, NULL, O_PRIO},
 	    {"misfire", required_argument, NULL, O_MISFIRE},
 	    {"catch-up-limit", required_argument, NULL, O_LIMIT},
+	    {"overlap", required_argument, NULL, O_OVERLAP},
+	    {"jitter", required_argument, NULL, O_JITTER},
+	    {"max-attempts", required_argument, NULL, O_ATTEMPTS},
+	    {"timeout", required_argument, NULL, O_TIMEOUT},
 	    {"tenant", required_argument, NULL, 't'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -165,7 +222,7 @@ static int cmd_add(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	int ch;
 
 	pd_sched_init(&s);
-	while ((ch = pd_cli_getopt(argc, argv, ":t:h", opts)) != -1) {
+	while ((ch = sub_getopt(a, argc, argv, ":t:h", opts)) != -1) {
 		switch (ch) {
 		case O_CRON:
 			s.cron = optarg;
@@ -195,6 +252,20 @@ static int cmd_add(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 				       &s.catch_up_limit, &e2) < 0)
 				return bad_value(&e2);
 			break;
+		case O_OVERLAP:
+			if (pd_overlap_parse(optarg, &s.overlap, &e2) < 0)
+				return bad_value(&e2);
+			break;
+		case O_JITTER:
+		case O_TIMEOUT:
+			if (pd_cli_dur(ch == O_JITTER ? "--jitter" : "--timeout", optarg,
+				       ch == O_JITTER ? &s.jitter_ms : &s.timeout_ms, &e2) < 0)
+				return bad_value(&e2);
+			break;
+		case O_ATTEMPTS:
+			if (pd_cli_int("--max-attempts", optarg, 1, 1000, &s.max_attempts, &e2) < 0)
+				return bad_value(&e2);
+			break;
 		case 't':
 			s.tenant = optarg;
 			break;
@@ -222,7 +293,7 @@ static int cmd_add(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	return 0;
 }
 
-/* -t TENANT and one NAME: rm, pause, resume. */
+/* -t TENANT and one NAME: rm, pause, resume, trigger. */
 static int cmd_by_name(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 {
 	static const struct option opts[] = {
@@ -233,7 +304,7 @@ static int cmd_by_name(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	const char *tenant = NULL, *name;
 	int ch;
 
-	while ((ch = pd_cli_getopt(argc, argv, ":t:h", opts)) != -1) {
+	while ((ch = sub_getopt(a, argc, argv, ":t:h", opts)) != -1) {
 		if (ch == 't')
 			tenant = optarg;
 		else if (ch == 'h')
@@ -252,11 +323,43 @@ static int cmd_by_name(struct pd_app *a, int argc, char **argv, struct pd_err *e
 		return pd_sched_remove(&a->db, tenant, name, e);
 	if (strcmp(self->name, "pause") == 0)
 		return pd_sched_pause(&a->db, tenant, name, e);
+	if (strcmp(self->name, "trigger") == 0) {
+		long long id;
+
+		if (pd_sched_trigger(&a->db, tenant, name, &id, e) < 0)
+			return -1;
+		if (a->json)
+			printf("{\"name\":\"%s\",\"job_id\":%lld}\n", name, id);
+		else
+			printf("triggered %s: job %lld\n", name, id);
+		return 0;
+	}
 	{
 		long long next;
 
 		return pd_sched_resume(&a->db, tenant, name, &next, e);
 	}
+}
+
+/* "%lld" of v into buf, or NULL when v is `none`. */
+static const char *num_or_null(long long v, long long none, char *buf, size_t n)
+{
+	if (v == none)
+		return NULL;
+	snprintf(buf, n, "%lld", v);
+	return buf;
+}
+
+/* A duration in ms as "1m30s" (text) or seconds "90.000" (JSON); NULL when ms < 0. */
+static const char *duration(long long ms, int json, char *buf, size_t n)
+{
+	if (ms < 0)
+		return NULL;
+	if (json)
+		snprintf(buf, n, "%lld.%03lld", ms / 1000, ms % 1000);
+	else
+		pd_dur_format(ms, buf, n);
+	return buf;
 }
 
 static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
@@ -266,18 +369,23 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	static const char *tnames[] = {"name",	"tenant",    "cron",	      "timezone", "type",
-				       "state", "next_fire", "next_fire_utc", "reason"};
+	static const char *tnames[] = {"name",	    "tenant",	     "cron",	  "timezone",
+				       "type",	    "state",	     "next_fire", "next_fire_utc",
+				       "last_fire", "last_job",	     "job_state", "duration",
+				       "reason"};
 	static const char *jnames[] = {
-	    "id",      "tenant",	  "name",	   "cron",	"timezone",	  "type",
-	    "payload", "queue",		  "priority",	   "misfire",	"catch_up_limit", "enabled",
-	    "state",   "disabled_reason", "last_fired_at", "next_fire", "next_fire_utc"};
+	    "id",	  "tenant",	     "name",	     "cron",	     "timezone",
+	    "type",	  "payload",	     "queue",	     "priority",     "misfire",
+	    "catch_up_limit", "enabled",    "state",	     "disabled_reason", "last_fired_at",
+	    "next_fire",	  "next_fire_utc", "overlap",	     "jitter_ms",    "max_attempts",
+	    "timeout_ms",	  "last_fire",	     "last_fire_kind", "last_job",	 "job_state",
+	    "duration_s"};
 	struct pd_sched_row *rows;
 	struct pd_table t;
 	const char *tenant = NULL;
 	int ch, n;
 
-	while ((ch = pd_cli_getopt(argc, argv, ":t:h", opts)) != -1) {
+	while ((ch = sub_getopt(a, argc, argv, ":t:h", opts)) != -1) {
 		if (ch == 't')
 			tenant = optarg;
 		else if (ch == 'h')
@@ -290,43 +398,77 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	if (connect_db(a, e) < 0 || pd_sched_list(&a->db, tenant, &rows, &n, e) < 0)
 		return -1;
 	if (a->json)
-		pd_table_init(&t, 17, jnames, "nsssssjsnsnbsssss");
+		pd_table_init(&t, 26, jnames, "nsssssjsnsnbssssssnnnssnsn");
 	else
-		pd_table_init(&t, 9, tnames, NULL);
+		pd_table_init(&t, 13, tnames, NULL);
 	for (int i = 0; i < n; i++) {
 		const struct pd_sched_row *w = &rows[i];
 		char id[24], prio[24], limit[24], utc[PD_INSTANT_MAX], local[96],
-		    last[PD_INSTANT_MAX];
+		    last[PD_INSTANT_MAX], fire[PD_INSTANT_MAX], jitter[24], att[24], tmo[24],
+		    job[24], dur[PD_DUR_MAX];
 		const char *state = w->enabled		 ? "active"
 				    : w->disabled_reason ? "disabled"
 							 : "paused";
-		const char *nu = NULL, *nl = NULL;
+		const char *nu = NULL, *nl = NULL, *lf = NULL;
 
 		if (w->has_next) {
 			both(w->next_fire_at, w->timezone, utc, local, sizeof(local));
 			nu = utc;
 			nl = local[0] ? local : NULL;
 		}
+		if (w->has_fire) {
+			pd_instant_format(w->fire_at_us, fire, sizeof(fire));
+			lf = fire;
+		}
 		pd_instant_format(w->last_fired_at * 1000000LL, last, sizeof(last));
 		snprintf(id, sizeof(id), "%lld", w->id);
 		snprintf(prio, sizeof(prio), "%lld", w->priority);
 		snprintf(limit, sizeof(limit), "%lld", w->catch_up_limit);
+		snprintf(jitter, sizeof(jitter), "%lld", w->jitter_ms);
 		if (a->json) {
-			const char *row[17] = {id,	    w->tenant,
-					       w->name,	    w->cron,
-					       w->timezone, w->type,
-					       w->payload,  w->queue,
-					       prio,	    w->misfire,
-					       limit,	    w->enabled ? "t" : "f",
-					       state,	    w->disabled_reason,
-					       last,	    nl,
-					       nu};
+			const char *row[26] = {
+			    id,
+			    w->tenant,
+			    w->name,
+			    w->cron,
+			    w->timezone,
+			    w->type,
+			    w->payload,
+			    w->queue,
+			    prio,
+			    w->misfire,
+			    limit,
+			    w->enabled ? "t" : "f",
+			    state,
+			    w->disabled_reason,
+			    last,
+			    nl,
+			    nu,
+			    w->overlap,
+			    jitter,
+			    num_or_null(w->max_attempts, -1, att, sizeof(att)),
+			    num_or_null(w->timeout_ms, -1, tmo, sizeof(tmo)),
+			    lf,
+			    w->fire_kind,
+			    num_or_null(w->job_id, 0, job, sizeof(job)),
+			    w->job_state,
+			    duration(w->duration_ms, 1, dur, sizeof(dur))};
 
 			pd_table_add(&t, row);
 		} else {
-			const char *row[9] = {w->name,	   w->tenant, w->cron,
-					      w->timezone, w->type,   state,
-					      nl,	   nu,	      w->disabled_reason};
+			const char *row[13] = {w->name,
+					       w->tenant,
+					       w->cron,
+					       w->timezone,
+					       w->type,
+					       state,
+					       nl,
+					       nu,
+					       lf,
+					       num_or_null(w->job_id, 0, job, sizeof(job)),
+					       w->job_state,
+					       duration(w->duration_ms, 0, dur, sizeof(dur)),
+					       w->disabled_reason};
 
 			pd_table_add(&t, row);
 		}
@@ -334,6 +476,106 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	pd_table_print(&t, stdout, a->json);
 	pd_table_release(&t);
 	pd_sched_rows_free(rows, n);
+	return 0;
+}
+
+static int cmd_history(struct pd_app *a, int argc, char **argv, struct pd_err *e)
+{
+	static const struct option opts[] = {
+	    {"count", required_argument, NULL, 'n'},
+	    {"tenant", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	static const char *tnames[] = {"fire_at", "kind", "job",      "state",
+				       "attempts", "exit", "duration", "run_at"};
+	static const char *jnames[] = {"fire_at",   "kind",   "job_id",	  "busy_job_id",
+				       "state",	    "attempts", "exit_code", "signal",
+				       "duration_s", "run_at"};
+	struct pd_err e2 = PD_ERR_INIT;
+	struct pd_fire_row *rows;
+	struct pd_table t;
+	const char *tenant = NULL;
+	long long count = 20;
+	int ch, n;
+
+	while ((ch = sub_getopt(a, argc, argv, ":n:t:h", opts)) != -1) {
+		switch (ch) {
+		case 'n':
+			if (pd_cli_int("-n", optarg, 1, 10000, &count, &e2) < 0)
+				return bad_value(&e2);
+			break;
+		case 't':
+			tenant = optarg;
+			break;
+		case 'h':
+			return sub_help();
+		default:
+			return pd_cli_bad_option(sub_synopsis(), ch, argv);
+		}
+	}
+	if (argc - optind != 1)
+		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing NAME")
+					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
+							argv[optind + 1]);
+	if (connect_db(a, e) < 0 ||
+	    pd_sched_history(&a->db, tenant, argv[optind], (int)count, &rows, &n, e) < 0)
+		return -1;
+	if (a->json)
+		pd_table_init(&t, 10, jnames, "ssnnsnnnns");
+	else
+		pd_table_init(&t, 8, tnames, NULL);
+	for (int i = 0; i < n; i++) {
+		const struct pd_fire_row *w = &rows[i];
+		char fire[PD_INSTANT_MAX], run[PD_INSTANT_MAX], job[24], busy[24], att[24], code[24],
+		    sig[24], ex[48], dur[PD_DUR_MAX];
+		const char *exit = NULL, *run_at = NULL;
+
+		pd_instant_format(w->fire_at_us, fire, sizeof(fire));
+		if (w->run_at_us != -1) {
+			pd_instant_format(w->run_at_us, run, sizeof(run));
+			run_at = run;
+		}
+		if (w->signal > 0) {
+			snprintf(ex, sizeof(ex), "signal %lld", w->signal);
+			exit = ex;
+		} else if (w->exit_code >= 0) {
+			exit = num_or_null(w->exit_code, -1, ex, sizeof(ex));
+		}
+		if (a->json) {
+			const char *row[10] = {fire,
+					       w->kind,
+					       num_or_null(w->job_id, 0, job, sizeof(job)),
+					       num_or_null(w->busy_job_id, 0, busy, sizeof(busy)),
+					       w->state,
+					       num_or_null(w->attempts, -1, att, sizeof(att)),
+					       num_or_null(w->exit_code, -1, code, sizeof(code)),
+					       num_or_null(w->signal, -1, sig, sizeof(sig)),
+					       duration(w->duration_ms, 1, dur, sizeof(dur)),
+					       run_at};
+
+			pd_table_add(&t, row);
+		} else {
+			/* A skipped occurrence names the job it waited on. */
+			if (w->busy_job_id)
+				snprintf(busy, sizeof(busy), "(%lld)", w->busy_job_id);
+			const char *row[8] = {fire,
+					      w->kind,
+					      w->job_id ? num_or_null(w->job_id, 0, job, sizeof(job))
+					      : w->busy_job_id ? busy
+							       : NULL,
+					      w->state,
+					      num_or_null(w->attempts, -1, att, sizeof(att)),
+					      exit,
+					      duration(w->duration_ms, 0, dur, sizeof(dur)),
+					      run_at};
+
+			pd_table_add(&t, row);
+		}
+	}
+	pd_table_print(&t, stdout, a->json);
+	pd_table_release(&t);
+	pd_fire_rows_free(rows, n);
 	return 0;
 }
 
@@ -351,7 +593,7 @@ static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	int ch, local = 0;
 	struct pd_cron c;
 
-	while ((ch = pd_cli_getopt(argc, argv, ":n:h", opts)) != -1) {
+	while ((ch = sub_getopt(a, argc, argv, ":n:h", opts)) != -1) {
 		switch (ch) {
 		case O_TZ:
 			zone = optarg;
@@ -428,7 +670,7 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	const char *tenant = NULL;
 	int ch, prune = 0, dry = 0, rc;
 
-	while ((ch = pd_cli_getopt(argc, argv, ":t:h", opts)) != -1) {
+	while ((ch = sub_getopt(a, argc, argv, ":t:h", opts)) != -1) {
 		switch (ch) {
 		case O_PRUNE:
 			prune = 1;
@@ -478,7 +720,7 @@ static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	int ch;
 
 	pd_ticker_cfg_init(&t);
-	while ((ch = pd_cli_getopt(argc, argv, ":h", opts)) != -1) {
+	while ((ch = sub_getopt(a, argc, argv, ":h", opts)) != -1) {
 		switch (ch) {
 		case O_ONCE:
 			t.once = 1;
@@ -505,8 +747,11 @@ static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 		return -1;
 	if (!t.once)
 		return 0;
-	printf("enqueued %d, already enqueued %d, disabled %d\n", st.enqueued, st.existing,
+	printf("enqueued %d, already enqueued %d, disabled %d", st.enqueued, st.existing,
 	       st.disabled);
+	if (st.skipped)
+		printf(", skipped %d (overlap)", st.skipped);
+	putchar('\n');
 	if (st.failed)
 		return pd_errf(e, PD_EX_SOFTWARE,
 			       "%d schedule%s could not be handled (see the log above)", st.failed,

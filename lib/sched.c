@@ -491,9 +491,10 @@ int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **ro
 		"f.kind, " EPOCH_US("f.fire_at") ", h.job_id, h.state, " MS("h.duration") " "
 		"FROM pendulum.cron_schedules s "
 		"LEFT JOIN LATERAL (SELECT kind, fire_at FROM pendulum.cron_fires "
-		"WHERE schedule_id = s.id ORDER BY id DESC LIMIT 1) f ON true "
+		"WHERE schedule_id = s.id ORDER BY fire_at DESC, id DESC LIMIT 1) f ON true "
 		"LEFT JOIN LATERAL (SELECT job_id, state, duration FROM pendulum.cron_history "
-		"WHERE schedule_id = s.id AND job_id IS NOT NULL ORDER BY id DESC LIMIT 1) h ON true "
+		"WHERE schedule_id = s.id AND job_id IS NOT NULL ORDER BY fire_at DESC, id DESC "
+		"LIMIT 1) h ON true "
 		"WHERE $1::text IS NULL OR tenant_id = $1 "
 		"ORDER BY tenant_id, name",
 		1, params, PGRES_TUPLES_OK, &r, e) < 0)
@@ -607,7 +608,7 @@ int pd_sched_history(struct pd_db *db, const char *tenant, const char *name, int
 		       "SELECT kind, state, " EPOCH_US("fire_at") ", job_id, busy_job_id, "
 		       "attempts, exit_code, signal, " EPOCH_US("run_at") ", " MS("duration")
 		       " FROM pendulum.cron_history WHERE tenant_id = $1 AND name = $2 "
-		       "ORDER BY id DESC LIMIT $3::integer",
+		       "ORDER BY fire_at DESC, id DESC LIMIT $3::integer",
 		       3, params, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
 	*n = PQntuples(r);
@@ -748,9 +749,9 @@ static int enqueue_due(struct pd_db *db, const char *id, const char *tenant, con
 	rc = d->n > nfire
 		 ? pd_db_exec(db,
 			      "DELETE FROM pendulum.cron_fires WHERE schedule_id = $1 "
-			      "AND kind = 'skipped' AND id < (SELECT id FROM pendulum.cron_fires "
+			      "AND kind = 'skipped' AND fire_at < (SELECT fire_at FROM pendulum.cron_fires "
 			      "WHERE schedule_id = $1 AND kind = 'skipped' "
-			      "ORDER BY id DESC OFFSET 99 LIMIT 1)",
+			      "ORDER BY fire_at DESC, id DESC OFFSET 99 LIMIT 1)",
 			      1, params, PGRES_COMMAND_OK, NULL, e)
 		 : 0;
 out:

@@ -36,7 +36,7 @@ CREATE TABLE pendulum.cron_fires (
 CREATE UNIQUE INDEX cron_fires_occurrence_idx ON pendulum.cron_fires (schedule_id, fire_at)
     WHERE kind <> 'triggered';
 -- A schedule's latest rows (history, list, the overlap check).
-CREATE INDEX cron_fires_schedule_idx ON pendulum.cron_fires (schedule_id, id);
+CREATE INDEX cron_fires_schedule_idx ON pendulum.cron_fires (schedule_id, fire_at, id);
 -- Deleting a job finds its row.
 CREATE INDEX cron_fires_job_idx ON pendulum.cron_fires (job_id);
 
@@ -48,12 +48,12 @@ COMMENT ON TABLE pendulum.cron_fires IS
 CREATE FUNCTION pendulum.cron_busy_job(schedule_id bigint) RETURNS bigint
 LANGUAGE sql STABLE AS $$
     SELECT f.job_id
-    FROM (SELECT c.job_id, c.id FROM pendulum.cron_fires c
+    FROM (SELECT c.job_id, c.fire_at, c.id FROM pendulum.cron_fires c
           WHERE c.schedule_id = cron_busy_job.schedule_id AND c.job_id IS NOT NULL
-          ORDER BY c.id DESC LIMIT 100) f
+          ORDER BY c.fire_at DESC, c.id DESC LIMIT 100) f
     JOIN pendulum.jobs j ON j.id = f.job_id
     WHERE j.state IN ('PENDING', 'BLOCKED', 'LEASED', 'RUNNING')
-    ORDER BY f.id DESC LIMIT 1
+    ORDER BY f.fire_at DESC, f.id DESC LIMIT 1
 $$;
 
 -- A schedule's occurrences with their jobs: state, attempts, the exit
