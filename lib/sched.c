@@ -704,7 +704,7 @@ static int enqueue_due(struct pd_db *db, const char *id, const char *tenant, con
 	struct pd_buf fire = PD_BUF_INIT, skip = PD_BUF_INIT;
 	const char *params[5] = {id, NULL, NULL, NULL, NULL};
 	char offset[24], *busy = NULL;
-	int nfire = d->n, rc = -1;
+	int nfire = d->n, rc = -1, skipped;
 	PGresult *r;
 
 	if (ov == PD_OVERLAP_SKIP) {
@@ -736,17 +736,19 @@ static int enqueue_due(struct pd_db *db, const char *id, const char *tenant, con
 		"k AS (INSERT INTO pendulum.cron_fires (schedule_id, fire_at, kind, busy_job_id) "
 		"SELECT $1, to_timestamp(x.t), 'skipped', "
 		"COALESCE($4::bigint, (SELECT min(j.id) FROM j)) FROM unnest($5::bigint[]) AS x(t) "
-		"ON CONFLICT (schedule_id, fire_at) WHERE kind <> 'triggered' DO NOTHING) "
-		"SELECT count(*) FILTER (WHERE j.created), count(*) FILTER (WHERE NOT j.created) "
-		"FROM j",
+		"ON CONFLICT (schedule_id, fire_at) WHERE kind <> 'triggered' DO NOTHING "
+		"RETURNING 1) "
+		"SELECT count(*) FILTER (WHERE j.created), count(*) FILTER (WHERE NOT j.created), "
+		"(SELECT count(*) FROM k) FROM j",
 		5, params, PGRES_TUPLES_OK, &r, e) < 0)
 		goto out;
 	st->enqueued += atoi(PQgetvalue(r, 0, 0));
 	st->existing += atoi(PQgetvalue(r, 0, 1));
-	st->skipped += d->n - nfire;
+	skipped = atoi(PQgetvalue(r, 0, 2));
+	st->skipped += skipped;
 	PQclear(r);
 	/* Bound the skipped rows: the latest 100 of the schedule stay. */
-	rc = d->n > nfire
+	rc = skipped > 0
 		 ? pd_db_exec(db,
 			      "DELETE FROM pendulum.cron_fires WHERE schedule_id = $1 "
 			      "AND kind = 'skipped' AND fire_at < (SELECT fire_at FROM pendulum.cron_fires "
