@@ -369,17 +369,18 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	static const char *tnames[] = {"name",	    "tenant",	     "cron",	  "timezone",
-				       "type",	    "state",	     "next_fire", "next_fire_utc",
-				       "last_fire", "last_job",	     "job_state", "duration",
-				       "reason"};
-	static const char *jnames[] = {
-	    "id",	  "tenant",	     "name",	     "cron",	     "timezone",
-	    "type",	  "payload",	     "queue",	     "priority",     "misfire",
-	    "catch_up_limit", "enabled",    "state",	     "disabled_reason", "last_fired_at",
-	    "next_fire",	  "next_fire_utc", "overlap",	     "jitter_ms",    "max_attempts",
-	    "timeout_ms",	  "last_fire",	     "last_fire_kind", "last_job",	 "job_state",
-	    "duration_s"};
+	static const char *tnames[] = {
+	    "name",	     "tenant",	  "cron",     "timezone",  "type",     "state", "next_fire",
+	    "next_fire_utc", "last_fire", "last_job", "job_state", "duration", "reason"};
+	static const char *jnames[] = {"id",	    "tenant",	       "name",
+				       "cron",	    "timezone",	       "type",
+				       "payload",   "queue",	       "priority",
+				       "misfire",   "catch_up_limit",  "enabled",
+				       "state",	    "disabled_reason", "last_fired_at",
+				       "next_fire", "next_fire_utc",   "overlap",
+				       "jitter_ms", "max_attempts",    "timeout_ms",
+				       "last_fire", "last_fire_kind",  "last_job",
+				       "job_state", "duration_s"};
 	struct pd_sched_row *rows;
 	struct pd_table t;
 	const char *tenant = NULL;
@@ -426,33 +427,32 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 		snprintf(limit, sizeof(limit), "%lld", w->catch_up_limit);
 		snprintf(jitter, sizeof(jitter), "%lld", w->jitter_ms);
 		if (a->json) {
-			const char *row[26] = {
-			    id,
-			    w->tenant,
-			    w->name,
-			    w->cron,
-			    w->timezone,
-			    w->type,
-			    w->payload,
-			    w->queue,
-			    prio,
-			    w->misfire,
-			    limit,
-			    w->enabled ? "t" : "f",
-			    state,
-			    w->disabled_reason,
-			    last,
-			    nl,
-			    nu,
-			    w->overlap,
-			    jitter,
-			    num_or_null(w->max_attempts, -1, att, sizeof(att)),
-			    num_or_null(w->timeout_ms, -1, tmo, sizeof(tmo)),
-			    lf,
-			    w->fire_kind,
-			    num_or_null(w->job_id, 0, job, sizeof(job)),
-			    w->job_state,
-			    duration(w->duration_ms, 1, dur, sizeof(dur))};
+			const char *row[26] = {id,
+					       w->tenant,
+					       w->name,
+					       w->cron,
+					       w->timezone,
+					       w->type,
+					       w->payload,
+					       w->queue,
+					       prio,
+					       w->misfire,
+					       limit,
+					       w->enabled ? "t" : "f",
+					       state,
+					       w->disabled_reason,
+					       last,
+					       nl,
+					       nu,
+					       w->overlap,
+					       jitter,
+					       num_or_null(w->max_attempts, -1, att, sizeof(att)),
+					       num_or_null(w->timeout_ms, -1, tmo, sizeof(tmo)),
+					       lf,
+					       w->fire_kind,
+					       num_or_null(w->job_id, 0, job, sizeof(job)),
+					       w->job_state,
+					       duration(w->duration_ms, 1, dur, sizeof(dur))};
 
 			pd_table_add(&t, row);
 		} else {
@@ -487,11 +487,10 @@ static int cmd_history(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	static const char *tnames[] = {"fire_at", "kind", "job",      "state",
+	static const char *tnames[] = {"fire_at",  "kind", "job",      "state",
 				       "attempts", "exit", "duration", "run_at"};
-	static const char *jnames[] = {"fire_at",   "kind",   "job_id",	  "busy_job_id",
-				       "state",	    "attempts", "exit_code", "signal",
-				       "duration_s", "run_at"};
+	static const char *jnames[] = {"fire_at",  "kind",	"job_id", "busy_job_id", "state",
+				       "attempts", "exit_code", "signal", "duration_s",	 "run_at"};
 	struct pd_err e2 = PD_ERR_INIT;
 	struct pd_fire_row *rows;
 	struct pd_table t;
@@ -527,8 +526,8 @@ static int cmd_history(struct pd_app *a, int argc, char **argv, struct pd_err *e
 		pd_table_init(&t, 8, tnames, NULL);
 	for (int i = 0; i < n; i++) {
 		const struct pd_fire_row *w = &rows[i];
-		char fire[PD_INSTANT_MAX], run[PD_INSTANT_MAX], job[24], busy[24], att[24], code[24],
-		    sig[24], ex[48], dur[PD_DUR_MAX];
+		char fire[PD_INSTANT_MAX], run[PD_INSTANT_MAX], job[24], busy[24], att[24],
+		    code[24], sig[24], ex[48], dur[PD_DUR_MAX];
 		const char *exit = NULL, *run_at = NULL;
 
 		pd_instant_format(w->fire_at_us, fire, sizeof(fire));
@@ -561,7 +560,8 @@ static int cmd_history(struct pd_app *a, int argc, char **argv, struct pd_err *e
 				snprintf(busy, sizeof(busy), "(%lld)", w->busy_job_id);
 			const char *row[8] = {fire,
 					      w->kind,
-					      w->job_id ? num_or_null(w->job_id, 0, job, sizeof(job))
+					      w->job_id
+						  ? num_or_null(w->job_id, 0, job, sizeof(job))
 					      : w->busy_job_id ? busy
 							       : NULL,
 					      w->state,

@@ -488,15 +488,20 @@ int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **ro
 		"floor(extract(epoch FROM last_fired_at))::bigint, "
 		"floor(extract(epoch FROM next_fire_at))::bigint, overlap, jitter_ms, "
 		"max_attempts, round(extract(epoch FROM timeout) * 1000)::bigint, "
-		"f.kind, " EPOCH_US("f.fire_at") ", h.job_id, h.state, " MS("h.duration") " "
-		"FROM pendulum.cron_schedules s "
-		"LEFT JOIN LATERAL (SELECT kind, fire_at FROM pendulum.cron_fires "
-		"WHERE schedule_id = s.id ORDER BY fire_at DESC, id DESC LIMIT 1) f ON true "
-		"LEFT JOIN LATERAL (SELECT job_id, state, duration FROM pendulum.cron_history "
-		"WHERE schedule_id = s.id AND job_id IS NOT NULL ORDER BY fire_at DESC, id DESC "
-		"LIMIT 1) h ON true "
-		"WHERE $1::text IS NULL OR tenant_id = $1 "
-		"ORDER BY tenant_id, name",
+		"f.kind, " EPOCH_US("f.fire_at") ", h.job_id, h.state, " MS(
+		    "h.duration") " "
+				  "FROM pendulum.cron_schedules s "
+				  "LEFT JOIN LATERAL (SELECT kind, fire_at FROM "
+				  "pendulum.cron_fires "
+				  "WHERE schedule_id = s.id ORDER BY fire_at DESC, id DESC LIMIT "
+				  "1) f ON true "
+				  "LEFT JOIN LATERAL (SELECT job_id, state, duration FROM "
+				  "pendulum.cron_history "
+				  "WHERE schedule_id = s.id AND job_id IS NOT NULL ORDER BY "
+				  "fire_at DESC, id DESC "
+				  "LIMIT 1) h ON true "
+				  "WHERE $1::text IS NULL OR tenant_id = $1 "
+				  "ORDER BY tenant_id, name",
 		1, params, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
 	*n = PQntuples(r);
@@ -566,19 +571,20 @@ int pd_sched_trigger(struct pd_db *db, const char *tenant, const char *name, lon
 	if (pd_db_exec_script(db, "BEGIN", e) < 0)
 		return -1;
 	/* The schedule's row is held, as by a tick, for the job and its record. */
-	if (pd_db_exec(
-		db,
-		"WITH s AS (SELECT * FROM pendulum.cron_schedules WHERE tenant_id = $1 "
-		"AND name = $2 FOR UPDATE), "
-		"j AS (SELECT e.id FROM s CROSS JOIN LATERAL pendulum.enqueue_ex("
-		"tenant => s.tenant_id, job_type => s.job_type, payload => s.payload, "
-		"queue => s.queue, priority => s.priority, run_at => now(), "
-		"idempotency_key => 'cron:' || s.id || ':trigger:' || " EPOCH_US("now()") ", "
-		"max_attempts => s.max_attempts, timeout => s.timeout) AS e), "
-		"f AS (INSERT INTO pendulum.cron_fires (schedule_id, fire_at, kind, job_id) "
-		"SELECT s.id, now(), 'triggered', j.id FROM s, j) "
-		"SELECT id FROM j",
-		2, params, PGRES_TUPLES_OK, &r, e) < 0) {
+	if (pd_db_exec(db,
+		       "WITH s AS (SELECT * FROM pendulum.cron_schedules WHERE tenant_id = $1 "
+		       "AND name = $2 FOR UPDATE), "
+		       "j AS (SELECT e.id FROM s CROSS JOIN LATERAL pendulum.enqueue_ex("
+		       "tenant => s.tenant_id, job_type => s.job_type, payload => s.payload, "
+		       "queue => s.queue, priority => s.priority, run_at => now(), "
+		       "idempotency_key => 'cron:' || s.id || ':trigger:' || " EPOCH_US(
+			   "now()") ", "
+				    "max_attempts => s.max_attempts, timeout => s.timeout) AS e), "
+				    "f AS (INSERT INTO pendulum.cron_fires (schedule_id, fire_at, "
+				    "kind, job_id) "
+				    "SELECT s.id, now(), 'triggered', j.id FROM s, j) "
+				    "SELECT id FROM j",
+		       2, params, PGRES_TUPLES_OK, &r, e) < 0) {
 		rollback(db);
 		return -1;
 	}
@@ -604,12 +610,15 @@ int pd_sched_history(struct pd_db *db, const char *tenant, const char *name, int
 	snprintf(lim, sizeof(lim), "%d", limit);
 	if (by_name(db, "SELECT id FROM pendulum.cron_schedules WHERE tenant_id = $1 AND name = $2",
 		    tenant, name, e) < 0 ||
-	    pd_db_exec(db,
-		       "SELECT kind, state, " EPOCH_US("fire_at") ", job_id, busy_job_id, "
-		       "attempts, exit_code, signal, " EPOCH_US("run_at") ", " MS("duration")
-		       " FROM pendulum.cron_history WHERE tenant_id = $1 AND name = $2 "
-		       "ORDER BY fire_at DESC, id DESC LIMIT $3::integer",
-		       3, params, PGRES_TUPLES_OK, &r, e) < 0)
+	    pd_db_exec(
+		db,
+		"SELECT kind, state, " EPOCH_US(
+		    "fire_at") ", job_id, busy_job_id, "
+			       "attempts, exit_code, signal, " EPOCH_US("run_at") ", " MS(
+				   "duration") " FROM pendulum.cron_history WHERE tenant_id = $1 "
+					       "AND name = $2 "
+					       "ORDER BY fire_at DESC, id DESC LIMIT $3::integer",
+		3, params, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
 	*n = PQntuples(r);
 	*rows = pd_xcalloc((size_t)(*n ? *n : 1), sizeof(**rows));
@@ -748,14 +757,16 @@ static int enqueue_due(struct pd_db *db, const char *id, const char *tenant, con
 	st->skipped += skipped;
 	PQclear(r);
 	/* Bound the skipped rows: the latest 100 of the schedule stay. */
-	rc = skipped > 0
-		 ? pd_db_exec(db,
-			      "DELETE FROM pendulum.cron_fires WHERE schedule_id = $1 "
-			      "AND kind = 'skipped' AND fire_at < (SELECT fire_at FROM pendulum.cron_fires "
-			      "WHERE schedule_id = $1 AND kind = 'skipped' "
-			      "ORDER BY fire_at DESC, id DESC OFFSET 99 LIMIT 1)",
-			      1, params, PGRES_COMMAND_OK, NULL, e)
-		 : 0;
+	rc =
+	    skipped > 0
+		? pd_db_exec(
+		      db,
+		      "DELETE FROM pendulum.cron_fires WHERE schedule_id = $1 "
+		      "AND kind = 'skipped' AND fire_at < (SELECT fire_at FROM pendulum.cron_fires "
+		      "WHERE schedule_id = $1 AND kind = 'skipped' "
+		      "ORDER BY fire_at DESC, id DESC OFFSET 99 LIMIT 1)",
+		      1, params, PGRES_COMMAND_OK, NULL, e)
+		: 0;
 out:
 	pd_buf_release(&fire);
 	pd_buf_release(&skip);
@@ -1007,10 +1018,10 @@ static int at(const struct pd_ydoc *d, const struct pd_ynode *n, const struct pd
 static int file_entry(struct pd_sched_file *f, const struct pd_ynode *item, struct pd_sched *s,
 		      char **payload, const char *tenant, int only, struct pd_err *e)
 {
-	static const char *const keys[] = {"name",    "cron",	 "timezone",	   "type",
-					   "payload", "queue",	 "priority",	   "tenant",
-					   "misfire", "enabled", "catch_up_limit", "overlap",
-					   "jitter",  "max_attempts", "timeout",	   NULL};
+	static const char *const keys[] = {"name",    "cron",	      "timezone",	"type",
+					   "payload", "queue",	      "priority",	"tenant",
+					   "misfire", "enabled",      "catch_up_limit", "overlap",
+					   "jitter",  "max_attempts", "timeout",	NULL};
 	static const char *const required[] = {"name", "cron", "timezone", "type", NULL};
 	const struct pd_ydoc *d = &f->doc;
 	const struct pd_ynode *n;
@@ -1157,7 +1168,7 @@ void pd_sched_file_release(struct pd_sched_file *f)
 
 /* overlap, jitter_ms, max_attempts and timeout (in ms) as text, NULL as "none". */
 #define APPLY_COLS                                                                                 \
-	"overlap, jitter_ms::text, COALESCE(max_attempts::text, 'none'), "                        \
+	"overlap, jitter_ms::text, COALESCE(max_attempts::text, 'none'), "                         \
 	"COALESCE(round(extract(epoch FROM timeout) * 1000)::bigint::text, 'none')"
 
 enum {

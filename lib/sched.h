@@ -154,7 +154,7 @@ struct pd_sched_row {
 	long long jitter_ms, max_attempts, timeout_ms; /* -1: none */
 	/* The latest occurrence recorded (pendulum.cron_fires), when has_fire. */
 	int has_fire;
-	char *fire_kind, *job_state; /* job_state NULL when skipped */
+	char *fire_kind, *job_state;		   /* job_state NULL when skipped */
 	long long fire_at_us, job_id, duration_ms; /* job_id 0, duration_ms -1: none */
 };
 
@@ -176,7 +176,7 @@ int pd_sched_trigger(struct pd_db *db, const char *tenant, const char *name, lon
 
 /* One row of pendulum.cron_history, for pd-cron history. */
 struct pd_fire_row {
-	char *kind, *state;		   /* state NULL when skipped */
+	char *kind, *state;			   /* state NULL when skipped */
 	long long fire_at_us, job_id, busy_job_id; /* 0: none */
 	long long attempts, exit_code, signal;	   /* -1: none */
 	long long run_at_us, duration_ms;	   /* -1: none */
