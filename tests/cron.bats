@@ -15,7 +15,7 @@ pd_db_hooks
 
 setup() {
 	reset_jobs
-	sql "TRUNCATE pendulum.cron_schedules"
+	sql "TRUNCATE pendulum.cron_schedules CASCADE" # and its pendulum.cron_fires
 }
 
 # outage NAME INTERVAL: as if the last tick was INTERVAL before the current

@@ -24,7 +24,7 @@ teardown_file() {
 
 setup() {
 	reset_jobs
-	sql "TRUNCATE pendulum.cron_schedules"
+	sql "TRUNCATE pendulum.cron_schedules CASCADE" # and its pendulum.cron_fires
 }
 
 teardown() {

@@ -472,6 +472,76 @@ static void test_file(void)
 	like(e.msg, "/nonexistent/x.yaml", "names the file");
 }
 
+static void test_ops(void)
+{
+	struct pd_err e = PD_ERR_INIT;
+	struct pd_sched_file f;
+	enum pd_overlap o = PD_OVERLAP_ALLOW;
+	long long a, b, seen[20];
+	int distinct = 1;
+	const char *p;
+
+	is_int(pd_overlap_parse("Skip", &o, &e), 0, "overlap skip, any case");
+	is_int(o, PD_OVERLAP_SKIP, "skip");
+	is_int(pd_overlap_parse("sometimes", &o, &e), -1, "another overlap refused");
+	is_str(e.msg, "invalid overlap 'sometimes': expected allow or skip", "why");
+	pd_err_clear(&e);
+	is_str(pd_overlap_name(PD_OVERLAP_ALLOW), "allow", "stored name");
+
+	is_int((int)pd_sched_jitter_offset("default", "x", 0), 0, "no jitter, no offset");
+	a = pd_sched_jitter_offset(NULL, "hourly-01", 30000);
+	b = pd_sched_jitter_offset("default", "hourly-01", 30000);
+	ok(a == b, "NULL is the default tenant; the same schedule, the same offset");
+	ok(pd_sched_jitter_offset("acme", "hourly-01", 30000) != a,
+	   "another tenant, another offset");
+	for (int i = 0; i < 20; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "hourly-%02d", i + 1);
+		seen[i] = pd_sched_jitter_offset("default", name, 30000);
+		ok(seen[i] >= 0 && seen[i] < 30000, "each offset in [0, 30s)");
+		for (int k = 0; k < i; k++)
+			distinct &= seen[k] != seen[i];
+	}
+	ok(distinct, "20 schedules, 20 offsets");
+
+	p = file("ops.yaml", "schedules:\n"
+			     "  - name: backup\n"
+			     "    cron: '@daily'\n"
+			     "    timezone: UTC\n"
+			     "    type: backup\n"
+			     "    overlap: skip\n"
+			     "    jitter: 5m\n"
+			     "    max_attempts: 3\n"
+			     "    timeout: 1h\n"
+			     "  - name: plain\n"
+			     "    cron: '@daily'\n"
+			     "    timezone: UTC\n"
+			     "    type: t\n");
+	is_int(pd_sched_file_load(&f, p, NULL, 0, &e), 0, "the new keys load");
+	if (f.v) {
+		is_int(f.v[0].overlap, PD_OVERLAP_SKIP, "overlap");
+		is_int((int)f.v[0].jitter_ms, 300000, "jitter");
+		is_int((int)f.v[0].max_attempts, 3, "max_attempts");
+		is_int((int)f.v[0].timeout_ms, 3600000, "timeout");
+		is_int(f.v[1].overlap, PD_OVERLAP_ALLOW, "YAML's default overlap is allow");
+		is_int((int)f.v[1].jitter_ms, 0, "no jitter by default");
+		is_int((int)f.v[1].max_attempts, -1, "the jobs' default attempts");
+		is_int((int)f.v[1].timeout_ms, -1, "no timeout by default");
+		pd_sched_file_release(&f);
+	}
+	p = file("ops.yaml", "schedules:\n"
+			     "  - name: backup\n"
+			     "    cron: '@daily'\n"
+			     "    timezone: UTC\n"
+			     "    type: backup\n"
+			     "    max_attempts: 0\n");
+	is_int(pd_sched_file_load(&f, p, NULL, 0, &e), -1, "max_attempts 0 refused");
+	like(e.msg, "ops.yaml:6:", "at its line");
+	pd_err_clear(&e);
+	unlink(p);
+}
+
 int main(void)
 {
 	if (mkdtemp(dir) == NULL) {
@@ -482,6 +552,7 @@ int main(void)
 	test_check();
 	test_due();
 	test_file();
+	test_ops();
 	unlink(file("s.yaml", ""));
 	unlink(file("good.yaml", ""));
 	unlink(file("t.yaml", ""));
