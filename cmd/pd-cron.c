@@ -479,6 +479,22 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	return 0;
 }
 
+/*
+ * -t TENANT, -h, or an option the command does not take: TENANT_TAKEN when
+ * ch was -t, else the status the command returns.
+ */
+#define TENANT_TAKEN (-2)
+static int tenant_opt(int ch, const char **tenant, char **argv)
+{
+	if (ch == 't') {
+		*tenant = optarg;
+		return TENANT_TAKEN;
+	}
+	if (ch == 'h')
+		return sub_help();
+	return pd_cli_bad_option(sub_synopsis(), ch, argv);
+}
+
 static int cmd_history(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 {
 	static const struct option opts[] = {
@@ -496,27 +512,20 @@ static int cmd_history(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	struct pd_table t;
 	const char *tenant = NULL;
 	long long count = 20;
-	int ch, n;
+	int ch, n, rc;
 
 	while ((ch = sub_getopt(a, argc, argv, ":n:t:h", opts)) != -1) {
-		switch (ch) {
-		case 'n':
+		if (ch == 'n') {
 			if (pd_cli_int("-n", optarg, 1, 10000, &count, &e2) < 0)
 				return bad_value(&e2);
-			break;
-		case 't':
-			tenant = optarg;
-			break;
-		case 'h':
-			return sub_help();
-		default:
-			return pd_cli_bad_option(sub_synopsis(), ch, argv);
+		} else if ((rc = tenant_opt(ch, &tenant, argv)) != TENANT_TAKEN) {
+			return rc;
 		}
 	}
-	if (argc - optind != 1)
-		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing NAME")
-					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
-							argv[optind + 1]);
+	if (optind + 1 < argc)
+		return pd_cli_usage(sub_synopsis(), "unexpected argument '%s'", argv[optind + 1]);
+	if (optind >= argc)
+		return pd_cli_usage(sub_synopsis(), "missing NAME");
 	if (connect_db(a, e) < 0 ||
 	    pd_sched_history(&a->db, tenant, argv[optind], (int)count, &rows, &n, e) < 0)
 		return -1;

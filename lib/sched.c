@@ -567,10 +567,11 @@ int pd_sched_trigger(struct pd_db *db, const char *tenant, const char *name, lon
 	const char *params[2] = {or_default(tenant), name};
 	PGresult *r;
 
+	/*
+	 * One statement, so one transaction: the schedule's row is held, as by
+	 * a tick, for the job and its record.
+	 */
 	*job_id = 0;
-	if (pd_db_exec_script(db, "BEGIN", e) < 0)
-		return -1;
-	/* The schedule's row is held, as by a tick, for the job and its record. */
 	if (pd_db_exec(db,
 		       "WITH s AS (SELECT * FROM pendulum.cron_schedules WHERE tenant_id = $1 "
 		       "AND name = $2 FOR UPDATE), "
@@ -584,18 +585,15 @@ int pd_sched_trigger(struct pd_db *db, const char *tenant, const char *name, lon
 				    "kind, job_id) "
 				    "SELECT s.id, now(), 'triggered', j.id FROM s, j) "
 				    "SELECT id FROM j",
-		       2, params, PGRES_TUPLES_OK, &r, e) < 0) {
-		rollback(db);
+		       2, params, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
-	}
 	if (PQntuples(r) != 1) {
 		PQclear(r);
-		rollback(db);
 		return not_found(tenant, name, e);
 	}
 	*job_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
-	return pd_db_exec_script(db, "COMMIT", e);
+	return 0;
 }
 
 int pd_sched_history(struct pd_db *db, const char *tenant, const char *name, int limit,

@@ -28,6 +28,12 @@ rewind() {
 	     WHERE name = '$1'" >/dev/null
 }
 
+# tick_after NAME MINUTES: rewind, then one tick (sets $status and $output).
+tick_after() {
+	rewind "$1" "$2"
+	run --separate-stderr pd-cron run --once
+}
+
 # njobs_of NAME: the number of jobs of schedule NAME.
 njobs_of() {
 	sql "SELECT count(*) FROM pendulum.jobs j JOIN pendulum.cron_schedules s
@@ -68,8 +74,7 @@ max_running() {
 	run --separate-stderr pd-cron apply "$BATS_TEST_TMPDIR/s.yaml"
 	[ "$status" -eq 0 ]
 	# three missed minutes: the first fires, the two after it find it pending
-	rewind long 3
-	run --separate-stderr pd-cron run --once
+	tick_after long 3
 	[ "$status" -eq 0 ]
 	[[ "$output" == "enqueued 1, already enqueued 0, disabled 0, skipped "[23]" (overlap)" ]]
 	[ "$(njobs_of long)" -eq 1 ]
@@ -77,8 +82,7 @@ max_running() {
 	start_worker w -j 4 --poll 100ms --handler "long=echo start >>'$log'; while [ ! -e '$gate' ]; do sleep 0.05; done; echo end >>'$log'"
 	wait_for 10 sql_is "SELECT state FROM pendulum.jobs" RUNNING
 	# while it runs, every occurrence is skipped, naming the running job
-	rewind long 10
-	run --separate-stderr pd-cron run --once
+	tick_after long 10
 	[ "$status" -eq 0 ]
 	[[ "$output" == "enqueued 0, already enqueued 0, disabled 0, skipped "* ]]
 	[ "$(njobs_of long)" -eq 1 ]
@@ -96,8 +100,7 @@ max_running() {
 	# it ends; the next tick fires again, one job at a time
 	touch "$gate"
 	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" SUCCEEDED
-	rewind long 20
-	run --separate-stderr pd-cron run --once
+	tick_after long 20
 	[ "$status" -eq 0 ]
 	[[ "$output" == "enqueued 1, "* ]]
 	[ "$(active_of long)" -le 1 ]
@@ -116,8 +119,7 @@ max_running() {
 		    misfire: FIRE_ALL
 	EOF
 	pd-cron apply "$BATS_TEST_TMPDIR/s.yaml" >/dev/null
-	rewind many 3
-	run --separate-stderr pd-cron run --once
+	tick_after many 3
 	[ "$status" -eq 0 ]
 	[[ "$output" == "enqueued "[34]", already enqueued 0, disabled 0" ]]
 	[ "$(skipped_of many)" -eq 0 ]
