@@ -10,9 +10,13 @@
  * max(last_fired_at, next_fire_at - 1s) up to now, keeps those the misfire
  * policy keeps (pd_sched_due), enqueues each through pendulum.enqueue_ex
  * with idempotency key cron:<schedule-id>:<fire-instant> and run_at = the
- * occurrence's instant, then records the progress, all in one transaction
- * that holds the schedule's row (FOR UPDATE SKIP LOCKED). Two tickers never
- * make two jobs of one occurrence: the unique key stops the second insert.
+ * occurrence's instant (plus the schedule's fixed jitter offset), records
+ * each occurrence in pendulum.cron_fires, then records the progress, all in
+ * one transaction that holds the schedule's row (FOR UPDATE SKIP LOCKED).
+ * Two tickers never make two jobs of one occurrence: the unique key stops
+ * the second insert. With overlap SKIP, an occurrence finding an earlier job
+ * of the schedule still active (pendulum.cron_busy_job) is recorded as
+ * skipped instead of enqueued.
  */
 #ifndef PD_SCHED_H
 #define PD_SCHED_H
