@@ -1,7 +1,8 @@
 /*
  * pd-cron: schedules whose occurrences become ordinary jobs. add, list, rm,
- * pause, resume, preview, apply (a YAML file), and run (the ticker, which
- * lib/ticker runs on the daemon loop).
+ * pause, resume, preview, apply (a YAML or crontab file), check (a file,
+ * without a database), and run (the ticker, which lib/ticker runs on the
+ * daemon loop).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "crontab.h"
 #include "dur.h"
 #include "jobspec.h"
 #include "json.h"
@@ -32,6 +34,7 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 static int cmd_by_name(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e);
+static int cmd_check(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 
 #define T_HELP "  -t, --tenant TENANT      the schedule's tenant (default 'default')\n"
@@ -63,12 +66,21 @@ static const struct command commands[] = {
      "      --from INSTANT         start at this ISO 8601 instant, included (default now)\n"
      "  -n, --count COUNT          how many (default 5, at most 10000)\n"
      "      --local                add the wall-clock time in ZONE\n"},
-    {"apply", cmd_apply, "apply FILE [--prune] [--dry-run] [-t TENANT]",
-     "Make the stored schedules match a YAML file: create and update, and with\n"
-     "--prune delete those the file does not name. One transaction.\n"
+    {"apply", cmd_apply, "apply FILE [--crontab] [--prune] [--dry-run] [-t TENANT]",
+     "Make the stored schedules match a YAML or crontab file: create and update,\n"
+     "and with --prune delete those the file does not name (of a crontab file:\n"
+     "those of the same file only). One transaction.\n"
+     "      --crontab              FILE is a crontab (default: guessed from its content)\n"
      "      --prune                delete schedules not in FILE\n"
      "      --dry-run              print the changes, write nothing\n"
      "  -t, --tenant TENANT        manage only TENANT's schedules\n"},
+    {"check", cmd_check, "check FILE [--crontab] [--from INSTANT] [--json]",
+     "Parse a YAML or crontab file and print each schedule with its next three\n"
+     "fires, in its zone and in UTC, and what daylight-saving time does to\n"
+     "them. Needs no database.\n"
+     "      --crontab              FILE is a crontab (default: guessed from its content)\n"
+     "      --from INSTANT         fires from this ISO 8601 instant on (default now)\n"
+     "      --json                 one JSON object a schedule\n"},
     {"run", cmd_run, "run [--once] [--interval DURATION] [--skip-grace DURATION]",
      "The ticker: enqueue every due occurrence as a job.\n"
      "      --once                 one tick, print what it did, and exit\n"
@@ -84,7 +96,8 @@ static const char *summary[] = {
     "stop firing a schedule",
     "fire it again, from now on",
     "next fire instants; no database needed",
-    "sync schedules from a YAML file",
+    "sync schedules from a YAML or crontab file",
+    "parse a file, show the next fires; no database needed",
     "the ticker: enqueue due occurrences as jobs",
 };
 
@@ -412,10 +425,38 @@ static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	return 0;
 }
 
+/* apply for a crontab file: its prune deletes only the schedules of that file (its types). */
+static int apply_crontab(struct pd_app *a, const char *path, const char *tenant, int prune,
+			 int dry, struct pd_err *e)
+{
+	struct pd_crontab t;
+	struct pd_apply_stats st;
+	struct pd_buf out = PD_BUF_INIT;
+	struct pd_sched *v;
+	char prefix[80];
+	int rc;
+
+	/* Everything in the file is checked before the database is touched. */
+	if (pd_crontab_load(&t, path, tenant, e) < 0)
+		return -1;
+	v = pd_crontab_scheds(&t);
+	pd_crontab_prefix(&t, prefix, sizeof(prefix));
+	rc = connect_db(a, e);
+	if (rc == 0)
+		rc = pd_sched_apply_types(&a->db, v, t.n, tenant, prefix, prune, dry, &out, &st, e);
+	if (rc == 0 && out.len)
+		fputs(out.data, stdout);
+	pd_buf_release(&out);
+	free(v);
+	pd_crontab_release(&t);
+	return rc;
+}
+
 static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 {
-	enum { O_PRUNE = 256, O_DRY };
+	enum { O_PRUNE = 256, O_DRY, O_CRONTAB };
 	static const struct option opts[] = {
+	    {"crontab", no_argument, NULL, O_CRONTAB},
 	    {"prune", no_argument, NULL, O_PRUNE},
 	    {"dry-run", no_argument, NULL, O_DRY},
 	    {"tenant", required_argument, NULL, 't'},
@@ -426,7 +467,7 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	struct pd_apply_stats st;
 	struct pd_buf out = PD_BUF_INIT;
 	const char *tenant = NULL;
-	int ch, prune = 0, dry = 0, rc;
+	int ch, prune = 0, dry = 0, crontab = 0, rc;
 
 	while ((ch = pd_cli_getopt(argc, argv, ":t:h", opts)) != -1) {
 		switch (ch) {
@@ -435,6 +476,9 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 			break;
 		case O_DRY:
 			dry = 1;
+			break;
+		case O_CRONTAB:
+			crontab = 1;
 			break;
 		case 't':
 			tenant = optarg;
@@ -449,6 +493,10 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing FILE")
 					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
 							argv[optind + 1]);
+	if (!crontab && (crontab = pd_crontab_sniff(argv[optind], e)) < 0)
+		return -1;
+	if (crontab)
+		return apply_crontab(a, argv[optind], tenant, prune, dry, e);
 	/* Everything in the file is checked before the database is touched. */
 	if (pd_sched_file_load(&f, argv[optind], tenant, tenant != NULL, e) < 0)
 		return -1;
@@ -459,6 +507,140 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 		fputs(out.data, stdout);
 	pd_buf_release(&out);
 	pd_sched_file_release(&f);
+	return rc;
+}
+
+static const char *const dst_notes[] = {
+    NULL,
+    "its wall time does not exist that day (daylight-saving gap): fires after the gap",
+    "its wall time happens twice that day (daylight-saving end): fires the first time only",
+};
+static const char *const dst_names[] = {NULL, "gap", "twice"};
+
+/* One schedule of check: a header line and its next three fires after t, or a JSON line. */
+static int check_one(struct pd_app *a, const struct pd_sched *s, const char *command,
+		     const struct pd_crontab *t, long long from, struct pd_err *e)
+{
+	struct pd_buf b = PD_BUF_INIT;
+	struct pd_cron c;
+	long long at = from;
+
+	if (pd_cron_parse(&c, s->cron, e) < 0)
+		return -1;
+	if (a->json) {
+		pd_buf_puts(&b, "{\"name\":");
+		pd_json_quote(&b, s->name, strlen(s->name));
+		pd_buf_printf(&b, ",\"line\":%d,\"type\":", s->line);
+		pd_json_quote(&b, s->type, strlen(s->type));
+		pd_buf_puts(&b, ",\"cron\":");
+		pd_json_quote(&b, s->cron, strlen(s->cron));
+		pd_buf_puts(&b, ",\"timezone\":");
+		pd_json_quote(&b, s->timezone, strlen(s->timezone));
+		pd_buf_printf(&b, ",\"host_zone\":%s",
+			      t && strcmp(s->timezone, t->zone) == 0 ? "true" : "false");
+		if (command) {
+			pd_buf_puts(&b, ",\"command\":");
+			pd_json_quote(&b, command, strlen(command));
+		}
+		pd_buf_puts(&b, ",\"next\":[");
+	} else {
+		printf("%s (line %d): %s  %s%s\n", s->name, s->line, s->cron, s->timezone,
+		       t && strcmp(s->timezone, t->zone) == 0 ? " (the host's zone)" : "");
+		if (command)
+			printf("  command: %s\n", command);
+	}
+	for (int i = 0; i < 3; i++) {
+		char utc[PD_INSTANT_MAX], local[96];
+		int dst;
+
+		if (pd_cron_next(&c, s->timezone, at, &at, e) < 0) {
+			pd_buf_release(&b);
+			return -1;
+		}
+		both(at, s->timezone, utc, local, sizeof(local));
+		dst = pd_cron_dst(&c, s->timezone, at);
+		if (a->json) {
+			pd_buf_puts(&b, i ? ",{\"at\":" : "{\"at\":");
+			pd_json_quote(&b, utc, strlen(utc));
+			pd_buf_puts(&b, ",\"local\":");
+			pd_json_quote(&b, local, strlen(local));
+			if (dst)
+				pd_buf_printf(&b, ",\"dst\":\"%s\"", dst_names[dst]);
+			pd_buf_putc(&b, '}');
+		} else {
+			printf("  %s  %s%s%s\n", local, utc, dst ? "  " : "", dst ? dst_notes[dst] : "");
+		}
+	}
+	if (a->json) {
+		pd_buf_puts(&b, "]}\n");
+		fputs(b.data, stdout);
+	}
+	pd_buf_release(&b);
+	return 0;
+}
+
+static int cmd_check(struct pd_app *a, int argc, char **argv, struct pd_err *e)
+{
+	enum { O_CRONTAB = 256, O_FROM, O_JSON };
+	static const struct option opts[] = {
+	    {"crontab", no_argument, NULL, O_CRONTAB},
+	    {"from", required_argument, NULL, O_FROM},
+	    {"json", no_argument, NULL, O_JSON},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct pd_err e2 = PD_ERR_INIT;
+	long long from_us = (long long)time(NULL) * 1000000LL, from;
+	int ch, crontab = 0, rc = 0;
+
+	while ((ch = pd_cli_getopt(argc, argv, ":h", opts)) != -1) {
+		switch (ch) {
+		case O_CRONTAB:
+			crontab = 1;
+			break;
+		case O_FROM:
+			if (pd_instant_parse(optarg, &from_us, &e2) < 0)
+				return pd_cli_usage(sub_synopsis(), "option --from: %s", e2.msg);
+			break;
+		case O_JSON:
+			a->json = 1;
+			break;
+		case 'h':
+			return sub_help();
+		default:
+			return pd_cli_bad_option(sub_synopsis(), ch, argv);
+		}
+	}
+	if (argc - optind != 1)
+		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing FILE")
+					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
+							argv[optind + 1]);
+	/* --from is included, as in preview. */
+	from = from_us / 1000000LL - (from_us % 1000000LL < 0) - (from_us % 1000000LL == 0);
+	if (!crontab && (crontab = pd_crontab_sniff(argv[optind], e)) < 0)
+		return -1;
+	if (crontab) {
+		struct pd_crontab t;
+
+		if (pd_crontab_load(&t, argv[optind], NULL, e) < 0)
+			return -1;
+		if (!a->json)
+			printf("%s: %d schedule%s; host zone %s (from %s)\n", argv[optind], t.n,
+			       t.n == 1 ? "" : "s", t.zone, t.zone_from);
+		for (int i = 0; i < t.n && rc == 0; i++)
+			rc = check_one(a, &t.v[i].s, t.v[i].command, &t, from, e);
+		pd_crontab_release(&t);
+	} else {
+		struct pd_sched_file f;
+
+		if (pd_sched_file_load(&f, argv[optind], NULL, 0, e) < 0)
+			return -1;
+		if (!a->json)
+			printf("%s: %d schedule%s\n", argv[optind], f.n, f.n == 1 ? "" : "s");
+		for (int i = 0; i < f.n && rc == 0; i++)
+			rc = check_one(a, &f.v[i], NULL, NULL, from, e);
+		pd_sched_file_release(&f);
+	}
 	return rc;
 }
 
