@@ -426,8 +426,8 @@ static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e
 }
 
 /* apply for a crontab file: its prune deletes only the schedules of that file (its types). */
-static int apply_crontab(struct pd_app *a, const char *path, const char *tenant, int prune,
-			 int dry, struct pd_err *e)
+static int apply_crontab(struct pd_app *a, const char *path, const char *tenant, int prune, int dry,
+			 struct pd_err *e)
 {
 	struct pd_crontab t;
 	struct pd_apply_stats st;
@@ -456,12 +456,9 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 {
 	enum { O_PRUNE = 256, O_DRY, O_CRONTAB };
 	static const struct option opts[] = {
-	    {"crontab", no_argument, NULL, O_CRONTAB},
-	    {"prune", no_argument, NULL, O_PRUNE},
-	    {"dry-run", no_argument, NULL, O_DRY},
-	    {"tenant", required_argument, NULL, 't'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"crontab", no_argument, NULL, O_CRONTAB}, {"prune", no_argument, NULL, O_PRUNE},
+	    {"dry-run", no_argument, NULL, O_DRY},     {"tenant", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
 	};
 	struct pd_sched_file f;
 	struct pd_apply_stats st;
@@ -568,7 +565,8 @@ static int check_one(struct pd_app *a, const struct pd_sched *s, const char *com
 				pd_buf_printf(&b, ",\"dst\":\"%s\"", dst_names[dst]);
 			pd_buf_putc(&b, '}');
 		} else {
-			printf("  %s  %s%s%s\n", local, utc, dst ? "  " : "", dst ? dst_notes[dst] : "");
+			printf("  %s  %s%s%s\n", local, utc, dst ? "  " : "",
+			       dst ? dst_notes[dst] : "");
 		}
 	}
 	if (a->json) {

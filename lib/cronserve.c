@@ -102,8 +102,8 @@ int pd_cronserve_apply(struct pd_cronserve *c, struct pd_db *db, struct pd_err *
 	if (rc == 0) {
 		c->pending = 0;
 		pd_log(PD_LOG_INFO, "crontab applied",
-		       "file=%s schedules=%d created=%d updated=%d deleted=%d host_zone=%s", c->path,
-		       t->n, st.created, st.updated, st.deleted, t->zone);
+		       "file=%s schedules=%d created=%d updated=%d deleted=%d host_zone=%s",
+		       c->path, t->n, st.created, st.updated, st.deleted, t->zone);
 		for (char *s = out.data, *nl; s && *s; s = nl + 1) {
 			nl = strchr(s, '\n');
 			*nl = '\0';

@@ -461,12 +461,13 @@ static int schedule(struct parser *p, const char *s)
 		return lerr(p, first, "%s", e2.msg);
 	for (int k = 0; k < t->n - 1; k++)
 		if (strcmp(t->v[k].s.name, en->s.name) == 0)
-			return en->named ? lerr(p, first, "schedule '%s' is already defined at line %d",
-						en->s.name, t->v[k].s.line)
-					 : lerr(p, first,
-						"same expression and command as line %d: name one "
-						"of them with '# pd: name=NAME'",
-						t->v[k].s.line);
+			return en->named
+				   ? lerr(p, first, "schedule '%s' is already defined at line %d",
+					  en->s.name, t->v[k].s.line)
+				   : lerr(p, first,
+					  "same expression and command as line %d: name one "
+					  "of them with '# pd: name=NAME'",
+					  t->v[k].s.line);
 	return 0;
 }
 
@@ -486,7 +487,8 @@ static int parse_line(struct parser *p, const char *s)
 	}
 	if (is_assignment(s, &nl)) {
 		if (p->ann_line)
-			return lerr(p, s, "the annotation at line %d must be followed by a schedule",
+			return lerr(p, s,
+				    "the annotation at line %d must be followed by a schedule",
 				    p->ann_line);
 		return assign(p, s, nl);
 	}

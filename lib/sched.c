@@ -1121,7 +1121,8 @@ int pd_sched_apply_types(struct pd_db *db, const struct pd_sched *v, int n, cons
 	for (int k = 0; prune && k < rows; k++) {
 		const char *id[1] = {PQgetvalue(r, k, C_ID)};
 
-		if (seen[k] || (types && strncmp(PQgetvalue(r, k, C_TYPE), types, strlen(types)) != 0))
+		if (seen[k] ||
+		    (types && strncmp(PQgetvalue(r, k, C_TYPE), types, strlen(types)) != 0))
 			continue;
 		if (pd_db_exec(db, "DELETE FROM pendulum.cron_schedules WHERE id = $1", 1, id,
 			       PGRES_COMMAND_OK, NULL, e) < 0)

@@ -14,8 +14,7 @@
 
 static int parse(struct pd_crontab *t, const char *text, struct pd_err *e)
 {
-	return pd_crontab_parse(t, "/etc/pendulum/app.crontab", text, strlen(text), "UTC", NULL,
-				e);
+	return pd_crontab_parse(t, "/etc/pendulum/app.crontab", text, strlen(text), "UTC", NULL, e);
 }
 
 /* The error of text, "" when it parses. */
@@ -129,19 +128,18 @@ static void errors(void)
 	m = error_of("# ok\n* * * * * ok\n61 * * * * bad\n");
 	ok(strncmp(m, "/etc/pendulum/app.crontab:3:1: ", 31) == 0, "a bad minute names FILE:3:1");
 	ok(strstr(m, "61") != NULL, "and the value");
-	is_str(error_of("\n\n* * * *\n"), "/etc/pendulum/app.crontab:3:8: expected five fields and a command",
-	       "a short line");
+	is_str(error_of("\n\n* * * *\n"),
+	       "/etc/pendulum/app.crontab:3:8: expected five fields and a command", "a short line");
 	is_str(error_of("* * * * *\n"),
-	       "/etc/pendulum/app.crontab:1:10: missing command after '* * * * *'",
-	       "no command");
+	       "/etc/pendulum/app.crontab:1:10: missing command after '* * * * *'", "no command");
 	ok(strstr(error_of("@reboot x\n"), ":1:1: @reboot is not supported") != NULL, "@reboot");
 	ok(strstr(error_of("@often x\n"), ":1:1: ") != NULL, "an unknown macro");
 	ok(strstr(error_of("CRON_TZ=Mars/Base\n"), ":1:9: CRON_TZ: ") != NULL,
 	   "an unknown zone names the value's column");
 	m = error_of("# pd: name=x retries=3\n* * * * * x\n");
 	ok(strstr(m, ":1:14: unknown annotation key 'retries'") != NULL, "an unknown key");
-	ok(strstr(error_of("# pd: timeout\n* * * * * x\n"), ":1:7: annotation: expected KEY=VALUE") !=
-	       NULL,
+	ok(strstr(error_of("# pd: timeout\n* * * * * x\n"),
+		  ":1:7: annotation: expected KEY=VALUE") != NULL,
 	   "a key without a value");
 	ok(strstr(error_of("# pd: timeout=soon\n* * * * * x\n"), ":1:7: annotation 'timeout': ") !=
 	       NULL,
@@ -158,8 +156,8 @@ static void errors(void)
 	ok(strstr(error_of("# pd: name=a\nX=1\n* * * * * x\n"), ":2:1: the annotation at line 1") !=
 	       NULL,
 	   "an annotation before an assignment");
-	ok(strstr(error_of("* * * * * x\n# pd: name=a\n"), ":2: the annotation is followed by no") !=
-	       NULL,
+	ok(strstr(error_of("* * * * * x\n# pd: name=a\n"),
+		  ":2: the annotation is followed by no") != NULL,
 	   "an annotation at the end");
 	ok(strstr(error_of("# pd: name=a\n* * * * * x\n# pd: name=a\n1 * * * * y\n"),
 		  ":4:1: schedule 'a' is already defined at line 2") != NULL,
@@ -176,9 +174,12 @@ static void detection(void)
 		const char *name, *text;
 		int want;
 	} cases[] = {
-	    {"a", "# c\n\n0 3 * * * x\n", 1},	  {"b", "PATH=/bin\n* * * * * x\n", 1},
-	    {"c", "@daily x\n", 1},		  {"d", "# pd: name=x\n* * * * * x\n", 1},
-	    {"e", "schedules:\n  - name: x\n", 0}, {"f.yaml", "@daily x\n", 0},
+	    {"a", "# c\n\n0 3 * * * x\n", 1},
+	    {"b", "PATH=/bin\n* * * * * x\n", 1},
+	    {"c", "@daily x\n", 1},
+	    {"d", "# pd: name=x\n* * * * * x\n", 1},
+	    {"e", "schedules:\n  - name: x\n", 0},
+	    {"f.yaml", "@daily x\n", 0},
 	    {"g", "", 0},
 	};
 	char dir[] = "/tmp/crontab_test.XXXXXX", path[256];
