@@ -350,6 +350,15 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	return 0;
 }
 
+/* The epoch second to search after so that --from (microseconds) is included. */
+static long long included(long long from_us)
+{
+	/* one second before its (rounded up) second */
+	long long t = from_us / 1000000LL - (from_us % 1000000LL < 0);
+
+	return from_us % 1000000LL == 0 ? t - 1 : t;
+}
+
 static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 {
 	enum { O_TZ = 256, O_FROM, O_LOCAL };
@@ -394,10 +403,7 @@ static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e
 							argv[optind + 1]);
 	if (pd_cron_parse(&c, argv[optind], e) < 0 || pd_tz_check(zone, e) < 0)
 		return -1;
-	/* --from is included: start one second before its (rounded up) second. */
-	t = from_us / 1000000LL - (from_us % 1000000LL < 0);
-	if (from_us % 1000000LL == 0)
-		t--;
+	t = included(from_us);
 	for (long long i = 0; i < count; i++) {
 		char utc[PD_INSTANT_MAX], lt[96];
 
@@ -425,31 +431,50 @@ static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	return 0;
 }
 
-/* apply for a crontab file: its prune deletes only the schedules of that file (its types). */
-static int apply_crontab(struct pd_app *a, const char *path, const char *tenant, int prune, int dry,
-			 struct pd_err *e)
-{
+/* A schedules file of either kind, loaded and checked. */
+struct loaded {
+	int crontab;
 	struct pd_crontab t;
-	struct pd_apply_stats st;
-	struct pd_buf out = PD_BUF_INIT;
-	struct pd_sched *v;
-	char prefix[80];
-	int rc;
+	struct pd_sched_file f;
+	struct pd_sched *v; /* the schedules: the crontab's (malloc'd) or f.v */
+	int n;
+	char prefix[80]; /* a crontab's job types (its --prune scope) */
+};
 
-	/* Everything in the file is checked before the database is touched. */
-	if (pd_crontab_load(&t, path, tenant, e) < 0)
+/*
+ * Load path as a crontab (crontab set, or guessed from its content) or a
+ * YAML file, tenant as for pd_sched_file_load. Nothing is written.
+ */
+static int load_file(struct loaded *l, const char *path, int crontab, const char *tenant,
+		     struct pd_err *e)
+{
+	memset(l, 0, sizeof(*l));
+	if (!crontab && (crontab = pd_crontab_sniff(path, e)) < 0)
 		return -1;
-	v = pd_crontab_scheds(&t);
-	pd_crontab_prefix(&t, prefix, sizeof(prefix));
-	rc = connect_db(a, e);
-	if (rc == 0)
-		rc = pd_sched_apply_types(&a->db, v, t.n, tenant, prefix, prune, dry, &out, &st, e);
-	if (rc == 0 && out.len)
-		fputs(out.data, stdout);
-	pd_buf_release(&out);
-	free(v);
-	pd_crontab_release(&t);
-	return rc;
+	l->crontab = crontab;
+	if (!crontab) {
+		if (pd_sched_file_load(&l->f, path, tenant, tenant != NULL, e) < 0)
+			return -1;
+		l->v = l->f.v;
+		l->n = l->f.n;
+		return 0;
+	}
+	if (pd_crontab_load(&l->t, path, tenant, e) < 0)
+		return -1;
+	l->v = pd_crontab_scheds(&l->t);
+	l->n = l->t.n;
+	pd_crontab_prefix(&l->t, l->prefix, sizeof(l->prefix));
+	return 0;
+}
+
+static void release_file(struct loaded *l)
+{
+	if (l->crontab) {
+		free(l->v);
+		pd_crontab_release(&l->t);
+	} else {
+		pd_sched_file_release(&l->f);
+	}
 }
 
 static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
@@ -460,7 +485,7 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	    {"dry-run", no_argument, NULL, O_DRY},     {"tenant", required_argument, NULL, 't'},
 	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
 	};
-	struct pd_sched_file f;
+	struct loaded f;
 	struct pd_apply_stats st;
 	struct pd_buf out = PD_BUF_INIT;
 	const char *tenant = NULL;
@@ -490,20 +515,17 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing FILE")
 					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
 							argv[optind + 1]);
-	if (!crontab && (crontab = pd_crontab_sniff(argv[optind], e)) < 0)
-		return -1;
-	if (crontab)
-		return apply_crontab(a, argv[optind], tenant, prune, dry, e);
 	/* Everything in the file is checked before the database is touched. */
-	if (pd_sched_file_load(&f, argv[optind], tenant, tenant != NULL, e) < 0)
+	if (load_file(&f, argv[optind], crontab, tenant, e) < 0)
 		return -1;
 	rc = connect_db(a, e);
 	if (rc == 0)
-		rc = pd_sched_apply(&a->db, f.v, f.n, tenant, prune, dry, &out, &st, e);
+		rc = pd_sched_apply_types(&a->db, f.v, f.n, tenant, f.crontab ? f.prefix : NULL,
+					  prune, dry, &out, &st, e);
 	if (rc == 0 && out.len)
 		fputs(out.data, stdout);
 	pd_buf_release(&out);
-	pd_sched_file_release(&f);
+	release_file(&f);
 	return rc;
 }
 
@@ -590,6 +612,7 @@ static int cmd_check(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	struct pd_err e2 = PD_ERR_INIT;
 	long long from_us = (long long)time(NULL) * 1000000LL, from;
 	int ch, crontab = 0, rc = 0;
+	struct loaded f;
 
 	while ((ch = pd_cli_getopt(argc, argv, ":h", opts)) != -1) {
 		switch (ch) {
@@ -613,32 +636,18 @@ static int cmd_check(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing FILE")
 					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
 							argv[optind + 1]);
-	/* --from is included, as in preview. */
-	from = from_us / 1000000LL - (from_us % 1000000LL < 0) - (from_us % 1000000LL == 0);
-	if (!crontab && (crontab = pd_crontab_sniff(argv[optind], e)) < 0)
+	from = included(from_us);
+	if (load_file(&f, argv[optind], crontab, NULL, e) < 0)
 		return -1;
-	if (crontab) {
-		struct pd_crontab t;
-
-		if (pd_crontab_load(&t, argv[optind], NULL, e) < 0)
-			return -1;
-		if (!a->json)
-			printf("%s: %d schedule%s; host zone %s (from %s)\n", argv[optind], t.n,
-			       t.n == 1 ? "" : "s", t.zone, t.zone_from);
-		for (int i = 0; i < t.n && rc == 0; i++)
-			rc = check_one(a, &t.v[i].s, t.v[i].command, &t, from, e);
-		pd_crontab_release(&t);
-	} else {
-		struct pd_sched_file f;
-
-		if (pd_sched_file_load(&f, argv[optind], NULL, 0, e) < 0)
-			return -1;
-		if (!a->json)
-			printf("%s: %d schedule%s\n", argv[optind], f.n, f.n == 1 ? "" : "s");
-		for (int i = 0; i < f.n && rc == 0; i++)
-			rc = check_one(a, &f.v[i], NULL, NULL, from, e);
-		pd_sched_file_release(&f);
-	}
+	if (!a->json && f.crontab)
+		printf("%s: %d schedule%s; host zone %s (from %s)\n", argv[optind], f.n,
+		       f.n == 1 ? "" : "s", f.t.zone, f.t.zone_from);
+	else if (!a->json)
+		printf("%s: %d schedule%s\n", argv[optind], f.n, f.n == 1 ? "" : "s");
+	for (int i = 0; i < f.n && rc == 0; i++)
+		rc = check_one(a, &f.v[i], f.crontab ? f.t.v[i].command : NULL,
+			       f.crontab ? &f.t : NULL, from, e);
+	release_file(&f);
 	return rc;
 }
 
