@@ -1140,12 +1140,12 @@ static void batch_done(struct worker *w)
 	batch_free(b);
 }
 
-static int on_connect(struct pd_daemon *d, int first, struct pd_err *e);
+static int register_row(struct pd_daemon *d, int first, struct pd_err *e);
 
 /* The workers row again after a reload (queues, job types): nothing in flight. */
 static int reregister(struct worker *w, struct pd_err *e)
 {
-	if (on_connect(&w->d, 0, e) < 0)
+	if (register_row(&w->d, 0, e) < 0)
 		return pd_daemon_db_failed(&w->d, e);
 	return 0;
 }
@@ -1238,7 +1238,8 @@ static int reap_pass(struct worker *w, long long now, struct pd_err *e)
 	return 0;
 }
 
-static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
+/* The workers row (also again after a reload, on the same session). */
+static int register_row(struct pd_daemon *d, int first, struct pd_err *e)
 {
 	static const char *any[] = {"*"};
 	struct worker *w = d->ctx;
@@ -1247,13 +1248,21 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 	if (w->flight)
 		batch_failed(w); /* sent on the old connection: its start records go again */
 	w->reregister = 0;
-	if (w->cfg->ext && w->cfg->ext->connect)
-		w->cfg->ext->connect(w->cfg->ext);
 	if (pd_worker_register(d->db, w->d.id, w->d.host, (int)getpid(), w->cfg->queues,
 			       w->cfg->nqueues, w->types ? w->types : any, w->types ? w->ntypes : 1,
 			       (int)w->cfg->engine.concurrency, w->cfg->lease_ms, e) < 0)
 		return -1;
 	return 0;
+}
+
+/* A new session: the program's hook (the ticker lock went with the old one), the workers row. */
+static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
+{
+	struct worker *w = d->ctx;
+
+	if (w->cfg->ext && w->cfg->ext->connect)
+		w->cfg->ext->connect(w->cfg->ext);
+	return register_row(d, first, e);
 }
 
 /* Runs in use: jobs in flight. */
