@@ -1,8 +1,9 @@
 /*
  * pd-cron: schedules whose occurrences become ordinary jobs. add, list, rm,
- * pause, resume, trigger, history, preview, apply (a YAML file), and run
- * (the ticker, which lib/ticker runs on the daemon loop). --json is taken
- * before or after the command (sub_getopt).
+ * pause, resume, trigger, history, preview, apply (a YAML or crontab file),
+ * check (a file, without a database), and run (the ticker, which lib/ticker
+ * runs on the daemon loop). --json is taken before or after the command
+ * (sub_getopt).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "crontab.h"
 #include "dur.h"
 #include "jobspec.h"
 #include "json.h"
@@ -33,6 +35,7 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 static int cmd_by_name(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e);
+static int cmd_check(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 static int cmd_history(struct pd_app *a, int argc, char **argv, struct pd_err *e);
 
@@ -78,12 +81,21 @@ static const struct command commands[] = {
      "      --from INSTANT         start at this ISO 8601 instant, included (default now)\n"
      "  -n, --count COUNT          how many (default 5, at most 10000)\n"
      "      --local                add the wall-clock time in ZONE\n"},
-    {"apply", cmd_apply, "apply FILE [--prune] [--dry-run] [-t TENANT]",
-     "Make the stored schedules match a YAML file: create and update, and with\n"
-     "--prune delete those the file does not name. One transaction.\n"
+    {"apply", cmd_apply, "apply FILE [--crontab] [--prune] [--dry-run] [-t TENANT]",
+     "Make the stored schedules match a YAML or crontab file: create and update,\n"
+     "and with --prune delete those the file does not name (of a crontab file:\n"
+     "those of the same file only). One transaction.\n"
+     "      --crontab              FILE is a crontab (default: guessed from its content)\n"
      "      --prune                delete schedules not in FILE\n"
      "      --dry-run              print the changes, write nothing\n"
      "  -t, --tenant TENANT        manage only TENANT's schedules\n"},
+    {"check", cmd_check, "check FILE [--crontab] [--from INSTANT] [--json]",
+     "Parse a YAML or crontab file and print each schedule with its next three\n"
+     "fires, in its zone and in UTC, and what daylight-saving time does to\n"
+     "them. Needs no database.\n"
+     "      --crontab              FILE is a crontab (default: guessed from its content)\n"
+     "      --from INSTANT         fires from this ISO 8601 instant on (default now)\n"
+     "      --json                 one JSON object a schedule\n"},
     {"run", cmd_run, "run [--once] [--interval DURATION] [--skip-grace DURATION]",
      "The ticker: enqueue every due occurrence as a job.\n"
      "      --once                 one tick, print what it did, and exit\n"
@@ -101,7 +113,8 @@ static const char *summary[] = {
     "fire a schedule now",
     "a schedule's latest occurrences and their jobs",
     "next fire instants; no database needed",
-    "sync schedules from a YAML file",
+    "sync schedules from a YAML or crontab file",
+    "parse a file, show the next fires; no database needed",
     "the ticker: enqueue due occurrences as jobs",
 };
 
@@ -588,6 +601,15 @@ static int cmd_history(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	return 0;
 }
 
+/* The epoch second to search after so that --from (microseconds) is included. */
+static long long included(long long from_us)
+{
+	/* one second before its (rounded up) second */
+	long long t = from_us / 1000000LL - (from_us % 1000000LL < 0);
+
+	return from_us % 1000000LL == 0 ? t - 1 : t;
+}
+
 static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 {
 	enum { O_TZ = 256, O_FROM, O_LOCAL };
@@ -632,10 +654,7 @@ static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e
 							argv[optind + 1]);
 	if (pd_cron_parse(&c, argv[optind], e) < 0 || pd_tz_check(zone, e) < 0)
 		return -1;
-	/* --from is included: start one second before its (rounded up) second. */
-	t = from_us / 1000000LL - (from_us % 1000000LL < 0);
-	if (from_us % 1000000LL == 0)
-		t--;
+	t = included(from_us);
 	for (long long i = 0; i < count; i++) {
 		char utc[PD_INSTANT_MAX], lt[96];
 
@@ -663,21 +682,65 @@ static int cmd_preview(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	return 0;
 }
 
+/* A schedules file of either kind, loaded and checked. */
+struct loaded {
+	int crontab;
+	struct pd_crontab t;
+	struct pd_sched_file f;
+	struct pd_sched *v; /* the schedules: the crontab's (malloc'd) or f.v */
+	int n;
+	char prefix[80]; /* a crontab's job types (its --prune scope) */
+};
+
+/*
+ * Load path as a crontab (crontab set, or guessed from its content) or a
+ * YAML file, tenant as for pd_sched_file_load. Nothing is written.
+ */
+static int load_file(struct loaded *l, const char *path, int crontab, const char *tenant,
+		     struct pd_err *e)
+{
+	memset(l, 0, sizeof(*l));
+	if (!crontab && (crontab = pd_crontab_sniff(path, e)) < 0)
+		return -1;
+	l->crontab = crontab;
+	if (!crontab) {
+		if (pd_sched_file_load(&l->f, path, tenant, tenant != NULL, e) < 0)
+			return -1;
+		l->v = l->f.v;
+		l->n = l->f.n;
+		return 0;
+	}
+	if (pd_crontab_load(&l->t, path, tenant, e) < 0)
+		return -1;
+	l->v = pd_crontab_scheds(&l->t);
+	l->n = l->t.n;
+	pd_crontab_prefix(&l->t, l->prefix, sizeof(l->prefix));
+	return 0;
+}
+
+static void release_file(struct loaded *l)
+{
+	if (l->crontab) {
+		free(l->v);
+		pd_crontab_release(&l->t);
+	} else {
+		pd_sched_file_release(&l->f);
+	}
+}
+
 static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 {
-	enum { O_PRUNE = 256, O_DRY };
+	enum { O_PRUNE = 256, O_DRY, O_CRONTAB };
 	static const struct option opts[] = {
-	    {"prune", no_argument, NULL, O_PRUNE},
-	    {"dry-run", no_argument, NULL, O_DRY},
-	    {"tenant", required_argument, NULL, 't'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"crontab", no_argument, NULL, O_CRONTAB}, {"prune", no_argument, NULL, O_PRUNE},
+	    {"dry-run", no_argument, NULL, O_DRY},     {"tenant", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
 	};
-	struct pd_sched_file f;
+	struct loaded f;
 	struct pd_apply_stats st;
 	struct pd_buf out = PD_BUF_INIT;
 	const char *tenant = NULL;
-	int ch, prune = 0, dry = 0, rc;
+	int ch, prune = 0, dry = 0, crontab = 0, rc;
 
 	while ((ch = sub_getopt(a, argc, argv, ":t:h", opts)) != -1) {
 		switch (ch) {
@@ -686,6 +749,9 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 			break;
 		case O_DRY:
 			dry = 1;
+			break;
+		case O_CRONTAB:
+			crontab = 1;
 			break;
 		case 't':
 			tenant = optarg;
@@ -701,15 +767,138 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
 							argv[optind + 1]);
 	/* Everything in the file is checked before the database is touched. */
-	if (pd_sched_file_load(&f, argv[optind], tenant, tenant != NULL, e) < 0)
+	if (load_file(&f, argv[optind], crontab, tenant, e) < 0)
 		return -1;
 	rc = connect_db(a, e);
 	if (rc == 0)
-		rc = pd_sched_apply(&a->db, f.v, f.n, tenant, prune, dry, &out, &st, e);
+		rc = pd_sched_apply_types(&a->db, f.v, f.n, tenant, f.crontab ? f.prefix : NULL,
+					  prune, dry, &out, &st, e);
 	if (rc == 0 && out.len)
 		fputs(out.data, stdout);
 	pd_buf_release(&out);
-	pd_sched_file_release(&f);
+	release_file(&f);
+	return rc;
+}
+
+static const char *const dst_notes[] = {
+    NULL,
+    "its wall time does not exist that day (daylight-saving gap): fires after the gap",
+    "its wall time happens twice that day (daylight-saving end): fires the first time only",
+};
+static const char *const dst_names[] = {NULL, "gap", "twice"};
+
+/* One schedule of check: a header line and its next three fires after t, or a JSON line. */
+static int check_one(struct pd_app *a, const struct pd_sched *s, const char *command,
+		     const struct pd_crontab *t, long long from, struct pd_err *e)
+{
+	struct pd_buf b = PD_BUF_INIT;
+	struct pd_cron c;
+	long long at = from;
+
+	if (pd_cron_parse(&c, s->cron, e) < 0)
+		return -1;
+	if (a->json) {
+		pd_buf_puts(&b, "{\"name\":");
+		pd_json_quote(&b, s->name, strlen(s->name));
+		pd_buf_printf(&b, ",\"line\":%d,\"type\":", s->line);
+		pd_json_quote(&b, s->type, strlen(s->type));
+		pd_buf_puts(&b, ",\"cron\":");
+		pd_json_quote(&b, s->cron, strlen(s->cron));
+		pd_buf_puts(&b, ",\"timezone\":");
+		pd_json_quote(&b, s->timezone, strlen(s->timezone));
+		pd_buf_printf(&b, ",\"host_zone\":%s",
+			      t && strcmp(s->timezone, t->zone) == 0 ? "true" : "false");
+		if (command) {
+			pd_buf_puts(&b, ",\"command\":");
+			pd_json_quote(&b, command, strlen(command));
+		}
+		pd_buf_puts(&b, ",\"next\":[");
+	} else {
+		printf("%s (line %d): %s  %s%s\n", s->name, s->line, s->cron, s->timezone,
+		       t && strcmp(s->timezone, t->zone) == 0 ? " (the host's zone)" : "");
+		if (command)
+			printf("  command: %s\n", command);
+	}
+	for (int i = 0; i < 3; i++) {
+		char utc[PD_INSTANT_MAX], local[96];
+		int dst;
+
+		if (pd_cron_next(&c, s->timezone, at, &at, e) < 0) {
+			pd_buf_release(&b);
+			return -1;
+		}
+		both(at, s->timezone, utc, local, sizeof(local));
+		dst = pd_cron_dst(&c, s->timezone, at);
+		if (a->json) {
+			pd_buf_puts(&b, i ? ",{\"at\":" : "{\"at\":");
+			pd_json_quote(&b, utc, strlen(utc));
+			pd_buf_puts(&b, ",\"local\":");
+			pd_json_quote(&b, local, strlen(local));
+			if (dst)
+				pd_buf_printf(&b, ",\"dst\":\"%s\"", dst_names[dst]);
+			pd_buf_putc(&b, '}');
+		} else {
+			printf("  %s  %s%s%s\n", local, utc, dst ? "  " : "",
+			       dst ? dst_notes[dst] : "");
+		}
+	}
+	if (a->json) {
+		pd_buf_puts(&b, "]}\n");
+		fputs(b.data, stdout);
+	}
+	pd_buf_release(&b);
+	return 0;
+}
+
+static int cmd_check(struct pd_app *a, int argc, char **argv, struct pd_err *e)
+{
+	enum { O_CRONTAB = 256, O_FROM, O_JSON };
+	static const struct option opts[] = {
+	    {"crontab", no_argument, NULL, O_CRONTAB},
+	    {"from", required_argument, NULL, O_FROM},
+	    {"json", no_argument, NULL, O_JSON},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct pd_err e2 = PD_ERR_INIT;
+	long long from_us = (long long)time(NULL) * 1000000LL, from;
+	int ch, crontab = 0, rc = 0;
+	struct loaded f;
+
+	while ((ch = pd_cli_getopt(argc, argv, ":h", opts)) != -1) {
+		switch (ch) {
+		case O_CRONTAB:
+			crontab = 1;
+			break;
+		case O_FROM:
+			if (pd_instant_parse(optarg, &from_us, &e2) < 0)
+				return pd_cli_usage(sub_synopsis(), "option --from: %s", e2.msg);
+			break;
+		case O_JSON:
+			a->json = 1;
+			break;
+		case 'h':
+			return sub_help();
+		default:
+			return pd_cli_bad_option(sub_synopsis(), ch, argv);
+		}
+	}
+	if (argc - optind != 1)
+		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing FILE")
+					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
+							argv[optind + 1]);
+	from = included(from_us);
+	if (load_file(&f, argv[optind], crontab, NULL, e) < 0)
+		return -1;
+	if (!a->json && f.crontab)
+		printf("%s: %d schedule%s; host zone %s (from %s)\n", argv[optind], f.n,
+		       f.n == 1 ? "" : "s", f.t.zone, f.t.zone_from);
+	else if (!a->json)
+		printf("%s: %d schedule%s\n", argv[optind], f.n, f.n == 1 ? "" : "s");
+	for (int i = 0; i < f.n && rc == 0; i++)
+		rc = check_one(a, &f.v[i], f.crontab ? f.t.v[i].command : NULL,
+			       f.crontab ? &f.t : NULL, from, e);
+	release_file(&f);
 	return rc;
 }
 

@@ -10,6 +10,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cronserve.h"
 #include "log.h"
 #include "worker.h"
 
@@ -29,6 +30,8 @@ static void help(void)
 	    "      --stream TYPE=COMMAND   one long-lived /bin/sh -c COMMAND for jobs of TYPE,\n"
 	    "                              a JSON line per job each way\n"
 	    "      --stream-exec TYPE=PATH the same, exec PATH (no shell)\n"
+	    "      --crontab FILE          serve a crontab: its commands, its schedules (applied\n"
+	    "                              with --prune for that file) and the ticker\n"
 	    "  -q, --queue QUEUE           queue to serve (repeatable; default 'default')\n"
 	    "  -j, --concurrency N         jobs in flight at once (default 4)\n"
 	    "      --lease DURATION        lease length (default 30s)\n"
@@ -90,8 +93,8 @@ static int add_handler(struct handlers *hs, const char *option, const char *arg,
 	return 0;
 }
 
-static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_app *app, int argc,
-		      char **argv, struct pd_err *e)
+static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_app *app,
+		      const char **crontab, int argc, char **argv, struct pd_err *e)
 {
 	enum {
 		O_HANDLER = PD_APP_OPT_OWN,
@@ -101,6 +104,7 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 		O_LEASE,
 		O_BEAT,
 		O_NOREAP,
+		O_CRONTAB,
 	};
 	static const struct option opts[] = {
 	    {"handler", required_argument, NULL, O_HANDLER},
@@ -111,6 +115,7 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 	    {"lease", required_argument, NULL, O_LEASE},
 	    {"heartbeat", required_argument, NULL, O_BEAT},
 	    {"no-reap", no_argument, NULL, O_NOREAP},
+	    {"crontab", required_argument, NULL, O_CRONTAB},
 	    PD_APP_ENGINE_LONG_OPTIONS,
 	    PD_APP_LONG_OPTIONS,
 	    {NULL, 0, NULL, 0},
@@ -153,6 +158,11 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 		case O_NOREAP:
 			w->reap = 0;
 			break;
+		case O_CRONTAB:
+			if (*crontab)
+				return pd_errf(e, PD_EX_USAGE, "option --crontab: given twice");
+			*crontab = optarg;
+			break;
 		default:
 			if ((rc = pd_app_option(app, &w->engine, ch, optarg, help, SYNOPSIS, argv,
 						e)) != 0)
@@ -168,7 +178,9 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 int main(int argc, char **argv)
 {
 	static struct handlers hs;
+	static struct pd_cronserve cs;
 	struct pd_worker_cfg flags, w;
+	const char *crontab = NULL;
 	struct pd_app app;
 	struct pd_err e = PD_ERR_INIT;
 	int rc;
@@ -176,9 +188,15 @@ int main(int argc, char **argv)
 	pd_cli_init(argv[0]);
 	pd_app_init(&app);
 	pd_worker_cfg_init(&flags);
-	rc = parse_args(&flags, &hs, &app, argc, argv, &e);
+	pd_worker_cfg_init(&w); /* released on every path */
+	rc = parse_args(&flags, &hs, &app, &crontab, argc, argv, &e);
 	if (rc != 0)
 		return pd_app_parse_exit(rc, SYNOPSIS, &e);
+	/* A crontab that does not parse: 65, FILE:LINE:COL, before anything else. */
+	if (crontab && pd_cronserve_init(&cs, crontab, NULL, &e) < 0)
+		goto fail;
+	if (crontab)
+		flags.ext = &cs.ext;
 	flags.handlers = hs.v;
 	flags.nhandlers = hs.n;
 	w = flags;
@@ -194,7 +212,9 @@ int main(int argc, char **argv)
 				  "file");
 		goto out;
 	}
-	if (pd_app_connect(&app, 1, &e) < 0 || pd_worker_run(&w, &app.db, &e) < 0)
+	if (pd_app_connect(&app, 1, &e) < 0 ||
+	    (crontab && pd_cronserve_apply(&cs, &app.db, &e) < 0) ||
+	    pd_worker_run(&w, &app.db, &e) < 0)
 		goto fail;
 	rc = 0;
 	goto out;
@@ -205,6 +225,7 @@ out:
 	for (int i = 0; i < MAX_HANDLERS; i++)
 		free(hs.owned[i]);
 	pd_worker_cfg_release(&w);
+	pd_cronserve_release(&cs);
 	pd_app_release(&app);
 	return rc;
 }

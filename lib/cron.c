@@ -1190,3 +1190,28 @@ int pd_cron_local(long long t, const char *zone, char *out, size_t n)
 	}
 	return 0;
 }
+
+int pd_cron_dst(const struct pd_cron *c, const char *zone, long long t)
+{
+	struct pd_err e = PD_ERR_INIT;
+	struct tz_state st, st2;
+	struct tz z;
+	int64_t L, sod, u, hi = t + WINDOW;
+	int rc = PD_DST_NONE;
+
+	if (t < MIN_T || t > MAX_T || tz_load(&z, zone, &e) < 0)
+		return PD_DST_NONE;
+	tz_lookup(&z, t, &st);
+	L = t + st.off;
+	sod = L - floordiv(L, DAY) * DAY;
+	if (!(c->hour >> (sod / 3600) & 1) || !(c->minute >> (sod % 3600 / 60) & 1))
+		rc = PD_DST_GAP;
+	/* Another instant with the same wall time: some offset near t reads L too. */
+	for (u = t - WINDOW; rc == PD_DST_NONE && u < hi; u = st2.until) {
+		tz_lookup(&z, u, &st2);
+		if (L - st2.off != t && L - st2.off >= u && L - st2.off < st2.until)
+			rc = PD_DST_TWICE;
+	}
+	tz_free(&z);
+	return rc;
+}

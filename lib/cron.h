@@ -99,4 +99,14 @@ int pd_cron_next(const struct pd_cron *c, const char *zone, long long after, lon
  */
 int pd_cron_local(long long t, const char *zone, char *out, size_t n);
 
+/*
+ * What daylight-saving time did to t, a fire instant of c in zone (for
+ * `pd-cron check`): PD_DST_GAP when the wall time it stands for does not
+ * exist that day and it fired shifted past the gap, PD_DST_TWICE when its
+ * wall time happens twice (it fired the first time only), else
+ * PD_DST_NONE (also for a bad zone or instant).
+ */
+enum { PD_DST_NONE, PD_DST_GAP, PD_DST_TWICE };
+int pd_cron_dst(const struct pd_cron *c, const char *zone, long long t);
+
 #endif

@@ -22,6 +22,8 @@ struct pd_handler {
 	int terminal_codes[PD_HANDLER_MAX_CODES]; /* exit codes that dead-letter at once */
 	int nterminal;
 	enum pd_handler_mode mode; /* zeroed: PD_HANDLER_PROCESS */
+	char *const *env; /* "NAME=value" set in its processes' environment, NULL-terminated;
+			     NULL: none (a crontab's assignments; the job's PD_* win) */
 };
 
 /* The handler for name among v[0..n): an exact match, else the first "*", else NULL. */

@@ -1317,6 +1317,13 @@ static int update(struct pd_db *db, const char *id, const struct pd_sched *s, in
 int pd_sched_apply(struct pd_db *db, const struct pd_sched *v, int n, const char *scope, int prune,
 		   int dry_run, struct pd_buf *out, struct pd_apply_stats *st, struct pd_err *e)
 {
+	return pd_sched_apply_types(db, v, n, scope, NULL, prune, dry_run, out, st, e);
+}
+
+int pd_sched_apply_types(struct pd_db *db, const struct pd_sched *v, int n, const char *scope,
+			 const char *types, int prune, int dry_run, struct pd_buf *out,
+			 struct pd_apply_stats *st, struct pd_err *e)
+{
 	const char *params[1] = {scope};
 	struct pd_buf lines = PD_BUF_INIT, chg = PD_BUF_INIT;
 	char **payloads = NULL;
@@ -1381,7 +1388,8 @@ int pd_sched_apply(struct pd_db *db, const struct pd_sched *v, int n, const char
 	for (int k = 0; prune && k < rows; k++) {
 		const char *id[1] = {PQgetvalue(r, k, C_ID)};
 
-		if (seen[k])
+		if (seen[k] ||
+		    (types && strncmp(PQgetvalue(r, k, C_TYPE), types, strlen(types)) != 0))
 			continue;
 		if (pd_db_exec(db, "DELETE FROM pendulum.cron_schedules WHERE id = $1", 1, id,
 			       PGRES_COMMAND_OK, NULL, e) < 0)

@@ -283,4 +283,13 @@ struct pd_apply_stats {
 int pd_sched_apply(struct pd_db *db, const struct pd_sched *v, int n, const char *scope, int prune,
 		   int dry_run, struct pd_buf *out, struct pd_apply_stats *st, struct pd_err *e);
 
+/*
+ * pd_sched_apply, whose --prune deletes only the stored schedules whose job
+ * type begins with `types` (NULL: any): a crontab file's ("crontab.SCOPE.",
+ * lib/crontab), so that two files do not delete each other's schedules.
+ */
+int pd_sched_apply_types(struct pd_db *db, const struct pd_sched *v, int n, const char *scope,
+			 const char *types, int prune, int dry_run, struct pd_buf *out,
+			 struct pd_apply_stats *st, struct pd_err *e);
+
 #endif

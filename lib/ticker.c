@@ -15,7 +15,7 @@ struct ticker {
 	const struct pd_ticker_cfg *cfg;
 	struct pd_tick_stats *st; /* summed over the ticks */
 	struct pd_daemon d;
-	enum role role;
+	struct pd_ticker_lead lead;
 };
 
 void pd_ticker_cfg_init(struct pd_ticker_cfg *t)
@@ -39,16 +39,16 @@ static void add_stats(struct pd_tick_stats *sum, const struct pd_tick_stats *one
  * Try to take the ticker lock unless this session holds it; log each move
  * into ACTIVE or STANDBY. -1 with e filled on a database error.
  */
-static int elect(struct ticker *t, struct pd_err *e)
+static int elect(struct pd_ticker_lead *t, struct pd_db *db, struct pd_err *e)
 {
 	int got;
 
-	switch (t->role) {
+	switch ((enum role)t->role) {
 	case ROLE_ACTIVE:
 		return 0; /* held for as long as the session lasts */
 	case ROLE_NONE:
 	case ROLE_STANDBY:
-		if ((got = pd_sched_try_lead(t->d.db, e)) < 0)
+		if ((got = pd_sched_try_lead(db, e)) < 0)
 			return -1;
 		if (got) {
 			t->role = ROLE_ACTIVE;
@@ -63,6 +63,22 @@ static int elect(struct ticker *t, struct pd_err *e)
 	return 0;
 }
 
+void pd_ticker_lead_reset(struct pd_ticker_lead *l)
+{
+	l->role = ROLE_NONE;
+}
+
+int pd_ticker_step(struct pd_ticker_lead *l, struct pd_db *db, long long grace_ms,
+		   struct pd_tick_stats *st, struct pd_err *e)
+{
+	memset(st, 0, sizeof(*st));
+	if (elect(l, db, e) < 0)
+		return -1;
+	if (l->role == ROLE_ACTIVE)
+		return pd_sched_tick(db, grace_ms / 1000, st, e);
+	return 0;
+}
+
 /* A new session holds no lock: stand for election again (the daemon ticks at once). */
 static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 {
@@ -70,7 +86,7 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 
 	(void)first;
 	(void)e;
-	t->role = ROLE_NONE;
+	pd_ticker_lead_reset(&t->lead);
 	return 0;
 }
 
@@ -80,18 +96,9 @@ static int on_period(struct pd_daemon *d, struct pd_err *e)
 	struct ticker *t = d->ctx;
 	struct pd_tick_stats one;
 
-	if (elect(t, e) < 0)
+	if (pd_ticker_step(&t->lead, d->db, t->cfg->grace_ms, &one, e) < 0)
 		return pd_daemon_db_failed(d, e); /* lost: reconnect, stand again */
-	switch (t->role) {
-	case ROLE_ACTIVE:
-		if (pd_sched_tick(d->db, t->cfg->grace_ms / 1000, &one, e) < 0)
-			return pd_daemon_db_failed(d, e);
-		add_stats(t->st, &one);
-		break;
-	case ROLE_NONE:
-	case ROLE_STANDBY:
-		break;
-	}
+	add_stats(t->st, &one);
 	return 0;
 }
 
@@ -120,7 +127,7 @@ static const struct pd_daemon_ops ticker_ops = {
 int pd_ticker_run(const struct pd_ticker_cfg *cfg, struct pd_db *db, struct pd_tick_stats *st,
 		  struct pd_err *e)
 {
-	struct ticker t = {.cfg = cfg, .st = st, .role = ROLE_NONE};
+	struct ticker t = {.cfg = cfg, .st = st, .lead = {ROLE_NONE}};
 	int rc;
 
 	memset(st, 0, sizeof(*st));

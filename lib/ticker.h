@@ -50,4 +50,23 @@ void pd_ticker_cfg_init(struct pd_ticker_cfg *t);
 int pd_ticker_run(const struct pd_ticker_cfg *t, struct pd_db *db, struct pd_tick_stats *st,
 		  struct pd_err *e);
 
+/*
+ * The election and one tick, for an engine that ticks inside its own loop
+ * (pd-worker --crontab): where this session stands in the election.
+ */
+struct pd_ticker_lead {
+	int role;
+};
+
+/* A new session holds no lock: stand for election again. */
+void pd_ticker_lead_reset(struct pd_ticker_lead *l);
+
+/*
+ * Try to take the ticker lock unless held, and tick (pd_sched_tick) when
+ * held; *st says what the tick did (zeros on standby). -1 with e filled on
+ * a database error (the caller reconnects and resets l).
+ */
+int pd_ticker_step(struct pd_ticker_lead *l, struct pd_db *db, long long grace_ms,
+		   struct pd_tick_stats *st, struct pd_err *e);
+
 #endif

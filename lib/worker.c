@@ -128,7 +128,7 @@ struct worker {
 	const char **types; /* the claim's filter; NULL: any type */
 	int ntypes;
 	char **flow_types; /* the workflow job types in types (owned), NULL-terminated */
-	long long next_claim, next_beat, next_reap, next_due;
+	long long next_claim, next_beat, next_reap, next_due, next_ext;
 	/* moving averages, 0 until measured: a batch's round trip, a handler's run time */
 	long long rtt_us, run_us;
 	struct batch *flight; /* the batch in flight, or NULL */
@@ -142,21 +142,31 @@ void pd_worker_cfg_init(struct pd_worker_cfg *w)
 	w->reap = -1;
 }
 
-/* The handlers given, then the file's for the other types, into w->merged. */
+/* Append to v[0..*n) those of add[0..nadd) whose type none of v[0..given) names. */
+static void merge_more(struct pd_handler *v, int *n, int given, const struct pd_handler *add,
+		       int nadd)
+{
+	for (int i = 0; i < nadd; i++) {
+		const struct pd_handler *f = pd_handler_find(v, given, add[i].name);
+
+		if (f == NULL || strcmp(f->name, add[i].name) != 0)
+			v[(*n)++] = add[i];
+	}
+}
+
+/* The handlers given, then the ext's and the file's for the other types, into w->merged. */
 static void merge_handlers(struct pd_worker_cfg *w, const struct pd_config *cfg)
 {
-	struct pd_handler *v = pd_xcalloc((size_t)(w->nhandlers + cfg->nhandlers) + 1, sizeof(*v));
+	int next = w->ext ? w->ext->nhandlers : 0;
+	struct pd_handler *v =
+	    pd_xcalloc((size_t)(w->nhandlers + next + cfg->nhandlers) + 1, sizeof(*v));
 	int n = w->nhandlers;
 
 	if (n > 0)
 		memcpy(v, w->handlers, (size_t)n * sizeof(*v));
-	for (int i = 0; i < cfg->nhandlers; i++) {
-		const struct pd_handler *f =
-		    pd_handler_find(v, w->nhandlers, cfg->handlers[i].name);
-
-		if (f == NULL || strcmp(f->name, cfg->handlers[i].name) != 0)
-			v[n++] = cfg->handlers[i];
-	}
+	if (next)
+		merge_more(v, &n, w->nhandlers, w->ext->handlers, next);
+	merge_more(v, &n, n, cfg->handlers, cfg->nhandlers);
 	free(w->merged);
 	w->merged = v;
 	w->handlers = v;
@@ -259,11 +269,32 @@ static char **env_base(size_t extra, size_t *k)
  * The worker's environment plus the job's PD_* variables (DESIGN.md, the
  * handler contract), and a workflow step's (plan not NULL).
  */
-static char **build_env(const struct pd_claimed *j, const char *worker,
-			const struct pd_flow_plan *plan)
+/* Set h's variables ("NAME=value") in env[0..*k), replacing the worker's of the same name. */
+static void handler_env(const struct pd_handler *h, char **env, size_t *k)
 {
-	size_t k;
-	char num[24], **env = env_base(19, &k);
+	for (int i = 0; h && h->env && h->env[i]; i++) {
+		size_t l = strcspn(h->env[i], "="), o = 0;
+
+		while (o < *k && !(strncmp(env[o], h->env[i], l) == 0 && env[o][l] == '='))
+			o++;
+		if (o == *k)
+			(*k)++;
+		else
+			free(env[o]);
+		env[o] = pd_xstrdup(h->env[i]);
+	}
+}
+
+static char **build_env(const struct pd_claimed *j, const char *worker,
+			const struct pd_flow_plan *plan, const struct pd_handler *h)
+{
+	size_t k, nh = 0;
+	char num[24], **env;
+
+	while (h && h->env && h->env[nh])
+		nh++;
+	env = env_base(19 + nh, &k);
+	handler_env(h, env, &k); /* first: a job's PD_* variable is never replaced */
 
 	snprintf(num, sizeof(num), "%lld", j->id);
 	env[k++] = envvar("PD_JOB_ID", num);
@@ -565,7 +596,7 @@ static void start_job(struct worker *w, struct held *r, enum start_record rec)
 	run->kind = RUN_PROCESS;
 	memset(&pj, 0, sizeof(pj));
 	pj.h = r->h;
-	pj.envp = build_env(j, w->d.id, run->plan);
+	pj.envp = build_env(j, w->d.id, run->plan, r->h);
 	pj.input = run->plan ? run->plan->stdin_json.data : j->payload;
 	pj.input_len = strlen(pj.input);
 	pj.timeout_ms = timeout;
@@ -1109,12 +1140,12 @@ static void batch_done(struct worker *w)
 	batch_free(b);
 }
 
-static int on_connect(struct pd_daemon *d, int first, struct pd_err *e);
+static int register_row(struct pd_daemon *d, int first, struct pd_err *e);
 
 /* The workers row again after a reload (queues, job types): nothing in flight. */
 static int reregister(struct worker *w, struct pd_err *e)
 {
-	if (on_connect(&w->d, 0, e) < 0)
+	if (register_row(&w->d, 0, e) < 0)
 		return pd_daemon_db_failed(&w->d, e);
 	return 0;
 }
@@ -1207,7 +1238,8 @@ static int reap_pass(struct worker *w, long long now, struct pd_err *e)
 	return 0;
 }
 
-static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
+/* The workers row (also again after a reload, on the same session). */
+static int register_row(struct pd_daemon *d, int first, struct pd_err *e)
 {
 	static const char *any[] = {"*"};
 	struct worker *w = d->ctx;
@@ -1221,6 +1253,16 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 			       (int)w->cfg->engine.concurrency, w->cfg->lease_ms, e) < 0)
 		return -1;
 	return 0;
+}
+
+/* A new session: the program's hook (the ticker lock went with the old one), the workers row. */
+static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
+{
+	struct worker *w = d->ctx;
+
+	if (w->cfg->ext && w->cfg->ext->connect)
+		w->cfg->ext->connect(w->cfg->ext);
+	return register_row(d, first, e);
 }
 
 /* Runs in use: jobs in flight. */
@@ -1253,6 +1295,17 @@ static void streams_pass(struct worker *w)
 	}
 }
 
+/* The program's periodic work (struct pd_worker_ext), between batches. */
+static int ext_pass(struct worker *w, long long now, struct pd_err *e)
+{
+	struct pd_worker_ext *x = w->cfg->ext;
+
+	w->next_ext = now + x->period_ms;
+	if (x->period && x->period(x, w->d.db, e) < 0)
+		return pd_daemon_db_failed(&w->d, e);
+	return 0;
+}
+
 static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 {
 	struct worker *w = d->ctx;
@@ -1266,6 +1319,9 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 		if (rc == 0 && pd_daemon_up(d) && w->flight == NULL && w->cfg->reap &&
 		    now >= w->next_reap)
 			rc = reap_pass(w, now, e);
+		if (rc == 0 && pd_daemon_up(d) && w->flight == NULL && w->cfg->ext &&
+		    d->phase == PD_DAEMON_SERVING && now >= w->next_ext)
+			rc = ext_pass(w, now, e);
 	}
 	streams_pass(w);
 	return rc;
@@ -1322,6 +1378,8 @@ static long long deadline(struct pd_daemon *d)
 	}
 	if (w->cfg->reap)
 		t = pd_deadline_min(t, w->next_reap);
+	if (w->cfg->ext && w->d.phase == PD_DAEMON_SERVING)
+		t = pd_deadline_min(t, w->next_ext);
 	return t;
 }
 
@@ -1603,6 +1661,8 @@ static int reload_apply(void *arg, const struct pd_config *c, struct pd_buf *sum
 	next->source = was->source;
 	next->merged = NULL;
 	pd_reload_pin_concurrency(&next->engine, &c->worker.engine, w->pool.size, "worker");
+	if (next->ext && next->ext->reload && next->ext->reload(next->ext, e) < 0)
+		goto refuse;
 	if (pd_worker_settle(next, c, e) < 0)
 		goto refuse;
 	if (next->nhandlers == 0 && next->nflows == 0) {

@@ -37,6 +37,27 @@
 
 #define PD_WORKER_MAX_QUEUES 64
 
+/*
+ * Work of the program's own that the worker runs on its loop and its
+ * connection (pd-worker --crontab: the crontab's handlers, its schedules
+ * and the ticker). The worker calls:
+ *   reload   on SIGHUP, before the settings are rebuilt: read the source
+ *            again; on success handlers/nhandlers are the new ones (the old
+ *            stay valid until the worker returns); -1 with e filled: the
+ *            reload is refused, nothing changed;
+ *   period   every period_ms while serving, between batches (no query in
+ *            flight on db); -1 with e filled when the database failed;
+ *   connect  on each new session.
+ */
+struct pd_worker_ext {
+	const struct pd_handler *handlers; /* served after the flags', before the file's */
+	int nhandlers;
+	int (*reload)(struct pd_worker_ext *x, struct pd_err *e);
+	int (*period)(struct pd_worker_ext *x, struct pd_db *db, struct pd_err *e);
+	void (*connect)(struct pd_worker_ext *x);
+	long long period_ms;
+};
+
 /* What a worker does. -1 (or NULL) in a field given to pd_worker_settle: unset. */
 struct pd_worker_cfg {
 	const char *queues[PD_WORKER_MAX_QUEUES];
@@ -55,6 +76,7 @@ struct pd_worker_cfg {
 	const struct pd_worker_cfg *flags;
 	struct pd_config_source source; /* where SIGHUP reads the file (lib/reload) */
 	struct pd_handler *merged;	/* owned (pd_worker_settle): handlers points here */
+	struct pd_worker_ext *ext;	/* NULL: none */
 };
 
 /* Every field unset. */

@@ -1,0 +1,129 @@
+/*
+ * cronserve: a crontab served by pd-worker. See cronserve.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cronserve.h"
+#include "log.h"
+
+/* Add version t (parsed) as the current one, with its handlers. */
+static void add_version(struct pd_cronserve *c, const struct pd_crontab *t)
+{
+	struct pd_handler *h = pd_xcalloc((size_t)t->n + 1, sizeof(*h));
+
+	c->tabs = pd_xrealloc(c->tabs, (size_t)(c->n + 1) * sizeof(*c->tabs));
+	c->hv = pd_xrealloc(c->hv, (size_t)(c->n + 1) * sizeof(*c->hv));
+	c->tabs[c->n] = *t;
+	c->hv[c->n] = h;
+	c->n++;
+	for (int i = 0; i < t->n; i++) {
+		const struct pd_crontab_entry *en = &t->v[i];
+
+		h[i].name = (char *)en->s.type;
+		h[i].run = (char *)en->command;
+		h[i].timeout_ms = en->s.timeout_ms;
+		h[i].mode = PD_HANDLER_PROCESS;
+		h[i].env = en->env;
+	}
+	c->ext.handlers = h;
+	c->ext.nhandlers = t->n;
+	c->pending = 1;
+}
+
+static int reload(struct pd_worker_ext *x, struct pd_err *e)
+{
+	struct pd_cronserve *c = (struct pd_cronserve *)x;
+	struct pd_crontab t;
+
+	if (pd_crontab_load(&t, c->path, c->tenant, e) < 0)
+		return -1;
+	add_version(c, &t);
+	return 0;
+}
+
+static int period(struct pd_worker_ext *x, struct pd_db *db, struct pd_err *e)
+{
+	struct pd_cronserve *c = (struct pd_cronserve *)x;
+	struct pd_tick_stats st;
+
+	if (c->pending && pd_cronserve_apply(c, db, e) < 0) {
+		if (e->code == PD_EX_UNAVAILABLE)
+			return -1; /* again after the reconnect */
+		char q[600];
+
+		pd_log(PD_LOG_ERROR, "crontab not applied", "file=%s error=%s", c->path,
+		       pd_log_quote(q, sizeof(q), e->msg));
+		pd_err_clear(e);
+		c->pending = 0;
+	}
+	if (pd_ticker_step(&c->lead, db, c->grace_ms, &st, e) < 0)
+		return -1;
+	if (st.enqueued)
+		pd_log(PD_LOG_DEBUG, "crontab tick", "enqueued=%d", st.enqueued);
+	return 0;
+}
+
+static void connect_hook(struct pd_worker_ext *x)
+{
+	pd_ticker_lead_reset(&((struct pd_cronserve *)x)->lead);
+}
+
+int pd_cronserve_init(struct pd_cronserve *c, const char *path, const char *tenant,
+		      struct pd_err *e)
+{
+	struct pd_ticker_cfg tc;
+
+	memset(c, 0, sizeof(*c));
+	pd_ticker_cfg_init(&tc);
+	c->path = path;
+	c->tenant = tenant;
+	c->grace_ms = tc.grace_ms;
+	c->ext.reload = reload;
+	c->ext.period = period;
+	c->ext.connect = connect_hook;
+	c->ext.period_ms = tc.interval_ms;
+	pd_ticker_lead_reset(&c->lead);
+	return reload(&c->ext, e);
+}
+
+int pd_cronserve_apply(struct pd_cronserve *c, struct pd_db *db, struct pd_err *e)
+{
+	const struct pd_crontab *t = &c->tabs[c->n - 1];
+	struct pd_sched *v = pd_crontab_scheds(t);
+	struct pd_apply_stats st;
+	struct pd_buf out = PD_BUF_INIT;
+	char prefix[80];
+	int rc;
+
+	pd_crontab_prefix(t, prefix, sizeof(prefix));
+	rc = pd_sched_apply_types(db, v, t->n, c->tenant, prefix, 1, 0, &out, &st, e);
+	free(v);
+	if (rc == 0) {
+		c->pending = 0;
+		pd_log(PD_LOG_INFO, "crontab applied",
+		       "file=%s schedules=%d created=%d updated=%d deleted=%d host_zone=%s",
+		       c->path, t->n, st.created, st.updated, st.deleted, t->zone);
+		for (char *s = out.data, *nl; s && *s; s = nl + 1) {
+			nl = strchr(s, '\n');
+			*nl = '\0';
+			char q[600];
+
+			pd_log(PD_LOG_INFO, "crontab change", "file=%s change=%s", c->path,
+			       pd_log_quote(q, sizeof(q), s));
+		}
+	}
+	pd_buf_release(&out);
+	return rc;
+}
+
+void pd_cronserve_release(struct pd_cronserve *c)
+{
+	for (int i = 0; i < c->n; i++) {
+		pd_crontab_release(&c->tabs[i]);
+		free(c->hv[i]);
+	}
+	free(c->tabs);
+	free(c->hv);
+	memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,100 @@
+/*
+ * crontab: a crontab file as schedules and the commands that serve them
+ * (`pd-cron apply FILE`, `pd-cron check FILE`, `pd-worker --crontab FILE`).
+ * Pure code but for reading the file and the zone files.
+ *
+ *   # comments and blank lines are ignored
+ *   CRON_TZ=Europe/Berlin          the zone of the lines after it (default:
+ *                                  the host's, pd_host_zone)
+ *   BACKUP_DIR=/srv/backup         exported to the commands of the lines after it
+ *   # pd: name=backup timeout=1h   annotates the next line (keys below)
+ *   30 2 * * * tar czf "$BACKUP_DIR/etc.tgz" /etc
+ *   @hourly /usr/local/bin/rotate  @yearly @annually @monthly @weekly
+ *                                  @daily @midnight @hourly
+ *
+ * Annotation keys: name, timeout, max_attempts, queue, misfire, overlap
+ * (allow or skip; a crontab line's default is skip), jitter, priority,
+ * catch_up_limit. Any other key is an error. A line without a name is
+ * named "cron-" and 8 hex digits of a hash of its expression and command,
+ * so re-applying an unchanged file finds the same schedules.
+ *
+ * Job types: "crontab.SCOPE.NAME", SCOPE being the file's scope
+ * (pd_crontab_scope: its base name without the extension). The type is
+ * how the worker finds a schedule's command, and how applying one file
+ * with --prune deletes only the schedules of that file (every stored
+ * schedule whose type begins with "crontab.SCOPE.").
+ *
+ * The payload is {}: the command lives in the file on the worker's host,
+ * never in the database. '%' in a command has no special meaning.
+ */
+#ifndef PD_CRONTAB_H
+#define PD_CRONTAB_H
+
+#include <stddef.h>
+
+#include "err.h"
+#include "sched.h"
+
+#define PD_CRONTAB_TYPE_PREFIX "crontab."
+#define PD_CRONTAB_ZONE_MAX    128
+
+struct pd_crontab_entry {
+	struct pd_sched s; /* its strings point into the crontab */
+	const char *command;
+	char **env; /* "NAME=value" exported by the lines before it, NULL-terminated */
+	int nenv;
+	int named; /* the name came from an annotation */
+};
+
+struct pd_crontab {
+	const char *path;
+	char scope[64];
+	char zone[PD_CRONTAB_ZONE_MAX]; /* the host's zone: lines before any CRON_TZ */
+	char zone_from[64];		/* where it was found ("TZ", "/etc/timezone"...) */
+	struct pd_crontab_entry *v;
+	int n;
+	char **owned; /* every string v points to */
+	int nowned;
+};
+
+/*
+ * The host's zone name into out: $TZ (a zone name, ":Name", or a path into
+ * the tz database), else the first line of /etc/timezone, else the target
+ * of the /etc/localtime link below a "zoneinfo/" directory, else "UTC".
+ * from (m bytes) says which; each candidate must pass pd_tz_check.
+ */
+void pd_host_zone(char *out, size_t n, char *from, size_t m);
+
+/* The scope of path: its base name up to the first '.', other than [A-Za-z0-9_-] as '-'. */
+void pd_crontab_scope(const char *path, char *out, size_t n);
+
+/*
+ * 1 when the file reads as a crontab rather than YAML: its first line that
+ * is not blank or a comment is an assignment (NAME=value) or starts with
+ * '@', a digit or '*'. A name ending .yaml or .yml is YAML (0). -1 with e
+ * filled when it cannot be read (65).
+ */
+int pd_crontab_sniff(const char *path, struct pd_err *e);
+
+/*
+ * Parse text (len bytes) as the crontab path into t: host_zone is the zone
+ * of lines before any CRON_TZ (NULL: pd_host_zone), tenant the schedules'
+ * (NULL: default). Every line is checked (expressions, zones, annotations,
+ * duplicate names); the first error fails it all, code 65,
+ * "PATH:LINE:COLUMN: what".
+ */
+int pd_crontab_parse(struct pd_crontab *t, const char *path, const char *text, size_t len,
+		     const char *host_zone, const char *tenant, struct pd_err *e);
+
+/* Read and parse path (65 when it cannot be read). */
+int pd_crontab_load(struct pd_crontab *t, const char *path, const char *tenant, struct pd_err *e);
+
+void pd_crontab_release(struct pd_crontab *t);
+
+/* The schedules of t as an array (malloc'd, pointing into t) for pd_sched_apply. */
+struct pd_sched *pd_crontab_scheds(const struct pd_crontab *t);
+
+/* "crontab.SCOPE." of t into out. */
+void pd_crontab_prefix(const struct pd_crontab *t, char *out, size_t n);
+
+#endif

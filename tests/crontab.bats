@@ -1,0 +1,172 @@
+#!/usr/bin/env bats
+# Crontab files (issue 14): pd-cron check and apply on crontab syntax, and
+# pd-worker --crontab serving the commands, applying the schedules and
+# ticking, on one host or two. The host zone is TZ=Asia/Tokyo here, so the
+# lines before any CRON_TZ show where it comes from. One real minute-level
+# fire (two workers, two minutes at most); every other wait is bounded and
+# short.
+
+# run sets $stderr.
+# shellcheck disable=SC2154
+
+load helpers
+pd_db_hooks
+
+export TZ=Asia/Tokyo
+
+setup() {
+	reset_jobs
+	sql "TRUNCATE pendulum.cron_schedules"
+	D=$BATS_TEST_TMPDIR
+	# The acceptance's four lines: Berlin, @hourly, an exported variable, an annotation.
+	cat >"$D/jobs" <<-EOF
+		# four schedules
+		CRON_TZ=Europe/Berlin
+		30 2 * * * echo "berlin \$PD_JOB_TYPE" >>$D/ran
+		CRON_TZ=UTC
+		@hourly echo hourly >>$D/ran
+		GREETING='hello world'
+		15 3 * * * echo "greeting \$GREETING" >>$D/ran
+		# pd: name=backup timeout=1h max_attempts=3 overlap=allow
+		0 4 * * sun echo "backup \$GREETING \$PD_MAX_ATTEMPTS" >>$D/ran
+	EOF
+}
+
+# names_zones: "name timezone" of every schedule, by line order of the file (by name).
+names_zones() {
+	sql "SELECT name || ' ' || timezone FROM pendulum.cron_schedules ORDER BY name"
+}
+
+# type_of LINE: the job type of the schedule defined at LINE of $D/jobs (from check --json).
+type_of() {
+	pd-cron check --json "$D/jobs" | grep "\"line\":$1," | sed 's/.*"type":"\([^"]*\)".*/\1/'
+}
+
+@test "check: four schedules, their zones (the host's named), three fires each, no database" {
+	run --separate-stderr env PD_DATABASE_URL=host=/nonexistent pd-cron check "$D/jobs"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "$D/jobs: 4 schedules; host zone Asia/Tokyo (from TZ)" ]
+	[ "$(echo "$output" | grep -c '^  [0-9]')" -eq 12 ]
+	[[ "${lines[1]}" == "cron-"*" (line 3): 30 2 * * *  Europe/Berlin" ]]
+	[[ "$output" == *"backup (line 9): 0 4 * * sun  UTC"* ]]
+}
+
+@test "check: DST notes on the fires in a gap or a repeated hour; --json" {
+	run --separate-stderr pd-cron check "$D/jobs" --from 2026-03-28T00:00:00Z
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"2026-03-29 03:30:00 CEST  2026-03-29T01:30:00Z  its wall time does not exist"* ]]
+	run --separate-stderr pd-cron check --json "$D/jobs" --from 2026-10-24T00:00:00Z
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 4 ]
+	[[ "${lines[0]}" == *'"timezone":"Europe/Berlin","host_zone":false'* ]]
+	[[ "${lines[0]}" == *'{"at":"2026-10-25T00:30:00Z","local":"2026-10-25 02:30:00 CEST","dst":"twice"}'* ]]
+	json_lines_ok
+}
+
+@test "apply: a crontab is recognised, makes four schedules with the right zones, payload {}; again: nothing" {
+	run --separate-stderr pd-cron apply "$D/jobs"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 4 ]
+	[ "$(echo "$output" | grep -c '^create ')" -eq 4 ]
+	run names_zones
+	[ "${#lines[@]}" -eq 4 ]
+	[ "${lines[0]}" = "backup UTC" ]
+	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules WHERE timezone = 'Europe/Berlin'")" -eq 1 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules WHERE timezone = 'UTC'")" -eq 3 ]
+	[ "$(sql "SELECT DISTINCT payload::text FROM pendulum.cron_schedules")" = "{}" ]
+	[ "$(sql "SELECT job_type FROM pendulum.cron_schedules WHERE name = 'backup'")" = "crontab.jobs.backup" ]
+	run pd-cron --json list
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 4 ]
+	before=$(sql "SELECT string_agg(name || updated_at, ',' ORDER BY name) FROM pendulum.cron_schedules")
+	run --separate-stderr pd-cron apply --prune "$D/jobs"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	[ "$(sql "SELECT string_agg(name || updated_at, ',' ORDER BY name) FROM pendulum.cron_schedules")" = "$before" ]
+}
+
+@test "apply --prune: a removed line's schedule goes; other files' and YAML schedules stay" {
+	pd-cron apply "$D/jobs" >/dev/null
+	printf '@daily echo other\n' >"$D/other.cron"
+	pd-cron apply "$D/other.cron" >/dev/null
+	printf 'schedules:\n  - {name: yaml, cron: "@daily", timezone: UTC, type: t}\n' >"$D/s.yaml"
+	pd-cron apply "$D/s.yaml" >/dev/null
+	grep -v hourly "$D/jobs" >"$D/jobs.new"
+	mv "$D/jobs.new" "$D/jobs"
+	run --separate-stderr pd-cron apply --prune "$D/jobs"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "delete cron-"* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules")" -eq 5 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules WHERE cron = '@hourly'")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules WHERE job_type LIKE 'crontab.other.%'")" -eq 1 ]
+}
+
+@test "a bad line 3: check and apply exit 65 naming FILE:3, nothing is written, the worker does not start" {
+	printf '# ok\n@daily echo ok\n61 * * * * echo bad\n' >"$D/bad"
+	run --separate-stderr pd-cron check "$D/bad"
+	[ "$status" -eq 65 ]
+	[[ "$stderr" == "pd-cron: $D/bad:3:1: invalid cron expression '61 * * * *'"* ]]
+	run --separate-stderr pd-cron apply "$D/bad"
+	[ "$status" -eq 65 ]
+	[[ "$stderr" == *"$D/bad:3:1: "* ]]
+	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules")" -eq 0 ]
+	printf '# pd: name=x retries=3\n@daily echo ok\n' >"$D/bad2"
+	run --separate-stderr pd-cron apply --crontab "$D/bad2"
+	[ "$status" -eq 65 ]
+	[[ "$stderr" == *"$D/bad2:1:14: unknown annotation key 'retries'"* ]]
+	run --separate-stderr pd-worker --crontab "$D/bad"
+	[ "$status" -eq 65 ]
+	[[ "$stderr" == *"$D/bad:3:1: "* ]]
+	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules")" -eq 0 ]
+}
+
+@test "pd-worker --crontab: applies the file, runs each command once with its environment" {
+	start_worker w --crontab "$D/jobs" --poll 100ms
+	wait_for 10 sql_is "SELECT count(*) FROM pendulum.cron_schedules" 4
+	for l in 3 5 7 9; do
+		pd-enqueue "$(type_of $l)" '{}' >/dev/null
+	done
+	wait_for 20 lines_at_least "$D/ran" 4
+	run sort "$D/ran"
+	[ "${#lines[@]}" -eq 4 ]
+	[[ "${lines[0]}" == "backup hello world "[0-9]* ]]
+	[ "${lines[1]}" = "berlin $(type_of 3)" ]
+	[ "${lines[2]}" = "greeting hello world" ]
+	[ "${lines[3]}" = "hourly" ]
+	run pd-cron list
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"Europe/Berlin"* ]]
+}
+
+@test "pd-worker --crontab: SIGHUP reads the file again, schedules and commands together" {
+	start_worker w --crontab "$D/jobs" --poll 100ms
+	wait_for 10 sql_is "SELECT count(*) FROM pendulum.cron_schedules" 4
+	printf '# pd: name=added\n@daily echo "added $GREETING" >>%s/ran\n' "$D" >>"$D/jobs"
+	grep -v hourly "$D/jobs" >"$D/jobs.new"
+	mv "$D/jobs.new" "$D/jobs"
+	kill -HUP "$(bg_pid w)"
+	wait_for 10 sql_is "SELECT count(*) FROM pendulum.cron_schedules WHERE name = 'added'" 1
+	wait_for 10 sql_is "SELECT count(*) FROM pendulum.cron_schedules" 4
+	pd-enqueue crontab.jobs.added '{}' >/dev/null
+	wait_for 10 lines_at_least "$D/ran" 1
+	[ "$(cat "$D/ran")" = "added hello world" ]
+	# a file that no longer parses is refused: the worker goes on with the old one
+	echo '99 * * * * x' >>"$D/jobs"
+	kill -HUP "$(bg_pid w)"
+	wait_for 10 grep -q 'config not reloaded' "$BATS_FILE_TMPDIR/w.log"
+	alive "$(bg_pid w)"
+}
+
+@test "two pd-worker --crontab on one database: a * * * * * line fires within 70 s, one job a minute" {
+	printf '* * * * * echo "$PD_RUN_AT" >>%s/minute\n' "$D" >"$D/minute.cron"
+	start_worker w1 --crontab "$D/minute.cron" --poll 100ms
+	start_worker w2 --crontab "$D/minute.cron" --poll 100ms
+	wait_for 70 lines_at_least "$D/minute" 1
+	wait_for 70 lines_at_least "$D/minute" 2
+	sleep 1 # a duplicate, if there were one, would run now
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs")" -eq "$(sql "SELECT count(DISTINCT run_at) FROM pendulum.jobs")" ]
+	[ "$(sort "$D/minute" | uniq -d | wc -l)" -eq 0 ]
+	[ "$(sort -u "$D/minute" | wc -l)" -eq "$(wc -l <"$D/minute")" ]
+	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules")" -eq 1 ]
+}
