@@ -16,7 +16,7 @@ export TZ=Asia/Tokyo
 
 setup() {
 	reset_jobs
-	sql "TRUNCATE pendulum.cron_schedules"
+	sql "TRUNCATE pendulum.cron_schedules CASCADE"
 	D=$BATS_TEST_TMPDIR
 	# The acceptance's four lines: Berlin, @hourly, an exported variable, an annotation.
 	cat >"$D/jobs" <<-EOF
@@ -121,16 +121,20 @@ type_of() {
 	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules")" -eq 0 ]
 }
 
-@test "pd-worker --crontab: applies the file, runs each command once with its environment" {
+@test "pd-worker --crontab: applies the file; pd-cron trigger runs each command once with its environment" {
 	start_worker w --crontab "$D/jobs" --poll 100ms
 	wait_for 10 sql_is "SELECT count(*) FROM pendulum.cron_schedules" 4
-	for l in 3 5 7 9; do
-		pd-enqueue "$(type_of $l)" '{}' >/dev/null
+	for name in $(sql "SELECT name FROM pendulum.cron_schedules"); do
+		run pd-cron trigger "$name"
+		[ "$status" -eq 0 ]
 	done
 	wait_for 20 lines_at_least "$D/ran" 4
+	# the annotation reached the schedule and its job: 3 attempts, a 1h timeout, overlap allow
+	[ "$(sql "SELECT max_attempts || ' ' || timeout || ' ' || overlap FROM pendulum.cron_schedules WHERE name = 'backup'")" = "3 01:00:00 allow" ]
+	[ "$(sql "SELECT string_agg(DISTINCT overlap, ',') FROM pendulum.cron_schedules WHERE name <> 'backup'")" = skip ]
 	run sort "$D/ran"
 	[ "${#lines[@]}" -eq 4 ]
-	[[ "${lines[0]}" == "backup hello world "[0-9]* ]]
+	[ "${lines[0]}" = "backup hello world 3" ]
 	[ "${lines[1]}" = "berlin $(type_of 3)" ]
 	[ "${lines[2]}" = "greeting hello world" ]
 	[ "${lines[3]}" = "hourly" ]
