@@ -89,13 +89,12 @@ static const struct command commands[] = {
      "      --prune                delete schedules not in FILE\n"
      "      --dry-run              print the changes, write nothing\n"
      "  -t, --tenant TENANT        manage only TENANT's schedules\n"},
-    {"check", cmd_check, "check FILE [--crontab] [--from INSTANT] [--json]",
+    {"check", cmd_check, "check FILE [--crontab] [--from INSTANT]",
      "Parse a YAML or crontab file and print each schedule with its next three\n"
      "fires, in its zone and in UTC, and what daylight-saving time does to\n"
      "them. Needs no database.\n"
      "      --crontab              FILE is a crontab (default: guessed from its content)\n"
-     "      --from INSTANT         fires from this ISO 8601 instant on (default now)\n"
-     "      --json                 one JSON object a schedule\n"},
+     "      --from INSTANT         fires from this ISO 8601 instant on (default now)\n"},
     {"run", cmd_run, "run [--once] [--interval DURATION] [--skip-grace DURATION]",
      "The ticker: enqueue every due occurrence as a job.\n"
      "      --once                 one tick, print what it did, and exit\n"
@@ -852,11 +851,10 @@ static int check_one(struct pd_app *a, const struct pd_sched *s, const char *com
 
 static int cmd_check(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 {
-	enum { O_CRONTAB = 256, O_FROM, O_JSON };
+	enum { O_CRONTAB = 256, O_FROM };
 	static const struct option opts[] = {
 	    {"crontab", no_argument, NULL, O_CRONTAB},
 	    {"from", required_argument, NULL, O_FROM},
-	    {"json", no_argument, NULL, O_JSON},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -865,7 +863,7 @@ static int cmd_check(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	int ch, crontab = 0, rc = 0;
 	struct loaded f;
 
-	while ((ch = pd_cli_getopt(argc, argv, ":h", opts)) != -1) {
+	while ((ch = sub_getopt(a, argc, argv, ":h", opts)) != -1) {
 		switch (ch) {
 		case O_CRONTAB:
 			crontab = 1;
@@ -873,9 +871,6 @@ static int cmd_check(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 		case O_FROM:
 			if (pd_instant_parse(optarg, &from_us, &e2) < 0)
 				return pd_cli_usage(sub_synopsis(), "option --from: %s", e2.msg);
-			break;
-		case O_JSON:
-			a->json = 1;
 			break;
 		case 'h':
 			return sub_help();
