@@ -162,13 +162,17 @@ type_of() {
 	alive "$(bg_pid w)"
 }
 
-@test "two pd-worker --crontab on one database: a * * * * * line fires within 70 s, one job a minute" {
+@test "two pd-worker --crontab on one database: a * * * * * line fires within 70 s, one job a minute for three minutes" {
 	printf '* * * * * echo "$PD_RUN_AT" >>%s/minute\n' "$D" >"$D/minute.cron"
 	start_worker w1 --crontab "$D/minute.cron" --poll 100ms
 	start_worker w2 --crontab "$D/minute.cron" --poll 100ms
 	wait_for 70 lines_at_least "$D/minute" 1
 	wait_for 70 lines_at_least "$D/minute" 2
-	sleep 1 # a duplicate, if there were one, would run now
+	wait_for 70 lines_at_least "$D/minute" 3
+	# stopped (they drain what runs), nothing fires or runs any more: one run per job
+	stop_worker w1
+	stop_worker w2
+	[ "$(wc -l <"$D/minute")" -eq "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'")" ]
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs")" -eq "$(sql "SELECT count(DISTINCT run_at) FROM pendulum.jobs")" ]
 	[ "$(sort "$D/minute" | uniq -d | wc -l)" -eq 0 ]
 	[ "$(sort -u "$D/minute" | wc -l)" -eq "$(wc -l <"$D/minute")" ]
