@@ -160,9 +160,13 @@ $$;
 -- stdin ({"input": …, "outputs": {step: output}} of the completed steps),
 -- last_output (the output of the step before position), signals,
 -- wait_step, wait_expired (the wait at position is past its deadline).
+-- VOLATILE, so that it reads with a snapshot of its own: the claim
+-- (pendulum.claim_jobs, also volatile) may take a job whose run was
+-- committed after the claiming statement's own snapshot was taken, and a
+-- STABLE function would then not see that run.
 CREATE FUNCTION pendulum.workflow_context(run_job bigint)
 RETURNS jsonb
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql VOLATILE AS $$
     SELECT jsonb_build_object(
         'run', r.id, 'workflow', r.workflow, 'position', r.position,
         'steps', to_jsonb(r.steps),

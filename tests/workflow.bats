@@ -327,3 +327,13 @@ EOF
 	[ "$(lines "$D/c.count")" = 1 ]
 	same_json "$(cat "$D/c.in")" '{"input": null, "outputs": {"a": {"step": "a", "n": 1}, "b": {"step": "b", "n": 3}}}'
 }
+
+@test "the claim's context reads with a snapshot of its own (a run committed after the claim's statement began is seen)" {
+	# pendulum.claim_jobs is volatile and takes a fresh snapshot: it can claim a
+	# job whose run committed after the claiming statement's snapshot. A STABLE
+	# workflow_context would read the run with the older snapshot and find
+	# none (the worker then dead-letters the job: "no workflow run drives
+	# this job"), as make check once showed under load.
+	[ "$(sql "SELECT provolatile FROM pg_proc WHERE oid = 'pendulum.workflow_context'::regproc")" = v ]
+	[ "$(sql "SELECT provolatile FROM pg_proc WHERE oid = 'pendulum.claim_jobs'::regproc")" = v ]
+}
