@@ -1154,6 +1154,14 @@ static int reregister(struct worker *w, struct pd_err *e)
  * The worker's part of a pass: start ready jobs in free slots, collect the
  * batch in flight if its results are in, and send the next one.
  */
+/* The reap pass or the program's periodic work (ext) is due. */
+static int side_due(const struct worker *w, long long now)
+{
+	if (w->cfg->reap && now >= w->next_reap)
+		return 1;
+	return w->cfg->ext && w->d.phase == PD_DAEMON_SERVING && now >= w->next_ext;
+}
+
 static int sync_db(struct worker *w, long long now, struct pd_err *e)
 {
 	/*
@@ -1180,6 +1188,17 @@ static int sync_db(struct worker *w, long long now, struct pd_err *e)
 	}
 	if (w->reregister && reregister(w, e) < 0)
 		return -1;
+	/*
+	 * The reap pass and the program's periodic work need the connection
+	 * without a batch in flight: when one is due, this pass sends nothing
+	 * (on_tick runs it, and the next pass sends). Otherwise, with round trips
+	 * as long as the poll interval, a batch would always be in flight and
+	 * they would never run.
+	 */
+	if (side_due(w, now)) {
+		start_ready(w);
+		return 0;
+	}
 	/* Send first: the database works on it while the handlers are started. */
 	if (batch_send(w, now, e) < 0)
 		return -1;

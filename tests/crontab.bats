@@ -32,6 +32,14 @@ setup() {
 	EOF
 }
 
+# minute_diag: what the two workers and the schedule say, for a fire that did not come.
+minute_diag() {
+	sql "SELECT name, next_fire_at, last_fired_at, overlap, now() FROM pendulum.cron_schedules"
+	sql "SELECT fire_at, kind, job_id FROM pendulum.cron_fires ORDER BY fire_at"
+	sql "SELECT id, state, run_at, finished_at FROM pendulum.jobs ORDER BY id"
+	grep -v 'level=debug' "$BATS_FILE_TMPDIR/w1.log" "$BATS_FILE_TMPDIR/w2.log" | tail -40
+}
+
 # names_zones: "name timezone" of every schedule, by line order of the file (by name).
 names_zones() {
 	sql "SELECT name || ' ' || timezone FROM pendulum.cron_schedules ORDER BY name"
@@ -167,8 +175,8 @@ type_of() {
 	start_worker w1 --crontab "$D/minute.cron" --poll 100ms
 	start_worker w2 --crontab "$D/minute.cron" --poll 100ms
 	wait_for 70 lines_at_least "$D/minute" 1
-	wait_for 70 lines_at_least "$D/minute" 2
-	wait_for 70 lines_at_least "$D/minute" 3
+	wait_for 70 lines_at_least "$D/minute" 2 || { minute_diag; false; }
+	wait_for 70 lines_at_least "$D/minute" 3 || { minute_diag; false; }
 	# stopped (they drain what runs), nothing fires or runs any more: one run per job
 	stop_worker w1
 	stop_worker w2
