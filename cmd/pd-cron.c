@@ -174,6 +174,16 @@ static int sub_getopt(struct pd_app *a, int argc, char **argv, const char *optst
 	return ch;
 }
 
+/* Exactly one operand is left (what: "NAME", "FILE"): 0, else the usage error's status. */
+static int one_operand(int argc, char **argv, const char *what)
+{
+	if (argc - optind < 1)
+		return pd_cli_usage(sub_synopsis(), "missing %s", what);
+	if (argc - optind > 1)
+		return pd_cli_usage(sub_synopsis(), "unexpected argument '%s'", argv[optind + 1]);
+	return 0;
+}
+
 static int connect_db(struct pd_app *a, struct pd_err *e)
 {
 	if (pd_app_load(a, e) < 0)
@@ -231,7 +241,7 @@ static int cmd_add(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	struct pd_sched s;
 	char utc[PD_INSTANT_MAX], local[96];
 	long long next;
-	int ch;
+	int ch, rc;
 
 	pd_sched_init(&s);
 	while ((ch = sub_getopt(a, argc, argv, ":t:h", opts)) != -1) {
@@ -287,10 +297,8 @@ static int cmd_add(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 			return pd_cli_bad_option(sub_synopsis(), ch, argv);
 		}
 	}
-	if (argc - optind != 1)
-		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing NAME")
-					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
-							argv[optind + 1]);
+	if ((rc = one_operand(argc, argv, "NAME")) != 0)
+		return rc;
 	s.name = argv[optind];
 	if (s.cron == NULL || s.timezone == NULL || s.type == NULL)
 		return pd_cli_usage(sub_synopsis(), "missing option %s",
@@ -314,7 +322,7 @@ static int cmd_by_name(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	    {NULL, 0, NULL, 0},
 	};
 	const char *tenant = NULL, *name;
-	int ch;
+	int ch, rc;
 
 	while ((ch = sub_getopt(a, argc, argv, ":t:h", opts)) != -1) {
 		if (ch == 't')
@@ -324,10 +332,8 @@ static int cmd_by_name(struct pd_app *a, int argc, char **argv, struct pd_err *e
 		else
 			return pd_cli_bad_option(sub_synopsis(), ch, argv);
 	}
-	if (argc - optind != 1)
-		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing NAME")
-					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
-							argv[optind + 1]);
+	if ((rc = one_operand(argc, argv, "NAME")) != 0)
+		return rc;
 	name = argv[optind];
 	if (connect_db(a, e) < 0)
 		return -1;
@@ -761,10 +767,8 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 			return pd_cli_bad_option(sub_synopsis(), ch, argv);
 		}
 	}
-	if (argc - optind != 1)
-		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing FILE")
-					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
-							argv[optind + 1]);
+	if ((rc = one_operand(argc, argv, "FILE")) != 0)
+		return rc;
 	/* Everything in the file is checked before the database is touched. */
 	if (load_file(&f, argv[optind], crontab, tenant, e) < 0)
 		return -1;
@@ -878,10 +882,8 @@ static int cmd_check(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 			return pd_cli_bad_option(sub_synopsis(), ch, argv);
 		}
 	}
-	if (argc - optind != 1)
-		return argc - optind < 1 ? pd_cli_usage(sub_synopsis(), "missing FILE")
-					 : pd_cli_usage(sub_synopsis(), "unexpected argument '%s'",
-							argv[optind + 1]);
+	if ((rc = one_operand(argc, argv, "FILE")) != 0)
+		return rc;
 	from = included(from_us);
 	if (load_file(&f, argv[optind], crontab, NULL, e) < 0)
 		return -1;
