@@ -61,19 +61,6 @@ void pd_retention_init(struct pd_retention *r)
 	r->workers_gone_ms = DAY_MS;
 }
 
-/*
- * The process's current retention (pd_config_retention). Kept by value: a
- * reap pass inside an engine has no pointer to the engine's configuration.
- */
-static struct pd_retention current_retention = {
-    7 * DAY_MS, 7 * DAY_MS, 30 * DAY_MS, 7 * DAY_MS, DAY_MS,
-};
-
-const struct pd_retention *pd_config_retention(void)
-{
-	return &current_retention;
-}
-
 void pd_config_init(struct pd_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -796,10 +783,8 @@ int pd_config_load(struct pd_config *c, const char *explicit_path, struct pd_err
 	if (path == NULL && (path = getenv("PD_CONFIG")) != NULL && *path == '\0')
 		path = NULL;
 	if (path == NULL) {
-		if (access(PD_CONFIG_DEFAULT_PATH, F_OK) < 0) {
-			current_retention = c->retention;
+		if (access(PD_CONFIG_DEFAULT_PATH, F_OK) < 0)
 			return 0; /* no file: the defaults */
-		}
 		path = PD_CONFIG_DEFAULT_PATH;
 	}
 	/* Checked here for the message; pd_ydoc_load opens it again. */
@@ -809,6 +794,5 @@ int pd_config_load(struct pd_config *c, const char *explicit_path, struct pd_err
 	c->path = pd_xstrdup(path);
 	if (pd_ydoc_load(&c->doc, path, e) < 0 || decode(c, e) < 0)
 		return -1;
-	current_retention = c->retention;
 	return 0;
 }

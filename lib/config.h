@@ -99,13 +99,6 @@ int pd_config_load(struct pd_config *c, const char *explicit_path, struct pd_err
 /* The defaults of retention:. */
 void pd_retention_init(struct pd_retention *r);
 
-/*
- * The retention: of the last configuration this process loaded without
- * error (the defaults before any): what a reap pass prunes by. A reload
- * (SIGHUP) that loads a new file changes it; one that fails leaves it.
- */
-const struct pd_retention *pd_config_retention(void);
-
 /* Free everything; c holds the defaults again. */
 void pd_config_release(struct pd_config *c);
 

@@ -456,8 +456,9 @@ static void log_pruned(const struct pd_prune_report *p)
 		       p->rows[PD_PRUNE_WORKERS_GONE], batches, p->more);
 }
 
-int pd_reap_pass_prune(struct pd_db *db, int prune_batches, int batch, int *requeued, int *dead,
-		       struct pd_prune_report *pruned, struct pd_err *e)
+int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, int prune_batches,
+		       int batch, int *requeued, int *dead, struct pd_prune_report *pruned,
+		       struct pd_err *e)
 {
 	struct pd_prune_opts o = {.batch = batch, .max_batches = prune_batches};
 
@@ -466,28 +467,23 @@ int pd_reap_pass_prune(struct pd_db *db, int prune_batches, int batch, int *requ
 		return -1;
 	if (prune_batches <= 0)
 		return 0;
-	if (pd_prune(db, pd_config_retention(), &o, pruned, e) < 0)
+	if (pd_prune(db, ret, &o, pruned, e) < 0)
 		return -1;
 	log_pruned(pruned);
 	return 0;
 }
 
-int pd_reap_pass(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
+int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, long long *next_prune,
+		 int *requeued, int *dead, struct pd_err *e)
 {
-	/*
-	 * When this process prunes next. The worker (lib/worker.c) calls this
-	 * pass with its database only, as often as every 50 ms when leases
-	 * expire: the schedule has to live here.
-	 */
-	static long long next_prune;
 	long long now = pd_now_ms();
 	struct pd_prune_report p;
-	int due = now >= next_prune;
+	int due = now >= *next_prune;
 
-	if (pd_reap_pass_prune(db, due ? PD_REAP_WORKER_BATCHES : 0, PD_PRUNE_BATCH, requeued, dead,
-			       &p, e) < 0)
+	if (pd_reap_pass_prune(db, ret, due ? PD_REAP_WORKER_BATCHES : 0, PD_PRUNE_BATCH, requeued,
+			       dead, &p, e) < 0)
 		return -1;
 	if (due)
-		next_prune = now + (p.more ? 0 : PD_REAP_PRUNE_EVERY_MS);
+		*next_prune = now + (p.more ? 0 : PD_REAP_PRUNE_EVERY_MS);
 	return 0;
 }

@@ -43,15 +43,16 @@ struct pd_err;
  * back (pd_jobs_reap). *requeued and *dead count the jobs given back as
  * PENDING and DEAD_LETTERED. -1 with e filled on a database error.
  */
-int pd_reap_pass(struct pd_db *db, int *requeued, int *dead, struct pd_err *e);
+int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, long long *next_prune,
+		 int *requeued, int *dead, struct pd_err *e);
 
 /*
  * pd_reap_pass as a worker runs it also prunes finished history (lib/prune)
- * by the retention of the configuration the process loaded last
- * (pd_config_retention: a reload applies to the next pass), with a budget
- * that keeps the pass short: at most PD_REAP_WORKER_BATCHES statements of
- * PD_PRUNE_BATCH rows, then again at the next pass while rows are left,
- * else PD_REAP_PRUNE_EVERY_MS later.
+ * by ret (the caller's current configuration's: a reload applies to the
+ * next pass), with a budget that keeps the pass short: when *next_prune
+ * (pd_now_ms, the caller's, 0 at first) has come, at most
+ * PD_REAP_WORKER_BATCHES statements of PD_PRUNE_BATCH rows, and *next_prune
+ * becomes now while rows are left, else PD_REAP_PRUNE_EVERY_MS later.
  */
 #define PD_REAP_WORKER_BATCHES 4
 #define PD_REAP_PRUNE_EVERY_MS 60000
@@ -62,8 +63,9 @@ int pd_reap_pass(struct pd_db *db, int *requeued, int *dead, struct pd_err *e);
  * (0 batches: no pruning), what they deleted in *pruned (logged when
  * anything was).
  */
-int pd_reap_pass_prune(struct pd_db *db, int prune_batches, int batch, int *requeued, int *dead,
-		       struct pd_prune_report *pruned, struct pd_err *e);
+int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, int prune_batches,
+		       int batch, int *requeued, int *dead, struct pd_prune_report *pruned,
+		       struct pd_err *e);
 
 /*
  * Kill what is left on this host of the attempts l[0..n) whose workers ran

@@ -24,30 +24,30 @@ void pd_reaper_settle(struct pd_reaper_cfg *r, const struct pd_config *cfg)
 {
 	if (r->interval_ms < 0)
 		r->interval_ms = cfg->reaper.interval_ms;
+	r->retention = cfg->retention;
 }
 
 /*
  * Pruning per pass: at most this many statements of PRUNE_BATCH rows, by
- * the retention of the configuration loaded last (pd_config_retention, so
- * a reload applies at the next pass); the rest at the next pass. --once
- * prunes everything due.
+ * the settled retention (re-settled by a reload: it applies at the next
+ * pass); the rest at the next pass. --once prunes everything due.
  */
 #define PRUNE_BATCHES 20
 #define PRUNE_BATCH   5000
 
 /* One reap pass, counted into st. -1 with e filled as pd_reap_pass_prune fills it. */
-static int pass(struct pd_db *db, int once, struct pd_reaper_stats *st, int *requeued, int *dead,
-		struct pd_err *e)
+static int pass(struct pd_db *db, const struct pd_reaper_cfg *cfg, struct pd_reaper_stats *st,
+		int *requeued, int *dead, struct pd_err *e)
 {
 	struct pd_prune_report p;
-	int rc =
-	    pd_reap_pass_prune(db, once ? 0 : PRUNE_BATCHES, PRUNE_BATCH, requeued, dead, &p, e);
+	int rc = pd_reap_pass_prune(db, &cfg->retention, cfg->once ? 0 : PRUNE_BATCHES, PRUNE_BATCH,
+				    requeued, dead, &p, e);
 
-	if (rc == 0 && once) {
+	if (rc == 0 && cfg->once) {
 		/* --once: every batch due, however many. */
 		struct pd_prune_opts o = {.batch = PRUNE_BATCH};
 
-		rc = pd_prune(db, pd_config_retention(), &o, &p, e);
+		rc = pd_prune(db, &cfg->retention, &o, &p, e);
 	}
 	for (int k = 0; k < PD_PRUNE_NKINDS; k++)
 		st->pruned += p.rows[k];
@@ -68,7 +68,7 @@ static int on_period(struct pd_daemon *d, struct pd_err *e)
 	struct reaper *r = d->ctx;
 	int requeued, dead;
 
-	if (pass(d->db, 0, r->st, &requeued, &dead, e) < 0)
+	if (pass(d->db, r->cfg, r->st, &requeued, &dead, e) < 0)
 		return pd_daemon_db_failed(d, e); /* lost: reconnect and pass again */
 	if (requeued || dead)
 		pd_log(PD_LOG_INFO, "expired leases given back", "requeued=%d dead=%d", requeued,
@@ -122,7 +122,7 @@ int pd_reaper_run(const struct pd_reaper_cfg *cfg, struct pd_db *db, struct pd_r
 
 	memset(st, 0, sizeof(*st));
 	if (cfg->once)
-		return pass(db, 1, st, &requeued, &dead, e);
+		return pass(db, cfg, st, &requeued, &dead, e);
 	pd_daemon_init(&r.d, &reaper_ops, db, &r, NULL, NULL);
 	r.d.period_ms = cfg->interval_ms;
 	rc = pd_daemon_open(&r.d, e);

@@ -26,8 +26,9 @@
 
 /* What a reaper does. -1 in a field given to pd_reaper_settle: unset. */
 struct pd_reaper_cfg {
-	long long interval_ms; /* between the starts of two passes */
-	int once;	       /* one pass on the connection given, no loop */
+	long long interval_ms;	       /* between the starts of two passes */
+	int once;		       /* one pass on the connection given, no loop */
+	struct pd_retention retention; /* the file's (retention:), set by pd_reaper_settle */
 	/* the flags alone, settled over the file again on SIGHUP; NULL: no reload */
 	const struct pd_reaper_cfg *flags;
 	struct pd_config_source source; /* where SIGHUP reads the file (lib/reload) */

@@ -129,6 +129,7 @@ struct worker {
 	int ntypes;
 	char **flow_types; /* the workflow job types in types (owned), NULL-terminated */
 	long long next_claim, next_beat, next_reap, next_due, next_ext;
+	long long next_prune; /* the reap pass prunes from then on (pd_reap_pass) */
 	/* moving averages, 0 until measured: a batch's round trip, a handler's run time */
 	long long rtt_us, run_us;
 	struct batch *flight; /* the batch in flight, or NULL */
@@ -198,6 +199,7 @@ int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struc
 		w->result_limit = cfg->worker.result_limit;
 	if (w->reap < 0)
 		w->reap = cfg->worker.reap;
+	w->retention = cfg->retention;
 	if (w->nqueues == 0)
 		for (int i = 0; i < cfg->worker.nqueues && w->nqueues < PD_WORKER_MAX_QUEUES; i++)
 			w->queues[w->nqueues++] = cfg->worker.queues[i];
@@ -1242,7 +1244,7 @@ static int reap_pass(struct worker *w, long long now, struct pd_err *e)
 	long long next_ms;
 
 	w->next_reap = now + w->cfg->lease_ms / 2;
-	if (pd_reap_pass(w->d.db, &requeued, &dead, e) < 0 ||
+	if (pd_reap_pass(w->d.db, &w->cfg->retention, &w->next_prune, &requeued, &dead, e) < 0 ||
 	    pd_jobs_next_expiry(w->d.db, &next_ms, e) < 0)
 		return pd_daemon_db_failed(&w->d, e);
 	if (requeued || dead)

@@ -70,8 +70,9 @@ struct pd_worker_cfg {
 	    engine;		   /* until_idle: exit once nothing is runnable and nothing runs */
 	struct pd_retry_cfg retry; /* the file's (retry:) */
 	long long lease_ms, heartbeat_ms;
-	long long result_limit; /* bytes of stdout kept as the result */
-	int reap;		/* give back expired leases too */
+	long long result_limit;	       /* bytes of stdout kept as the result */
+	int reap;		       /* give back expired leases too */
+	struct pd_retention retention; /* the file's (retention:): what the reap pass prunes by */
 	/* the flags alone, settled over the file again on SIGHUP; NULL: no reload */
 	const struct pd_worker_cfg *flags;
 	struct pd_config_source source; /* where SIGHUP reads the file (lib/reload) */

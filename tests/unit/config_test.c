@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "reaper.h"
 #include "ydoc.h"
 #include "tap.h"
 
@@ -927,7 +928,7 @@ static void test_engine_settle(void)
 static void test_retention(void)
 {
 	struct pd_config c;
-	const struct pd_retention *cur;
+	struct pd_reaper_cfg r;
 
 	pd_config_init(&c);
 	is_int(c.retention.succeeded_ms, 7 * 86400000LL, "retention: succeeded defaults to 7d");
@@ -946,15 +947,16 @@ static void test_retention(void)
 	is_int(c.retention.dead_lettered_ms, 3650 * 86400000LL, "retention.dead_lettered");
 	is_int(c.retention.outbox_published_ms, 90000, "retention.outbox_published");
 	is_int(c.retention.workers_gone_ms, 86400000LL, "retention.workers_gone: default kept");
-	cur = pd_config_retention();
-	is_int(cur->succeeded_ms, 60 * 3600000LL, "the loaded retention is the process's");
+	pd_reaper_cfg_init(&r);
+	pd_reaper_settle(&r, &c);
+	is_int(r.retention.succeeded_ms, 60 * 3600000LL, "the reaper settles the file's retention");
 	pd_config_release(&c);
 	bad("retention:\n  succeeded: a week\n",
 	    "2:14: 'succeeded': expected 'forever' or a duration from 1s to 3650d, got "
 	    "'a week'",
 	    "retention: not a duration");
-	is_int(pd_config_retention()->succeeded_ms, 60 * 3600000LL,
-	       "a config that fails leaves the process's retention");
+	is_int(r.retention.succeeded_ms, 60 * 3600000LL,
+	       "a config that fails leaves the settled retention");
 	bad("retention:\n  cancelled: 500ms\n",
 	    "2:14: 'cancelled': expected 'forever' or a duration from 1s to 3650d, got "
 	    "'500ms'",
