@@ -427,9 +427,16 @@ static const char finish_sql[] =
  * sent before finish_sql in the same transaction: a completed step's output
  * inserted once (the first insert wins), the run's position moved on with
  * GREATEST, its mailbox and wait fields set; what is written about the step
- * at the run's position only. Updating the run row orders a park against
+ * at the run's position only. Fenced like finish_sql: h keeps the writes
+ * whose token still holds the lease of the run's job (lease_token = token,
+ * LEASED or RUNNING) and locks that job row until the transaction ends, so
+ * that no reaper or claim can move the lease between this statement and
+ * finish_sql's: both see the same fence, and a fenced-off outcome writes
+ * nothing of the run. Updating the run row orders a park against
  * pendulum.signal_workflow, which updates it too: whichever comes second sees
  * the other, and finish_sql then reads the mailbox to set the job's run_at.
+ * (signal_workflow locks the run row, then the job row only while it is
+ * PENDING: never one that h locked, so the two orders cannot deadlock.)
  */
 static const char flow_sql[] =
     "WITH f AS ("
@@ -437,13 +444,18 @@ static const char flow_sql[] =
     "  name text, kind text, steps text[], output jsonb, output_is_text boolean,"
     "  output_truncated boolean, attempts integer, token bigint, ran_ms bigint,"
     "  sleep_ms bigint, signal text, wait_ms bigint)"
+    "), h AS ("
+    " SELECT f.* FROM f JOIN pendulum.workflow_runs r ON r.id = f.run"
+    " JOIN pendulum.jobs j ON j.id = r.job_id AND j.lease_token = f.token"
+    "  AND j.state IN ('LEASED', 'RUNNING')"
+    " FOR NO KEY UPDATE OF j"
     "), s AS ("
     " INSERT INTO pendulum.workflow_steps (run_id, step_index, step_name, kind, output,"
     "  output_is_text, output_truncated, attempts, lease_token, started_at, finished_at)"
     " SELECT f.run, f.step, f.name, f.kind, f.output, f.output_is_text, f.output_truncated,"
     "  f.attempts, f.token, now() - f.ran_ms * interval '1 millisecond',"
     "  now() + f.sleep_ms * interval '1 millisecond'"
-    " FROM f WHERE f.act = 'step'"
+    " FROM h AS f WHERE f.act = 'step'"
     " ON CONFLICT (run_id, step_index) DO NOTHING"
     ") "
     "UPDATE pendulum.workflow_runs r SET"
@@ -460,7 +472,7 @@ static const char flow_sql[] =
     " sleep_until = CASE WHEN f.act = 'step' AND f.sleep_ms > 0"
     "  THEN now() + f.sleep_ms * interval '1 millisecond' END,"
     " updated_at = now()"
-    " FROM f WHERE r.id = f.run AND f.step = r.position";
+    " FROM h AS f WHERE r.id = f.run AND f.step = r.position";
 
 /*
  * Attempts whose worker lost the lease and stopped the handler: lease_lost,

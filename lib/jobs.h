@@ -36,9 +36,12 @@ void pd_claimed_free(struct pd_claimed *c, int n);
 /*
  * What a workflow job's outcome writes to its run (sql/010_workflows.sql), in
  * the same transaction, before the job row: a completed step's output
- * (inserted once: the first write of a step wins; the run's position moves
- * on with GREATEST, so neither write is fenced), the run parked at a wait_for
- * step, or its wait undone (the step failed past its deadline).
+ * (inserted once: the first insert of a step wins; the run's position moves
+ * on with GREATEST), the run parked at a wait_for step, or its wait undone
+ * (the step failed past its deadline). Fenced like the job's write, by the
+ * same token, with the job row locked between the two: an outcome fenced off
+ * writes nothing of the run either (no step, position, mailbox, wait, sleep
+ * or steps).
  */
 enum pd_flow_write_kind {
 	PD_FLOW_WRITE_NONE,
