@@ -187,6 +187,21 @@ int pd_jobs_expired(struct pd_db *db, struct pd_lease **out, int *n, struct pd_e
 int pd_jobs_lease_held(struct pd_db *db, long long id, long long token, struct pd_err *e);
 
 /*
+ * After a reconnect: give back the jobs leased to worker whose tokens are
+ * none of tokens[0..n) (the leases the worker holds: runs in flight, ready
+ * jobs, outcomes not written yet). Such a lease comes from a claim that
+ * committed while its reply was lost with the connection: the worker never
+ * saw the job, which would otherwise stay LEASED until the lease expired.
+ * Each goes back as a graceful release does, in one statement: PENDING, due
+ * now, the attempt refunded; an at-most-once job DEAD_LETTERED (as its
+ * release, and its lease's expiry, would), what was BLOCKED on it with it.
+ * The attempt is recorded as claim_lost. *released: how many; the ids are
+ * logged.
+ */
+int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long *tokens, int n,
+			   int *released, struct pd_err *e);
+
+/*
  * Register a worker (replacing a row with the same id), and remove it.
  * lease_ms is its lease: the row counts as gone once the worker has not been
  * seen for that long (pendulum.worker_states, sql/013).
