@@ -74,6 +74,7 @@ static const char *word_color(const char *v)
 	    {"live", "32"},	      {"WAITING", "33"},		{"SLEEPING", "2"},
 	    {"done", "32"},	      {"running", "1;36"},	{"waiting", "33"},
 	    {"sleeping", "2"},	      {"dead", "31"},		{"cancelled", "2"},
+	    {"claim_lost", "33"},
 	};
 	/* clang-format on */
 

@@ -333,6 +333,76 @@ int pd_jobs_lease_held(struct pd_db *db, long long id, long long token, struct p
 }
 
 /*
+ * The release of the jobs leased to worker $1 under a token not in $2 (see
+ * jobs.h): j gives them back as finish_sql's release does (the attempt
+ * refunded; an at-most-once job dead-lettered, never run again), a records each attempt
+ * as claim_lost, p dead-letters what was BLOCKED on a job dead-lettered here
+ * (as finish_sql's p), n wakes the queues that got a job back. Each row
+ * comes back as id and new state; the last two columns force p and n.
+ */
+static const char release_unheld_sql[] =
+    "WITH j AS ("
+    " UPDATE pendulum.jobs j SET"
+    "  state = CASE WHEN j.delivery = 'at-most-once' THEN 'DEAD_LETTERED' ELSE 'PENDING' END,"
+    "  attempt = CASE WHEN j.delivery = 'at-most-once' THEN j.attempt"
+    "   ELSE greatest(j.attempt - 1, 0) END,"
+    "  run_at = now(),"
+    "  dead_reason = CASE WHEN j.delivery = 'at-most-once' THEN 'claimed by a worker that lost"
+    " the claim''s reply to a reconnect (at-most-once delivery: not run again)' END,"
+    "  finished_at = CASE WHEN j.delivery = 'at-most-once' THEN now() END,"
+    "  exit_code = NULL, lease_owner = NULL, lease_expires_at = NULL"
+    " WHERE j.lease_owner = $1 AND j.state IN ('LEASED', 'RUNNING')"
+    "  AND NOT (j.lease_token = ANY ($2::bigint[]))"
+    " RETURNING j.id, j.lease_token, j.state, j.queue, j.started_at,"
+    "  CASE WHEN j.delivery = 'at-most-once' THEN j.attempt ELSE j.attempt + 1 END AS attempt"
+    "), a AS ("
+    " INSERT INTO pendulum.attempt_rows (job_id, attempt, lease_token, worker, started_at,"
+    "  finished_at, outcome)"
+    " SELECT j.id, j.attempt, j.lease_token, $1, coalesce(j.started_at, now()), now(),"
+    "  'claim_lost' FROM j"
+    " ON CONFLICT (job_id, lease_token) DO NOTHING"
+    "), p AS ("
+    " SELECT pendulum.fail_dependents(ARRAY(SELECT id FROM j WHERE state = 'DEAD_LETTERED'),"
+    "  'DEAD_LETTERED') AS n WHERE EXISTS (SELECT 1 FROM j WHERE state = 'DEAD_LETTERED')"
+    "), n AS ("
+    " SELECT pg_notify('pendulum_jobs', q.queue)"
+    " FROM (SELECT DISTINCT queue FROM j WHERE state = 'PENDING') q"
+    ") "
+    "SELECT j.id, j.state, (SELECT count(*) FROM n), (SELECT count(*) FROM p) FROM j ORDER BY j.id";
+
+int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long *tokens, int n,
+			   int *released, struct pd_err *e)
+{
+	struct pd_buf t = PD_BUF_INIT, ids = PD_BUF_INIT;
+	const char *params[2];
+	PGresult *r;
+	int dead = 0, rc;
+
+	*released = 0;
+	id_array(&t, tokens, n);
+	params[0] = worker;
+	params[1] = t.data;
+	rc = pd_db_exec(db, release_unheld_sql, 2, params, PGRES_TUPLES_OK, &r, e);
+	pd_buf_release(&t);
+	if (rc < 0)
+		return -1;
+	*released = PQntuples(r);
+	for (int i = 0; i < *released; i++) {
+		if (i < 100)
+			pd_buf_printf(&ids, "%s%s", i ? "," : "", PQgetvalue(r, i, 0));
+		dead += strcmp(PQgetvalue(r, i, 1), "DEAD_LETTERED") == 0;
+	}
+	if (*released > 100)
+		pd_buf_puts(&ids, ",...");
+	if (*released > 0)
+		pd_log(PD_LOG_WARN, "jobs leased to this worker but not held: given back",
+		       "jobs=%d dead=%d ids=%s", *released, dead, ids.data);
+	pd_buf_release(&ids);
+	PQclear(r);
+	return 0;
+}
+
+/*
  * The outcomes of one batch ($1; $2 the worker), fenced row by row: o is the
  * batch, j the jobs it changed (only those whose token still holds the
  * lease), a their attempt rows (sql/008: none for a clean success, whose
@@ -427,9 +497,16 @@ static const char finish_sql[] =
  * sent before finish_sql in the same transaction: a completed step's output
  * inserted once (the first insert wins), the run's position moved on with
  * GREATEST, its mailbox and wait fields set; what is written about the step
- * at the run's position only. Updating the run row orders a park against
+ * at the run's position only. Fenced like finish_sql: h keeps the writes
+ * whose token still holds the lease of the run's job (lease_token = token,
+ * LEASED or RUNNING) and locks that job row until the transaction ends, so
+ * that no reaper or claim can move the lease between this statement and
+ * finish_sql's: both see the same fence, and a fenced-off outcome writes
+ * nothing of the run. Updating the run row orders a park against
  * pendulum.signal_workflow, which updates it too: whichever comes second sees
  * the other, and finish_sql then reads the mailbox to set the job's run_at.
+ * (signal_workflow locks the run row, then the job row only while it is
+ * PENDING: never one that h locked, so the two orders cannot deadlock.)
  */
 static const char flow_sql[] =
     "WITH f AS ("
@@ -437,13 +514,18 @@ static const char flow_sql[] =
     "  name text, kind text, steps text[], output jsonb, output_is_text boolean,"
     "  output_truncated boolean, attempts integer, token bigint, ran_ms bigint,"
     "  sleep_ms bigint, signal text, wait_ms bigint)"
+    "), h AS ("
+    " SELECT f.* FROM f JOIN pendulum.workflow_runs r ON r.id = f.run"
+    " JOIN pendulum.jobs j ON j.id = r.job_id AND j.lease_token = f.token"
+    "  AND j.state IN ('LEASED', 'RUNNING')"
+    " FOR NO KEY UPDATE OF j"
     "), s AS ("
     " INSERT INTO pendulum.workflow_steps (run_id, step_index, step_name, kind, output,"
     "  output_is_text, output_truncated, attempts, lease_token, started_at, finished_at)"
     " SELECT f.run, f.step, f.name, f.kind, f.output, f.output_is_text, f.output_truncated,"
     "  f.attempts, f.token, now() - f.ran_ms * interval '1 millisecond',"
     "  now() + f.sleep_ms * interval '1 millisecond'"
-    " FROM f WHERE f.act = 'step'"
+    " FROM h AS f WHERE f.act = 'step'"
     " ON CONFLICT (run_id, step_index) DO NOTHING"
     ") "
     "UPDATE pendulum.workflow_runs r SET"
@@ -460,7 +542,7 @@ static const char flow_sql[] =
     " sleep_until = CASE WHEN f.act = 'step' AND f.sleep_ms > 0"
     "  THEN now() + f.sleep_ms * interval '1 millisecond' END,"
     " updated_at = now()"
-    " FROM f WHERE r.id = f.run AND f.step = r.position";
+    " FROM h AS f WHERE r.id = f.run AND f.step = r.position";
 
 /*
  * Attempts whose worker lost the lease and stopped the handler: lease_lost,

@@ -36,9 +36,12 @@ void pd_claimed_free(struct pd_claimed *c, int n);
 /*
  * What a workflow job's outcome writes to its run (sql/010_workflows.sql), in
  * the same transaction, before the job row: a completed step's output
- * (inserted once: the first write of a step wins; the run's position moves
- * on with GREATEST, so neither write is fenced), the run parked at a wait_for
- * step, or its wait undone (the step failed past its deadline).
+ * (inserted once: the first insert of a step wins; the run's position moves
+ * on with GREATEST), the run parked at a wait_for step, or its wait undone
+ * (the step failed past its deadline). Fenced like the job's write, by the
+ * same token, with the job row locked between the two: an outcome fenced off
+ * writes nothing of the run either (no step, position, mailbox, wait, sleep
+ * or steps).
  */
 enum pd_flow_write_kind {
 	PD_FLOW_WRITE_NONE,
@@ -182,6 +185,21 @@ int pd_jobs_expired(struct pd_db *db, struct pd_lease **out, int *n, struct pd_e
  * under that token and the lease has not expired. 1 held, 0 lost, -1 error.
  */
 int pd_jobs_lease_held(struct pd_db *db, long long id, long long token, struct pd_err *e);
+
+/*
+ * After a reconnect: give back the jobs leased to worker whose tokens are
+ * none of tokens[0..n) (the leases the worker holds: runs in flight, ready
+ * jobs, outcomes not written yet). Such a lease comes from a claim that
+ * committed while its reply was lost with the connection: the worker never
+ * saw the job, which would otherwise stay LEASED until the lease expired.
+ * Each goes back as a graceful release does, in one statement: PENDING, due
+ * now, the attempt refunded; an at-most-once job DEAD_LETTERED (as its
+ * release, and its lease's expiry, would), what was BLOCKED on it with it.
+ * The attempt is recorded as claim_lost. *released: how many; the ids are
+ * logged.
+ */
+int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long *tokens, int n,
+			   int *released, struct pd_err *e);
 
 /*
  * Register a worker (replacing a row with the same id), and remove it.

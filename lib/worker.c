@@ -1276,14 +1276,52 @@ static int register_row(struct pd_daemon *d, int first, struct pd_err *e)
 	return 0;
 }
 
-/* A new session: the program's hook (the ticker lock went with the old one), the workers row. */
+/*
+ * After a reconnect, the jobs leased to this worker (its id is the same on
+ * every session) under a token it does not hold, in a run, the ready jobs
+ * or an outcome still to write: a claim whose reply the lost connection
+ * took. Given back now (pd_jobs_release_unheld) rather than at the lease's
+ * expiry.
+ */
+static int release_unheld(struct worker *w, struct pd_err *e)
+{
+	long long *t = pd_xcalloc((size_t)(w->pool.size + w->nready + w->nfin) + 1, sizeof(*t));
+	int n = 0, released, rc;
+
+	for (int i = 0; i < w->pool.size; i++)
+		if (w->runs[i].kind != RUN_FREE)
+			t[n++] = w->runs[i].job.token;
+	for (int k = 0; k < w->nready; k++)
+		t[n++] = w->ready[k].job.token;
+	for (int k = 0; k < w->nfin; k++)
+		t[n++] = w->fin[k].job.token;
+	rc = pd_jobs_release_unheld(w->d.db, w->d.id, t, n, &released, e);
+	free(t);
+	if (rc < 0 && e->code != PD_EX_UNAVAILABLE) {
+		char q[600];
+
+		/* not fatal: those leases expire, and the reap pass gives them back */
+		pd_log(PD_LOG_ERROR, "could not give back the leases not held", "error=%s",
+		       pd_log_quote(q, sizeof(q), e->msg));
+		pd_err_clear(e);
+		return 0;
+	}
+	return rc;
+}
+
+/*
+ * A new session: the program's hook (the ticker lock went with the old
+ * one), the workers row, and after a reconnect the leases it does not hold.
+ */
 static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 {
 	struct worker *w = d->ctx;
 
 	if (w->cfg->ext && w->cfg->ext->connect)
 		w->cfg->ext->connect(w->cfg->ext);
-	return register_row(d, first, e);
+	if (register_row(d, first, e) < 0)
+		return -1;
+	return first ? 0 : release_unheld(w, e);
 }
 
 /* Runs in use: jobs in flight. */

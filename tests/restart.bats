@@ -86,3 +86,48 @@ teardown() {
 	[[ "$stderr" == "pd-reaper: cannot connect to the database"*"/nonexistent-dir"* ]]
 	[ -z "$output" ]
 }
+
+@test "after a reconnect the worker gives back the jobs leased to it under tokens it does not hold (a claim whose reply was lost)" {
+	gate=$BATS_TEST_TMPDIR/gate # the slow job runs across the reconnect
+	start_worker w -j 2 --lease 2s --heartbeat 500ms --poll 200ms --no-reap \
+		--handler "t=$(counting_handler "$LOG")" \
+		--handler "slow=$(counting_handler "$LOG" "while [ ! -e '$gate' ]; do sleep 0.05; done")"
+	slow=$(pd-enqueue slow '{}')
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $slow" RUNNING
+	wid=$(worker_id w)
+	[ -n "$wid" ]
+	slow_token=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $slow")
+	# a claim of w's that committed while its reply was lost: two jobs leased
+	# to w for an hour under tokens w never saw, one of them at-most-once
+	lost=$(pd-enqueue --delay 1h t '{}')
+	amo=$(pd-enqueue --delay 1h --at-most-once t '{}')
+	sql "UPDATE pendulum.jobs SET state = 'LEASED', attempt = 1, run_at = now(),
+	       lease_token = nextval('pendulum.lease_token_seq'), lease_owner = '$wid',
+	       lease_expires_at = now() + interval '1 hour' WHERE id IN ($lost, $amo)" >/dev/null
+	lost_token=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $lost")
+	before=$(fenced)
+
+	# the connection drops; w reconnects with the same id
+	[ "$(sql "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'pd-worker'")" = 1 ]
+	wait_for 30 grep -q 'msg=reconnected' "$BATS_FILE_TMPDIR/w.log"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $lost" SUCCEEDED
+	[ "$(worker_id w)" = "$wid" ]
+	# given back at once, attempt refunded, recorded as claim_lost; then run by w
+	[ "$(sql "SELECT string_agg(attempt || ':' || outcome || ':' || (lease_token = $lost_token), ' ' ORDER BY lease_token)
+	          FROM pendulum.job_attempts WHERE job_id = $lost")" = "1:claim_lost:true 1:succeeded:false" ]
+	[ "$(sql "SELECT worker FROM pendulum.job_attempts WHERE job_id = $lost AND outcome = 'claim_lost'")" = "$wid" ]
+	# the at-most-once job is dead-lettered, as its release would be, and never ran
+	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $amo")" = "DEAD_LETTERED 1" ]
+	[[ "$(sql "SELECT dead_reason FROM pendulum.jobs WHERE id = $amo")" == *"at-most-once"* ]]
+	[ "$(sql "SELECT string_agg(outcome, ' ') FROM pendulum.job_attempts WHERE job_id = $amo")" = claim_lost ]
+	grep -q "given back.*jobs=2 dead=1 ids=$lost,$amo" "$BATS_FILE_TMPDIR/w.log"
+	# the lease w does hold is kept: the slow job runs on and finishes once
+	[ "$(sql "SELECT state || ' ' || lease_token FROM pendulum.jobs WHERE id = $slow")" = "RUNNING $slow_token" ]
+	touch "$gate"
+	wait_for 30 sql_is "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $slow" "SUCCEEDED 1"
+	[ "$(lines "$LOG")" -eq 2 ]
+	[ "$(grep -c "^$amo " "$LOG")" -eq 0 ]
+	[ "$(fenced)" -eq "$before" ]
+	stop_worker w
+	[ "$(bg_status w)" -eq 0 ]
+}

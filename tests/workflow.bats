@@ -139,8 +139,8 @@ EOF
 	same_json "$(cat "$D/d.in")" '{"input": null, "outputs": {"a": {"step": "a", "n": 1}, "b": {"step": "b", "n": 1}, "c": {"step": "c", "n": 2}}}'
 }
 
-@test "two workers finish the same step: one stored output, and the run goes on from it" {
-	# b's first run (w1's) waits for gate1, its second (w2's) for gate2
+@test "a stalled worker finishes a step after a live one took it over: nothing of its write is stored, the run goes on from the live worker's output" {
+	# b's first run (w1's) waits for gate1, its second (w2's) for gate2; each prints its token
 	cat >"$CFG" <<EOF
 workflows:
   twice:
@@ -163,22 +163,52 @@ EOF
 	[ "$status" -eq 0 ]
 	worker w2 -j 1 --no-reap
 	wait_for 30 lines_at_least "$D/b.count" 2
+	token2=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $job")
+	[ "$token2" -gt "$token1" ]
 	before=$(fenced)
-	# the stalled worker's handler ends first: its output is stored, its job write fenced
+	# the stalled worker's handler ends first, while w2 holds the lease: its write is fenced
 	touch "$D/gate1"
 	wait_for 30 child_exited "$(bg_pid w1)"
 	kill -CONT "$(bg_pid w1)"
-	wait_for 30 sql_is "SELECT count(*) FROM pendulum.workflow_steps WHERE run_id = $id AND step_index = 1" 1
 	wait_for 30 sql_is "SELECT value > $before FROM pendulum.counters WHERE name = 'writes_fenced'" t
+	wait_for 10 grep -q 'fenced' "$BATS_FILE_TMPDIR/w1.log"
 	stop_worker w1
-	# the live worker's b ends: its insert loses, it goes on from w1's output
+	# nothing of the run is w1's: no step b stored, the position still at b
+	[ "$(sql "SELECT count(*) FROM pendulum.workflow_steps WHERE run_id = $id AND step_index = 1")" = 0 ]
+	[ "$(sql "SELECT position FROM pendulum.workflow_runs WHERE id = $id")" = 1 ]
+	wait_for 10 sql_is "SELECT state || ' ' || lease_token FROM pendulum.jobs WHERE id = $job" "RUNNING $token2"
+	# the live worker's b ends: its output is the one stored, and c sees it
 	touch "$D/gate2"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" SUCCEEDED
 	[ "$(lines "$D/b.count")" = 2 ]
 	[ "$(lines "$D/c.count")" = 1 ]
-	# the stored output is the stalled worker's, and c saw it
-	same_json "$(sql "SELECT output FROM pendulum.workflow_steps WHERE run_id = $id AND step_index = 1")" "{\"token\": $token1}"
-	same_json "$(cat "$D/c.in")" "{\"input\": null, \"outputs\": {\"a\": {\"step\": \"a\", \"n\": 1}, \"b\": {\"token\": $token1}}}"
+	[ "$(sql "SELECT position FROM pendulum.workflow_runs WHERE id = $id")" = 3 ]
+	same_json "$(sql "SELECT output FROM pendulum.workflow_steps WHERE run_id = $id AND step_index = 1")" "{\"token\": $token2}"
+	[ "$(sql "SELECT lease_token FROM pendulum.workflow_steps WHERE run_id = $id AND step_index = 1")" = "$token2" ]
+	same_json "$(cat "$D/c.in")" "{\"input\": null, \"outputs\": {\"a\": {\"step\": \"a\", \"n\": 1}, \"b\": {\"token\": $token2}}}"
+}
+
+@test "a step already stored at the run's position: the first insert wins, and the run goes on from it" {
+	# Under the fence only the lease holder writes, so two workers can no
+	# longer both store a step; the primary key still keeps the first output.
+	cat >"$CFG" <<EOF
+workflows:
+  stored:
+    steps:
+      - name: a
+        run: '$(step a)'
+      - name: b
+        run: '$(step b)'
+EOF
+	id=$(start stored)
+	sql "INSERT INTO pendulum.workflow_steps (run_id, step_index, step_name, kind, output)
+	     VALUES ($id, 0, 'a', 'run', '{\"first\": true}')" >/dev/null
+	worker w1 -j 1
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $(run_job "$id")" SUCCEEDED
+	[ "$(lines "$D/a.count")" = 1 ]
+	same_json "$(sql "SELECT output FROM pendulum.workflow_steps WHERE run_id = $id AND step_index = 0")" '{"first": true}'
+	same_json "$(cat "$D/b.in")" '{"input": null, "outputs": {"a": {"first": true}}}'
+	[ "$(sql "SELECT position FROM pendulum.workflow_runs WHERE id = $id")" = 2 ]
 }
 
 @test "a sleep step frees the worker: another job runs meanwhile, the run resumes after it" {
