@@ -219,7 +219,7 @@ workflows:
       - name: a
         run: '$(step a)'
       - name: rest
-        sleep: 3s
+        sleep: 10s
       - name: b
         run: '$(step b)'
 handlers:
@@ -236,10 +236,10 @@ EOF
 	[ "$(lines "$D/b.count")" = 0 ]
 	[ "$(run_state "$id")" = SLEEPING ]
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" SUCCEEDED
-	# b started after the sleep's end, which was 3 s after it began (database clock)
+	# b started after the sleep's end, which was 10 s after it began (database clock)
 	[ "$(sql "SELECT s.started_at >= r.finished_at FROM pendulum.workflow_steps s, pendulum.workflow_steps r
 	          WHERE s.run_id = $id AND r.run_id = $id AND s.step_name = 'b' AND r.step_name = 'rest'")" = t ]
-	[ "$(sql "SELECT finished_at - started_at >= interval '3 s' FROM pendulum.workflow_steps WHERE run_id = $id AND step_name = 'rest'")" = t ]
+	[ "$(sql "SELECT finished_at - started_at >= interval '10 s' FROM pendulum.workflow_steps WHERE run_id = $id AND step_name = 'rest'")" = t ]
 	# sleeping used no attempt
 	[ "$(sql "SELECT attempts FROM pendulum.workflow_steps WHERE run_id = $id AND step_name = 'b'")" = 1 ]
 }
