@@ -47,7 +47,8 @@ static void help(void)
 	    "      --json                   print the job rows as JSON, not the ids\n"
 	    "      --wait                   wait for the job (the run) to end; print only its\n"
 	    "                               result (the last step's output) and exit with the\n"
-	    "                               handler's status\n"
+	    "                               handler's status; meanwhile a line on stderr for\n"
+	    "                               each failed attempt that is tried again\n"
 	    "      --print-id               with --wait, print the id (--json: the row) on\n"
 	    "                               stderr first\n"
 	    "      --wait-timeout DURATION  with --wait, give up after DURATION: exit 124, the\n"
@@ -55,6 +56,8 @@ static void help(void)
 	    "  -c, --config FILE            configuration file\n"
 	    "  -d, --database CONNINFO      libpq conninfo or URI (default $PD_DATABASE_URL)\n"
 	    "  -v, --verbose                log more\n"
+	    "      --quiet                  log warnings and errors only (--wait: no line for\n"
+	    "                               a failed attempt)\n"
 	    "      --log-format FORMAT      logfmt (default) or json, a line each\n"
 	    "  -h, --help                   show this help\n"
 	    "  -V, --version                show the version\n\n"
@@ -268,6 +271,28 @@ static void warn_unserved(void *ctx, long long id, const char *queue, const char
 }
 
 /*
+ * --wait's line for a failed attempt that is tried again: ctx names the job.
+ * "pd-enqueue: job 42: attempt 3 of 25 failed: exit 7; next try in 4s".
+ */
+static void report_failed(void *ctx, long long id, const struct pd_enqueue_failure *f)
+{
+	char d[PD_DUR_MAX] = "";
+
+	(void)id;
+	/* whole seconds from 1 s on: the backoff's jitter is noise here */
+	if (f->next_ms > 0)
+		pd_dur_format(f->next_ms >= 1000 ? (f->next_ms + 999) / 1000 * 1000 : f->next_ms, d,
+			      sizeof(d));
+	fprintf(stderr, "%s: %s: %s%s%sattempt %d of %d failed: %s%s%s\n", pd_progname(),
+		(const char *)ctx, f->step ? "step '" : "", f->step ? f->step : "",
+		f->step ? "' " : "", f->attempt, f->max_attempts, f->cause,
+		f->next_ms < 0	  ? ""
+		: f->next_ms == 0 ? "; next try now"
+				  : "; next try in ",
+		d);
+}
+
+/*
  * --wait: print how job id ended; returns the exit status, or -1 with e
  * filled. what names it on stderr ("job 12", "workflow run 3 (job 12)").
  */
@@ -281,6 +306,8 @@ static int wait_job(struct pd_db *db, const struct opts *o, long long id, const 
 	w.timeout_ms = o->wait_timeout_ms;
 	w.marked = 1; /* when it was enqueued */
 	w.unserved = warn_unserved;
+	if (pd_log_get_level() <= PD_LOG_INFO) /* not with --quiet */
+		w.failed = report_failed;
 	w.ctx = (void *)what;
 	fflush(stderr);
 	if ((rc = pd_enqueue_wait(db, id, &w, &end, e)) < 0)

@@ -514,42 +514,176 @@ void pd_enqueue_end_release(struct pd_enqueue_end *end)
 	memset(end, 0, sizeof(*end));
 }
 
+/* What pd_enqueue_wait keeps between reads of job id. */
+struct waiting {
+	long long id;
+	const struct pd_enqueue_waiting *w;
+	long long seen; /* the lease token of the last failed attempt reported; -1: none read */
+	long long warn; /* from this pd_now_ms() on, ask whether a worker serves it; -1: never */
+};
+
 /*
- * Read job id into end: 1 when it has ended, 0 while not, -1 with e filled.
- * With ask, *unserved says whether it is PENDING with no live worker to
- * serve it, and *queue, *type (malloc'd) say where.
+ * The job and, when $3 >= 0, its failed attempts with a lease token above
+ * $3 (f: a JSON array in token order) but the one that ended it. An
+ * attempt's next try came at the next attempt's start, else (the job row
+ * holds that attempt, or the job waits for it) at the job's run_at, which
+ * a claim leaves as the failure set it; next_ms counts to it from now when
+ * it is ahead, else from the failure. A workflow step's attempt belongs to
+ * the first step completed by a later attempt, else to the run's position.
+ * The last attempt of a job that ended unsuccessfully is the last of its
+ * attempt_rows (pendulum.job_attempts adds the job row's only while it is
+ * in flight or SUCCEEDED).
  */
-static int read_end(struct pd_db *db, long long id, int ask, struct pd_enqueue_end *end,
-		    int *unserved, char **queue, char **type, struct pd_err *e)
+static const char read_sql[] =
+    "SELECT j.state, j.result::text, j.result_is_text, j.result #>> '{}', "
+    "COALESCE(j.dead_reason, ''), COALESCE(j.last_error, ''), l.exit_code, l.signal, "
+    "$2::boolean AND j.state = 'PENDING' AND NOT pendulum.served(j.queue, j.job_type), "
+    "j.queue, j.job_type, j.max_attempts, f.list "
+    "FROM pendulum.jobs j LEFT JOIN pendulum.workflow_runs r ON r.job_id = j.id "
+    "LEFT JOIN LATERAL (SELECT exit_code, signal FROM pendulum.attempt_rows "
+    " WHERE job_id = j.id AND j.state IN ('DEAD_LETTERED', 'CANCELLED') "
+    " ORDER BY started_at DESC, lease_token DESC LIMIT 1) l ON true "
+    "LEFT JOIN LATERAL (SELECT json_agg(json_build_object('attempt', a.attempt, "
+    "  'outcome', a.outcome, 'exit_code', a.exit_code, 'signal', a.signal, "
+    "  'token', a.lease_token, 'next_ms', n.ms, "
+    "  'error', CASE WHEN a.lease_token = j.lease_token THEN j.last_error END, "
+    "  'step', r.steps[1 + coalesce((SELECT min(s.step_index) FROM pendulum.workflow_steps s "
+    "   WHERE s.run_id = r.id AND s.lease_token > a.lease_token), r.position)]) "
+    "  ORDER BY a.lease_token) AS list "
+    " FROM pendulum.attempt_rows a "
+    " CROSS JOIN LATERAL (SELECT coalesce((SELECT min(x.started_at) FROM pendulum.attempt_rows x "
+    "  WHERE x.job_id = a.job_id AND x.lease_token > a.lease_token), "
+    "  CASE WHEN j.run_at < 'infinity' THEN j.run_at END) AS at) t "
+    " CROSS JOIN LATERAL (SELECT ceil(1000 * extract(epoch FROM CASE WHEN t.at > now() "
+    "  THEN t.at - now() ELSE greatest(t.at - a.finished_at, interval '0') END))::bigint "
+    "  AS ms) n "
+    " WHERE $3::bigint >= 0 AND a.job_id = j.id AND a.lease_token > $3::bigint "
+    "  AND a.outcome IN ('failed', 'timeout', 'could_not_start', 'lease_expired', 'lease_lost') "
+    "  AND NOT (a.lease_token = coalesce(j.lease_token, 0) "
+    "   AND j.state IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELLED'))) f ON true "
+    "WHERE j.id = $1";
+
+/*
+ * Run the named statement sql (prepared once per connection: read_job runs
+ * every second, and its plan costs more than its run) with n parameters.
+ */
+static int exec_named(struct pd_db *db, const char *name, const char *sql, int n,
+		      const char *const *params, PGresult **res, struct pd_err *e)
 {
-	static const char sql[] =
-	    "SELECT j.state, j.result::text, j.result_is_text, j.result #>> '{}', "
-	    "COALESCE(j.dead_reason, ''), COALESCE(j.last_error, ''), a.exit_code, a.signal, "
-	    "$2::boolean AND j.state = 'PENDING' AND NOT pendulum.served(j.queue, j.job_type), "
-	    "j.queue, j.job_type "
-	    "FROM pendulum.jobs j LEFT JOIN LATERAL (SELECT exit_code, signal FROM "
-	    "pendulum.job_attempts WHERE job_id = j.id ORDER BY started_at DESC, lease_token "
-	    "DESC LIMIT 1) a ON true WHERE j.id = $1";
-	char idstr[24];
-	const char *params[2] = {idstr, ask ? "true" : "false"};
+	struct pd_db_stmt st = {name, sql, n, params, PGRES_TUPLES_OK, NULL};
+	int rc;
+
+	if (pd_db_pipeline_send(db, &st, 1, e) < 0)
+		return -1;
+	while ((rc = pd_db_pipeline_collect(db, e)) == 0)
+		if (pd_db_await(db, e) < 0)
+			return -1;
+	*res = st.res;
+	return rc < 0 ? -1 : 0;
+}
+
+/* What failed an attempt, into out: error when given, else from its row. */
+static void failure_cause(const char *outcome, long long exit_code, long long sig,
+			  const char *error, char *out, size_t n)
+{
+	if (error && *error)
+		snprintf(out, n, "%s", error);
+	else if (strcmp(outcome, "timeout") == 0)
+		snprintf(out, n, "timeout");
+	else if (exit_code >= 0)
+		snprintf(out, n, "exit %lld", exit_code);
+	else if (sig > 0)
+		snprintf(out, n, "killed by signal %lld (%s)", sig, strsignal((int)sig));
+	else
+		for (size_t i = 0; i < n; i++)
+			if ((out[i] = outcome[i] == '_' ? ' ' : outcome[i]) == '\0')
+				break;
+	out[n - 1] = '\0';
+}
+
+/* An integer member of object obj, or dflt when it is missing or null. */
+static long long member_int(const struct pd_json *j, int obj, const char *key, long long dflt)
+{
+	int t = pd_json_get(j, obj, key);
+	long long v = dflt;
+
+	if (t >= 0)
+		pd_json_int(j, t, &v);
+	return v;
+}
+
+/* Report each attempt of read_sql's list (JSON text) to st->w->failed; st->seen moves on. */
+static int report_failures(struct waiting *st, const char *list, int max_attempts, struct pd_err *e)
+{
+	struct pd_json j = PD_JSON_INIT;
+
+	if (pd_json_parse(&j, list, strlen(list), e) < 0 || j.tok[0].type != PD_JSON_ARRAY) {
+		pd_json_release(&j);
+		return pd_errf(e, PD_EX_SOFTWARE, "job %lld: unreadable attempts: %s", st->id,
+			       list);
+	}
+	for (int t = 1; t < j.ntok; t = pd_json_skip(&j, t)) {
+		struct pd_enqueue_failure f = {0};
+		int o = pd_json_get(&j, t, "outcome"), er = pd_json_get(&j, t, "error");
+		int sp = pd_json_get(&j, t, "step");
+		char *outcome = o >= 0 ? pd_json_str(&j, o) : pd_xstrdup("failed");
+		char *error =
+		    er >= 0 && j.tok[er].type == PD_JSON_STRING ? pd_json_str(&j, er) : NULL;
+		char *step =
+		    sp >= 0 && j.tok[sp].type == PD_JSON_STRING ? pd_json_str(&j, sp) : NULL;
+		char cause[512];
+
+		failure_cause(outcome, member_int(&j, t, "exit_code", -1),
+			      member_int(&j, t, "signal", 0), error, cause, sizeof(cause));
+		f.attempt = (int)member_int(&j, t, "attempt", 0);
+		f.max_attempts = max_attempts;
+		f.cause = cause;
+		f.step = step;
+		f.next_ms = member_int(&j, t, "next_ms", -1);
+		st->w->failed(st->w->ctx, st->id, &f);
+		st->seen = member_int(&j, t, "token", st->seen);
+		free(outcome);
+		free(error);
+		free(step);
+	}
+	pd_json_release(&j);
+	return 0;
+}
+
+/*
+ * Read the job into end, and report what is new (failed attempts; the
+ * first time it is PENDING with no live worker to serve it once st->warn
+ * has passed): 1 when it has ended, 0 while not, -1 with e filled.
+ */
+static int read_job(struct pd_db *db, struct waiting *st, struct pd_enqueue_end *end,
+		    struct pd_err *e)
+{
+	char idstr[24], seen[24];
+	int ask = st->warn >= 0 && pd_now_ms() >= st->warn;
+	const char *params[3] = {idstr, ask ? "true" : "false", seen};
 	const char *state;
 	PGresult *r;
 	int ended = 1;
 
-	snprintf(idstr, sizeof(idstr), "%lld", id);
-	if (pd_db_exec(db, sql, 2, params, PGRES_TUPLES_OK, &r, e) < 0)
+	snprintf(idstr, sizeof(idstr), "%lld", st->id);
+	snprintf(seen, sizeof(seen), "%lld", st->w->failed ? st->seen : -1);
+	if (exec_named(db, "pd_enqueue_read_job", read_sql, 3, params, &r, e) < 0)
 		return -1;
-	if (PQntuples(r) != 1 || PQnfields(r) != 11) {
+	if (PQntuples(r) != 1 || PQnfields(r) != 13) {
 		PQclear(r);
-		return pd_errf(e, PD_EX_NOTFOUND, "job %lld not found", id);
+		return pd_errf(e, PD_EX_NOTFOUND, "job %lld not found", st->id);
+	}
+	if (!PQgetisnull(r, 0, 12) &&
+	    report_failures(st, PQgetvalue(r, 0, 12), atoi(PQgetvalue(r, 0, 11)), e) < 0) {
+		PQclear(r);
+		return -1;
+	}
+	if (PQgetvalue(r, 0, 8)[0] == 't') {
+		st->w->unserved(st->w->ctx, st->id, PQgetvalue(r, 0, 9), PQgetvalue(r, 0, 10));
+		st->warn = -1;
 	}
 	state = PQgetvalue(r, 0, 0);
 	snprintf(end->state, sizeof(end->state), "%s", state);
-	*unserved = PQgetvalue(r, 0, 8)[0] == 't';
-	if (*unserved) {
-		*queue = pd_xstrdup(PQgetvalue(r, 0, 9));
-		*type = pd_xstrdup(PQgetvalue(r, 0, 10));
-	}
 	if (strcmp(state, "SUCCEEDED") == 0) {
 		end->succeeded = 1;
 		end->result_is_text = PQgetvalue(r, 0, 2)[0] == 't';
@@ -630,7 +764,7 @@ int pd_enqueue_wait(struct pd_db *db, long long id, const struct pd_enqueue_wait
 {
 	long long start = pd_now_ms();
 	long long stop = w->timeout_ms >= 0 ? start + w->timeout_ms : -1;
-	long long warn = w->warn_ms >= 0 && w->unserved ? start + w->warn_ms : -1;
+	struct waiting st = {id, w, 0, w->warn_ms >= 0 && w->unserved ? start + w->warn_ms : -1};
 	int rc;
 
 	memset(end, 0, sizeof(*end));
@@ -638,26 +772,18 @@ int pd_enqueue_wait(struct pd_db *db, long long id, const struct pd_enqueue_wait
 	    (!w->marked && mark(db, id, e) < 0))
 		return -1;
 	for (;;) {
-		long long now = pd_now_ms();
-		char *queue = NULL, *type = NULL;
-		int unserved = 0;
+		long long now, next;
 
-		rc = read_end(db, id, warn >= 0 && now >= warn, end, &unserved, &queue, &type, e);
-		if (rc == 0 && unserved) {
-			w->unserved(w->ctx, id, queue, type);
-			warn = -1;
-		}
-		free(queue);
-		free(type);
-		if (rc != 0)
+		if ((rc = read_job(db, &st, end, e)) != 0)
 			break;
+		now = pd_now_ms();
 		if (stop >= 0 && now >= stop) {
 			rc = 2;
 			break;
 		}
-		/* The next read: notified, or a poll later, or when a check is due. */
-		rc = await_done(db, id, earliest(earliest(now + w->poll_ms, warn), stop), e);
-		if (rc < 0)
+		/* The next read: notified, or a poll later, or when a check falls due. */
+		next = earliest(earliest(now + w->poll_ms, st.warn > now ? st.warn : -1), stop);
+		if ((rc = await_done(db, id, next, e)) < 0)
 			return -1;
 	}
 	if (rc > 0)

@@ -98,6 +98,22 @@ struct pd_enqueue_end {
 			     128 + its signal, or 1 */
 };
 
+/*
+ * A failed attempt of the job waited for that is followed by another try
+ * (pd_enqueue_wait's failed): not the attempt that ended the job, which
+ * the end describes.
+ */
+struct pd_enqueue_failure {
+	int attempt;	   /* its number, 1-based (a workflow step's attempts count anew) */
+	int max_attempts;  /* the job's */
+	const char *cause; /* "exit 7", "killed by signal 9 (Killed)", "timeout after 2s",
+			      "lease expired ...": the job's last_error for its latest
+			      attempt, else made from the attempt row */
+	const char *step;  /* a workflow run's job: the step it ran, or NULL */
+	long long next_ms; /* until the next try from now when that is ahead, else how
+			      long after the failure it came; -1: not known */
+};
+
 /* How pd_enqueue_wait waits. */
 struct pd_enqueue_waiting {
 	long long timeout_ms; /* give up after this long; -1: never */
@@ -106,21 +122,25 @@ struct pd_enqueue_waiting {
 	int marked;	      /* the job is marked already (pendulum.wait_job, sql/013) */
 	/* Called at most once, when the job is PENDING and no live worker serves it. */
 	void (*unserved)(void *ctx, long long id, const char *queue, const char *type);
+	/* Called once per failed attempt, in order (NULL: not read at all). */
+	void (*failed)(void *ctx, long long id, const struct pd_enqueue_failure *f);
 	void *ctx;
 };
 
 #define PD_ENQUEUE_WAITING_INIT                                                                    \
 	{                                                                                          \
-		-1, 3000, 1000, 0, NULL, NULL                                                      \
+		-1, 3000, 1000, 0, NULL, NULL, NULL                                                \
 	}
 
 /*
  * Wait until job id ends (SUCCEEDED, DEAD_LETTERED, CANCELLED) and fill end:
  * 0. Listens on pendulum_done, marks the job unless w->marked (better
  * marked when it is enqueued: q->notify_done, pd_flow_start's notify_done),
- * reads the job when notified and every w->poll_ms besides.
- * Returns 1 when w->timeout_ms passed first (end->state says where the job
- * is), -1 with e filled: code 2 if the job does not exist, 69, 70.
+ * and between reads sleeps until notified or w->poll_ms has passed, whatever
+ * the job's state: one statement a read, which also reports the failed
+ * attempts since the last read (w->failed). Returns 1 when w->timeout_ms
+ * passed first (end->state says where the job is), -1 with e filled: code 2
+ * if the job does not exist, 69, 70.
  */
 int pd_enqueue_wait(struct pd_db *db, long long id, const struct pd_enqueue_waiting *w,
 		    struct pd_enqueue_end *end, struct pd_err *e);
