@@ -400,6 +400,33 @@ EOF
 	[ "$(lines "$T_DIR/w-pids")" -eq 1 ]
 }
 
+@test "suspects waiting for their turn keep their leases, and a drain releases them at once with the attempt refunded" {
+	gated_handler w "$BATS_TEST_TMPDIR/w.sh"
+	make_jobs 4 PENDING >/dev/null
+	start_worker w -j 4 --lease 1s --heartbeat 200ms --poll 200ms --drain-timeout 60s --stream-exec "t=$BATS_TEST_TMPDIR/w.sh"
+	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'RUNNING'" 4
+	wait_for 30 lines_at_least "$T_DIR/w-read" 1
+	kill -KILL "$(head -n 1 "$T_DIR/w-pids")"
+	wait_for 30 grep -q 'held as suspects: re-sent one at a time" stream=t suspects=4' "$BATS_FILE_TMPDIR/w.log"
+	# a second process reads one suspect and waits at the gate; the three others wait their turn
+	wait_for 30 lines_at_least "$T_DIR/w-read" 2
+	alone=$(sed -n 2p "$T_DIR/w-read")
+	# the leases of all four are renewed meanwhile
+	t0=$(sql "SELECT max(lease_expires_at) FROM pendulum.jobs")
+	wait_for 10 sql_is "SELECT count(*) FROM pendulum.jobs WHERE lease_expires_at > '$t0'" 4
+	kill -TERM "$(bg_pid w)"
+	# the three waiting are released at once; the one in flight goes on
+	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'PENDING' AND attempt = 0 AND lease_owner IS NULL" 3
+	[ "$(sql "SELECT state FROM pendulum.jobs WHERE id = $alone")" = RUNNING ]
+	touch "$T_DIR/gate"
+	wait_for 30 test -s "$BATS_FILE_TMPDIR/w.status"
+	[ "$(bg_status w)" -eq 0 ]
+	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $alone")" = "SUCCEEDED 1" ]
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE outcome = 'released'")" -eq 3 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts")" -eq 4 ]
+	[ "$(lines "$T_DIR/w-read")" -eq 2 ]
+}
+
 @test "SIGTERM with a short drain timeout: the stream handler is stopped, its jobs released with the attempt refunded" {
 	gated_handler w "$BATS_TEST_TMPDIR/w.sh"
 	a=$(pd-enqueue t '{}')
