@@ -221,21 +221,19 @@ static void feed(struct pd_stream *s)
 }
 
 /*
- * The written jobs but one are innocent of the process's end: they wait to
+ * The jobs written to the process are not charged for its end: they wait to
  * be re-sent to the next process (feed), without an outcome, so without an
- * attempt used; suspect: they are suspects, re-sent one at a time. An
+ * attempt used; with suspect, as suspects, re-sent one at a time. An
  * abandoned one is dropped now (PD_EXIT_LEASE_LOST): its answer is not wanted.
- * but: the index of the job not touched, or -1.
  */
-static void hold_written(struct pd_stream *s, int but, int suspect)
+static void hold_written(struct pd_stream *s, int suspect)
 {
-	long long keep = but >= 0 ? s->jobs[but].id : -1;
 	int k = 0;
 
 	while (k < s->njobs) {
 		struct pd_stream_job *j = &s->jobs[k];
 
-		if (!j->written || j->id == keep) {
+		if (!j->written) {
 			k++;
 			continue;
 		}
@@ -270,7 +268,7 @@ static void blame(struct pd_stream *s, const char *alone, int code, int sig)
 	if (n > 1) {
 		pd_log(PD_LOG_WARN, "stream jobs in flight held as suspects: re-sent one at a time",
 		       "stream=%s suspects=%d", s->cfg.name, n);
-		hold_written(s, -1, 1);
+		hold_written(s, 1);
 		return;
 	}
 	fail_all(s, 0, PD_EXIT_FAILED, alone, code, sig);
@@ -309,7 +307,7 @@ static void bad_line(struct pd_stream *s, const char *what, const char *line, si
 	raw[n] = '\0';
 	pd_log(PD_LOG_WARN, "stream handler wrote a bad line: restarting it",
 	       "stream=%s pid=%d in_flight=%d error=%s line=%s", s->cfg.name, (int)s->proc.pid,
-	       s->njobs, pd_log_quote(w, sizeof(w), what), pd_log_quote(q, sizeof(q), raw));
+	       written(s, NULL), pd_log_quote(w, sizeof(w), what), pd_log_quote(q, sizeof(q), raw));
 	pd_buf_printf(&msg, "stream handler protocol error: %s", what);
 	blame(s, msg.data, -1, 0);
 	pd_buf_release(&msg);
@@ -703,7 +701,7 @@ static void timeouts(struct pd_stream *s, long long now)
 	if ((n = written(s, NULL)) > 0)
 		pd_log(PD_LOG_INFO, "stream jobs in flight re-sent after the restart",
 		       "stream=%s jobs=%d timed_out=%lld", s->cfg.name, n, first);
-	hold_written(s, -1, 0);
+	hold_written(s, 0);
 	terminate(s, "timeout");
 }
 
