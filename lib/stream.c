@@ -91,7 +91,12 @@ static int find(const struct pd_stream *s, long long id)
 
 int pd_stream_can_take(const struct pd_stream *s, long long id)
 {
-	return (s->state == PD_STREAM_IDLE || s->state == PD_STREAM_READY) && find(s, id) < 0;
+	if (s->state != PD_STREAM_IDLE && s->state != PD_STREAM_READY)
+		return 0;
+	for (int k = 0; k < s->njobs; k++)
+		if (s->jobs[k].id == id || !s->jobs[k].written || s->jobs[k].suspect)
+			return 0; /* or jobs wait to be re-sent, or suspects are being isolated */
+	return 1;
 }
 
 /*
@@ -125,26 +130,34 @@ static struct pd_pool_exit *finish(struct pd_stream *s, int k, enum pd_exit_clas
 	if (j->tail.len > 0)
 		pd_utf8_sanitize(&d->exit.tail, j->tail.data, j->tail.len);
 	pd_buf_release(&j->tail);
+	pd_buf_release(&j->line);
 	s->jobs[k] = s->jobs[--s->njobs];
 	return &d->exit;
 }
 
 /*
- * Every job in flight is over with class cls and error msg (NULL: none);
- * each gets the process's status and its last 4 KiB of stderr.
+ * The jobs written to the process (all: the waiting ones too) are over with
+ * class cls and error msg (NULL: none); each gets the process's status and
+ * its last 4 KiB of stderr.
  */
-static void fail_all(struct pd_stream *s, enum pd_exit_class cls, const char *msg, int code,
-		     int sig)
+static void fail_all(struct pd_stream *s, int all, enum pd_exit_class cls, const char *msg,
+		     int code, int sig)
 {
 	struct pd_buf raw = PD_BUF_INIT, tail = PD_BUF_INIT;
+	int k = 0;
 
 	if (s->njobs == 0)
 		return;
 	pd_tail_copy(&s->proc.err_tail, &raw);
 	pd_utf8_sanitize(&tail, pd_buf_str(&raw), raw.len);
-	while (s->njobs > 0) {
-		struct pd_pool_exit *x = finish(s, s->njobs - 1, cls);
+	while (k < s->njobs) {
+		struct pd_pool_exit *x;
 
+		if (!all && !s->jobs[k].written) {
+			k++;
+			continue;
+		}
+		x = finish(s, k, cls); /* the last job moves to k */
 		if (msg)
 			pd_buf_puts(&x->error, msg);
 		x->exit_code = code;
@@ -155,6 +168,110 @@ static void fail_all(struct pd_stream *s, enum pd_exit_class cls, const char *ms
 	}
 	pd_buf_release(&raw);
 	pd_buf_release(&tail);
+}
+
+/* Write job j's line to the process (queued: pd_stream_flush): its timeout starts now. */
+static void write_job(struct pd_stream *s, struct pd_stream_job *j)
+{
+	pd_proc_write(&s->proc, j->line.data, j->line.len);
+	pd_proc_write(&s->proc, "\n", 1);
+	j->written = 1;
+	j->sent_us = pd_now_us();
+	j->deadline = j->timeout_ms > 0 ? j->sent_us / 1000 + j->timeout_ms : -1;
+}
+
+/* Jobs written to the process, and whether any job is a suspect. */
+static int written(const struct pd_stream *s, int *suspects)
+{
+	int n = 0;
+
+	if (suspects)
+		*suspects = 0;
+	for (int k = 0; k < s->njobs; k++) {
+		n += s->jobs[k].written;
+		if (suspects && s->jobs[k].suspect)
+			*suspects = 1;
+	}
+	return n;
+}
+
+/*
+ * READY: write the jobs waiting to be re-sent. While any job is a suspect,
+ * one suspect at a time, and only when nothing else is written to the
+ * process: its death then has a single job to blame. Without suspects, all
+ * the waiting ones at once.
+ */
+static void feed(struct pd_stream *s)
+{
+	int suspects, busy;
+
+	if (s->state != PD_STREAM_READY)
+		return;
+	busy = written(s, &suspects) > 0;
+	for (int k = 0; k < s->njobs; k++) {
+		struct pd_stream_job *j = &s->jobs[k];
+
+		if (j->written || (suspects && !j->suspect))
+			continue;
+		if (suspects && busy)
+			return;
+		write_job(s, j);
+		busy = 1;
+	}
+}
+
+/*
+ * The jobs written to the process are not charged for its end: they wait to
+ * be re-sent to the next process (feed), without an outcome, so without an
+ * attempt used; with suspect, as suspects, re-sent one at a time. An
+ * abandoned one is dropped now (PD_EXIT_LEASE_LOST): its answer is not wanted.
+ */
+static void hold_written(struct pd_stream *s, int suspect)
+{
+	int k = 0;
+
+	while (k < s->njobs) {
+		struct pd_stream_job *j = &s->jobs[k];
+
+		if (!j->written) {
+			k++;
+			continue;
+		}
+		if (j->abandoned) {
+			finish(s, k, PD_EXIT_LEASE_LOST); /* the last job moves to k */
+			continue;
+		}
+		j->written = 0;
+		j->suspect |= suspect;
+		j->deadline = -1;
+		k++;
+	}
+}
+
+/*
+ * The process died, or is being ended for misbehaving, while READY
+ * (DESIGN.md "Stream mode": a stream process that dies charges an attempt
+ * only to the job that caused it). With a single job written to it, that
+ * job is the culprit: it fails, retryable, with error alone, the process's
+ * status and its stderr. With more, the culprit is not known and none is
+ * charged: they become suspects (hold_written), which the next process is
+ * given one at a time until each has been answered or charged alone; only
+ * then do new jobs go to it (pd_stream_can_take). Jobs that die with the
+ * culprit are thus isolated in the worker that holds them (their leases
+ * are still its own and heartbeated), instead of being released to come
+ * back in another batch with the culprit.
+ */
+static void blame(struct pd_stream *s, const char *alone, int code, int sig)
+{
+	int n = written(s, NULL);
+
+	if (n > 1) {
+		pd_log(PD_LOG_WARN, "stream jobs in flight held as suspects: re-sent one at a time",
+		       "stream=%s suspects=%d", s->cfg.name, n);
+		hold_written(s, 1);
+		return;
+	}
+	fail_all(s, 0, PD_EXIT_FAILED, alone, code, sig);
 }
 
 /* Terminate the process (SIGTERM, SIGKILL after the grace): STOPPING. */
@@ -190,9 +307,9 @@ static void bad_line(struct pd_stream *s, const char *what, const char *line, si
 	raw[n] = '\0';
 	pd_log(PD_LOG_WARN, "stream handler wrote a bad line: restarting it",
 	       "stream=%s pid=%d in_flight=%d error=%s line=%s", s->cfg.name, (int)s->proc.pid,
-	       s->njobs, pd_log_quote(w, sizeof(w), what), pd_log_quote(q, sizeof(q), raw));
+	       written(s, NULL), pd_log_quote(w, sizeof(w), what), pd_log_quote(q, sizeof(q), raw));
 	pd_buf_printf(&msg, "stream handler protocol error: %s", what);
-	fail_all(s, PD_EXIT_FAILED, msg.data, -1, 0);
+	blame(s, msg.data, -1, 0);
 	pd_buf_release(&msg);
 	terminate(s, "protocol error");
 }
@@ -247,6 +364,7 @@ static void answer(struct pd_stream *s, const char *line, size_t n)
 		}
 	}
 	free(a.error);
+	feed(s); /* the next suspect, if any */
 }
 
 /* Stdout as it comes: whole lines are answers. */
@@ -373,7 +491,7 @@ int pd_stream_send(struct pd_stream *s, long long id, int tag, const char *prefi
 	j->tag = tag;
 	j->sent_us = pd_now_us();
 	j->timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
-	j->deadline = timeout_ms > 0 ? j->sent_us / 1000 + timeout_ms : -1;
+	j->deadline = -1;
 	snprintf(j->prefix, sizeof(j->prefix), "%s", prefix ? prefix : "");
 	if (!started) {
 		char q[600];
@@ -386,8 +504,8 @@ int pd_stream_send(struct pd_stream *s, long long id, int tag, const char *prefi
 		to_backoff(s);
 		return -1;
 	}
-	pd_proc_write(&s->proc, line, n);
-	pd_proc_write(&s->proc, "\n", 1);
+	pd_buf_append(&j->line, line, n);
+	write_job(s, j);
 	return 0;
 }
 
@@ -399,9 +517,26 @@ void pd_stream_flush(struct pd_stream *s)
 
 void pd_stream_abandon(struct pd_stream *s, int tag)
 {
-	for (int k = 0; k < s->njobs; k++)
-		if (s->jobs[k].tag == tag)
-			s->jobs[k].abandoned = 1;
+	for (int k = 0; k < s->njobs; k++) {
+		if (s->jobs[k].tag != tag)
+			continue;
+		s->jobs[k].abandoned = 1;
+		if (!s->jobs[k].written)
+			finish(s, k, PD_EXIT_LEASE_LOST); /* never re-sent */
+		return;
+	}
+}
+
+void pd_stream_give_back(struct pd_stream *s)
+{
+	int k = 0;
+
+	while (k < s->njobs) {
+		if (s->jobs[k].written)
+			k++;
+		else
+			finish(s, k, PD_EXIT_DRAINED); /* the last job moves to k */
+	}
 }
 
 void pd_stream_close(struct pd_stream *s)
@@ -421,9 +556,9 @@ void pd_stream_stop(struct pd_stream *s, enum pd_stop_reason why)
 				 : why == PD_STOP_TIMEOUT    ? PD_EXIT_TIMEOUT
 							     : PD_EXIT_FAILED;
 
+	fail_all(s, 1, cls, cls == PD_EXIT_DRAINED ? NULL : "stream handler stopped", -1, 0);
 	if (!pd_stream_live(s))
 		return;
-	fail_all(s, cls, cls == PD_EXIT_DRAINED ? NULL : "stream handler stopped", -1, 0);
 	if (s->state != PD_STREAM_STOPPING)
 		terminate(s, names[why]);
 	s->stopped = 1;
@@ -475,6 +610,8 @@ long long pd_stream_deadline(const struct pd_stream *s)
 
 	if (s->state == PD_STREAM_BACKOFF)
 		return s->restart_at;
+	if (s->state == PD_STREAM_IDLE && s->njobs > 0)
+		return pd_now_ms(); /* jobs wait to be re-sent: restart now */
 	if (!pd_stream_live(s))
 		return -1;
 	d = pd_proc_deadline(&s->proc);
@@ -503,20 +640,26 @@ static void ended(struct pd_stream *s)
 	else
 		snprintf(status, sizeof(status), "exit status lost");
 	if (s->state == PD_STREAM_READY) {
-		char msg[160];
+		char msg[200];
 
 		pd_log(PD_LOG_WARN, "stream handler exited",
 		       "stream=%s pid=%d status=\"%s\" in_flight=%d", s->cfg.name, (int)s->proc.pid,
-		       status, s->njobs);
-		snprintf(msg, sizeof(msg), "stream handler exited: %s", status);
-		fail_all(s, PD_EXIT_FAILED, msg, r.exit_code, r.signal);
+		       status, written(s, NULL));
+		if (r.exit_code >= 0)
+			snprintf(msg, sizeof(msg),
+				 "stream handler exited with status %d while running this job",
+				 r.exit_code);
+		else
+			snprintf(msg, sizeof(msg), "stream handler %s while running this job",
+				 r.signal > 0 ? status : "exited, status lost,");
+		blame(s, msg, r.exit_code, r.signal);
 		pd_proc_release(&s->proc);
 		to_backoff(s);
 		return;
 	}
 	pd_log(PD_LOG_INFO, "stream handler stopped", "stream=%s pid=%d status=\"%s\"", s->cfg.name,
 	       (int)s->proc.pid, status);
-	fail_all(s, PD_EXIT_FAILED, "stream handler stopped", r.exit_code, r.signal);
+	fail_all(s, 0, PD_EXIT_FAILED, "stream handler stopped", r.exit_code, r.signal);
 	pd_proc_release(&s->proc);
 	if (s->state == PD_STREAM_STOPPING && !s->stopped)
 		to_backoff(s);
@@ -524,19 +667,23 @@ static void ended(struct pd_stream *s)
 		s->state = PD_STREAM_IDLE;
 }
 
-/* READY: the jobs past their timeout fail, the others too, and the process is restarted. */
+/*
+ * READY: the jobs past their timeout fail, and the process is restarted; the
+ * other jobs written to it are not to blame (not suspects either): they are
+ * re-sent to the next process without an attempt used.
+ */
 static void timeouts(struct pd_stream *s, long long now)
 {
-	char msg[96], dur[PD_DUR_MAX];
+	char dur[PD_DUR_MAX];
 	long long first = -1;
-	int k = 0;
+	int k = 0, n;
 
 	while (k < s->njobs) {
 		struct pd_stream_job *j = &s->jobs[k];
 		struct pd_pool_exit *x;
 		long long id = j->id;
 
-		if (j->deadline < 0 || now < j->deadline) {
+		if (!j->written || j->deadline < 0 || now < j->deadline) {
 			k++;
 			continue;
 		}
@@ -551,15 +698,40 @@ static void timeouts(struct pd_stream *s, long long now)
 	}
 	if (first < 0)
 		return;
-	snprintf(msg, sizeof(msg), "stream handler restarted: job %lld timed out", first);
-	fail_all(s, PD_EXIT_FAILED, msg, -1, 0);
+	if ((n = written(s, NULL)) > 0)
+		pd_log(PD_LOG_INFO, "stream jobs in flight re-sent after the restart",
+		       "stream=%s jobs=%d timed_out=%lld", s->cfg.name, n, first);
+	hold_written(s, 0);
 	terminate(s, "timeout");
+}
+
+/*
+ * IDLE with jobs waiting to be re-sent: start the process for them. If it
+ * cannot start, they are given back (released, the attempt refunded: the
+ * failure is not theirs) and the stream backs off.
+ */
+static void restart(struct pd_stream *s)
+{
+	struct pd_err e = PD_ERR_INIT;
+	char q[600];
+
+	if (start(s, &e) == 0) {
+		feed(s);
+		return;
+	}
+	pd_log(PD_LOG_WARN, "stream handler could not restart: its jobs released",
+	       "stream=%s jobs=%d error=%s", s->cfg.name, s->njobs,
+	       pd_log_quote(q, sizeof(q), e.msg));
+	pd_stream_give_back(s);
+	to_backoff(s);
 }
 
 void pd_stream_tick(struct pd_stream *s, long long now_ms)
 {
 	if (s->state == PD_STREAM_BACKOFF && now_ms >= s->restart_at)
 		s->state = PD_STREAM_IDLE;
+	if (s->state == PD_STREAM_IDLE && s->njobs > 0)
+		restart(s);
 	if (!pd_stream_live(s))
 		return;
 	pd_proc_tick(&s->proc, now_ms);
@@ -577,8 +749,8 @@ void pd_stream_tick(struct pd_stream *s, long long now_ms)
 		if (s->eof_at < 0) {
 			s->eof_at = now_ms + PD_PROC_EOF_WAIT_MS;
 		} else if (now_ms >= s->eof_at) {
-			fail_all(s, PD_EXIT_FAILED, "stream handler closed its standard output", -1,
-				 0);
+			blame(s, "stream handler closed its standard output while running this job",
+			      -1, 0);
 			terminate(s, "stdout closed");
 		}
 	}
@@ -605,8 +777,10 @@ void pd_stream_release(struct pd_stream *s)
 
 	if (pd_stream_live(s))
 		pd_proc_release(&s->proc);
-	for (int k = 0; k < s->njobs; k++)
+	for (int k = 0; k < s->njobs; k++) {
 		pd_buf_release(&s->jobs[k].tail);
+		pd_buf_release(&s->jobs[k].line);
+	}
 	for (int k = 0; k < s->ndone; k++)
 		pd_pool_exit_release(&s->done[s->done_off + k].exit);
 	free(s->jobs);

@@ -13,26 +13,42 @@
  * Every job sent comes back exactly once as an outcome (pd_stream_take): the
  * owner's tag for it and a struct pd_pool_exit classified like a process's
  * exit (lib/pool), so that the owner records both kinds the same way.
- * Whatever happens to the process, the jobs in flight in it get an outcome.
+ * Whatever happens to the process, the jobs in flight in it get an outcome,
+ * though not always from this process (blame, below).
  *
  * The process's life:
  *
  *   IDLE --send--> READY               (could not start: BACKOFF, the job NOT_STARTED)
- *   READY --a job past its timeout--> STOPPING: that job TIMEOUT, the others FAILED
- *   READY --a bad line-------------> STOPPING: every job in flight FAILED
- *   READY --exit, or stdout closed--> BACKOFF: every job in flight FAILED
- *   READY --pd_stream_stop(why)----> STOPPING: every job in flight classified by why
+ *   READY --a job past its timeout--> STOPPING: that job TIMEOUT, the others re-sent
+ *   READY --a bad line-------------> STOPPING: blamed
+ *   READY --exit, or stdout closed--> BACKOFF: blamed
+ *   READY --pd_stream_stop(why)----> STOPPING: every job classified by why
  *   READY, none in flight --pd_stream_close--> CLOSING (stdin closed)
  *   CLOSING --exit--> IDLE; CLOSING --grace passed--> STOPPING
  *   STOPPING --exit--> BACKOFF after a failure, IDLE after pd_stream_stop
  *   BACKOFF --restart_at passed--> IDLE
+ *   IDLE, jobs to re-send --tick--> READY, and they are written (could not
+ *                                   start: BACKOFF, they are DRAINED)
+ *
+ * Blame (DESIGN.md "Stream mode": a process that dies charges an attempt
+ * only to the job that caused it). When the process dies or misbehaves (a
+ * bad line, stdout closed) with one job written to it, that job FAILED
+ * (retryable, "... while running this job"). With more, none is charged:
+ * they stay in flight, unwritten, as suspects; the next process gets them
+ * one at a time, nothing else written to it while one is (so its death has
+ * one job to blame), and new jobs only once every suspect has been answered
+ * or charged alone. Jobs written with one that timed out are re-sent to the
+ * next process, all at once (not suspects: the culprit is known). A process
+ * that ends with nothing written to it charges nobody. Jobs waiting to be
+ * re-sent keep their timeouts: each starts when the job is written again.
  *
  * A bad line is one that is not a JSON object, has no integer "id", or
  * names a job not in flight (a blank line is skipped). STOPPING means
  * SIGTERM to the process group, then SIGKILL after the grace period
  * (lib/proc); the process dies with the owner too (PR_SET_PDEATHSIG). The
  * restart waits a full-jitter backoff (lib/retry) on the failures in a row;
- * a job answered resets the count. A job whose lease the owner lost
+ * a job answered resets the count (so a process that dies on every suspect
+ * is restarted ever more slowly, up to PD_STREAM_BACKOFF_CAP_MS). A job whose lease the owner lost
  * (pd_stream_abandon) stays in flight until its answer comes and is then
  * reported as PD_EXIT_LEASE_LOST, answer dropped.
  *
@@ -75,13 +91,16 @@ struct pd_stream_cfg {
 	struct pd_rng *rng;	    /* the restart backoff's jitter */
 };
 
-/* A job in flight: written to the process, not answered yet. */
+/* A job in flight: sent, not answered yet (written to the process, or waiting to be re-sent). */
 struct pd_stream_job {
 	long long id;
 	int tag;	      /* the owner's */
 	int abandoned;	      /* pd_stream_abandon: the answer will be dropped */
-	long long sent_us;    /* pd_now_us() at send */
-	long long deadline;   /* monotonic ms, -1: no timeout */
+	int written;	      /* written to the current process; 0: waiting to be re-sent */
+	int suspect;	      /* in flight when a process died with others: isolated */
+	struct pd_buf line;   /* its line, kept to be re-sent */
+	long long sent_us;    /* pd_now_us() when last written */
+	long long deadline;   /* monotonic ms, -1: no timeout (or not written) */
 	long long timeout_ms; /* for the error text */
 	struct pd_buf tail;   /* stderr lines naming it, the last 4 KiB */
 	char prefix[64];      /* "job=42 attempt=1" */
@@ -138,8 +157,9 @@ void pd_stream_init(struct pd_stream *s, const struct pd_stream_cfg *c);
 void pd_stream_release(struct pd_stream *s);
 
 /*
- * 1 if a job with this id can be sent now: the stream is IDLE or READY, and
- * no job with the same id is in flight (one abandoned, say).
+ * 1 if a job with this id can be sent now: the stream is IDLE or READY, no
+ * job with the same id is in flight (one abandoned, say), and no job waits
+ * to be re-sent or is a suspect.
  */
 int pd_stream_can_take(const struct pd_stream *s, long long id);
 
@@ -157,14 +177,24 @@ int pd_stream_send(struct pd_stream *s, long long id, int tag, const char *prefi
 /* Write the lines queued, as far as the pipe takes them without blocking. */
 void pd_stream_flush(struct pd_stream *s);
 
-/* Jobs in flight, abandoned ones included. */
+/* Jobs in flight, abandoned ones and ones waiting to be re-sent included. */
 int pd_stream_inflight(const struct pd_stream *s);
 
 /* 1 while there is a process (READY, CLOSING, STOPPING). */
 int pd_stream_live(const struct pd_stream *s);
 
-/* The lease of the job with tag is lost: its answer, when it comes, is dropped. */
+/*
+ * The lease of the job with tag is lost: its answer, when it comes, is
+ * dropped; if it waits to be re-sent, it is over now (PD_EXIT_LEASE_LOST).
+ */
 void pd_stream_abandon(struct pd_stream *s, int tag);
+
+/*
+ * The jobs waiting to be re-sent (suspects and others) are over now with
+ * PD_EXIT_DRAINED: released, the attempt refunded (a drain). The jobs
+ * written to the process stay in flight.
+ */
+void pd_stream_give_back(struct pd_stream *s);
 
 /*
  * READY with nothing in flight: close stdin (CLOSING), so that the process
@@ -173,9 +203,9 @@ void pd_stream_abandon(struct pd_stream *s, int tag);
 void pd_stream_close(struct pd_stream *s);
 
 /*
- * Terminate the process (STOPPING) and give every job in flight its outcome
- * for why (PD_STOP_DRAIN: PD_EXIT_DRAINED); IDLE once it has exited. No-op
- * without a process.
+ * Give every job in flight (waiting ones too) its outcome for why
+ * (PD_STOP_DRAIN: PD_EXIT_DRAINED) and terminate the process if there is one
+ * (STOPPING); IDLE once it has exited.
  */
 void pd_stream_stop(struct pd_stream *s, enum pd_stop_reason why);
 

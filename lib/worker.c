@@ -1332,10 +1332,12 @@ static int runs_busy(const struct worker *w)
 
 /*
  * The stream handlers' part of a pass, after the database's (which may
- * have found the worker idle), database or not: on a drain, close the idle
- * ones (end of file), and once the drain timeout has passed stop them all,
- * their jobs released; with until_idle, close them once idle. Then write the
- * job lines of this pass, in one write per stream handler.
+ * have found the worker idle), database or not: on a drain, release the
+ * jobs waiting to be re-sent (suspects of a handler's death, lib/stream)
+ * with the attempt refunded, close the idle handlers (end of file), and once
+ * the drain timeout has passed stop them all, their jobs released; with
+ * until_idle, close them once idle. Then write the job lines of this pass,
+ * in one write per stream handler.
  */
 static void streams_pass(struct worker *w)
 {
@@ -1346,6 +1348,8 @@ static void streams_pass(struct worker *w)
 	for (int k = 0; k < w->nstreams; k++) {
 		struct pd_stream *s = &w->streams[k];
 
+		if (w->d.phase == PD_DAEMON_DRAINING)
+			pd_stream_give_back(s);
 		if (quit)
 			pd_stream_stop(s, PD_STOP_DRAIN);
 		else if (calm || w->stream_old[k])

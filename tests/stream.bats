@@ -1,9 +1,11 @@
 #!/usr/bin/env bats
 # Stream handlers (pd-worker --stream, --stream-exec, mode: stream): one
 # long-lived process per handler, a JSON line per job each way. Jobs run
-# exactly once through it; a handler killed, timed out or writing garbage
-# fails its jobs in flight as retryable and is restarted; a stale worker's
-# answers are fenced; a drain waits for answers, then releases.
+# exactly once through it; a handler killed, timed out or writing garbage is
+# restarted, and only the job that caused it is charged an attempt (the
+# others in flight are re-sent, one at a time when the culprit is not
+# known); a stale worker's answers are fenced; a drain waits for answers,
+# then releases.
 
 # Handler scripts are single-quoted on purpose: they expand their own variables.
 # shellcheck disable=SC2016
@@ -186,47 +188,136 @@ readme_jobs() {
 	[ "$(grep -c 'stream handler started' <<<"$stderr")" -eq 1 ]
 }
 
-@test "a stream handler killed with kill -9 mid-job: its jobs in flight are retried, the rest finish" {
+# A sh + jq handler that records "ID ATTEMPT" in $T_DIR/ran and its pid in
+# $T_DIR/pids, exits with status 3 when it reads a job whose payload has
+# poison: true, and answers every other job after a short pause (so that
+# several are in flight behind it).
+poison_handler() {
+	handler "$1" <<'EOF'
+#!/bin/sh
+echo $$ >>"$T_DIR/pids"
+while IFS= read -r job; do
+	set -- $(printf '%s\n' "$job" | jq -r '"\(.id) \(.attempt) \(.payload.poison)"')
+	echo "$1 $2" >>"$T_DIR/ran"
+	[ "$3" = true ] && exit 3
+	sleep 0.02
+	printf '{"id":%s,"result":null}\n' "$1"
+done
+EOF
+}
+
+@test "a stream handler killed with kill -9 with jobs in flight: none is charged; they are re-sent one at a time, and the one killed alone is" {
 	h=$BATS_TEST_TMPDIR/h.sh
 	misbehaving_handler "$h"
 	hang=$(pd-enqueue t '{"hang": true}')
-	make_jobs 9 PENDING >/dev/null
+	make_jobs 3 PENDING >/dev/null
 	start_worker w -c "$CFG" -j 4 --stream-exec "t=$h"
 	wait_for 30 test -e "$T_DIR/hanging"
+	# the hanging job and the three behind it are written to the handler
+	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'RUNNING'" 4
 	first=$(head -n 1 "$T_DIR/pids")
-	# the hanging job and the ones queued behind it are in flight
-	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state IN ('LEASED', 'RUNNING')")" -ge 1 ]
+	rm "$T_DIR/hanging"
 	kill -KILL "$first"
-	wait_for 60 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'" 10
-	[ "$(sql "SELECT attempt FROM pendulum.jobs WHERE id = $hang")" -eq 2 ]
-	[ "$(sql "SELECT string_agg(outcome, ',' ORDER BY attempt) FROM pendulum.job_attempts WHERE job_id = $hang")" = failed,succeeded ]
-	# every job succeeded once; the failed attempts are the ones in flight when it died
-	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE outcome = 'succeeded'")" -eq 10 ]
-	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE outcome <> 'succeeded'")" -ge 1 ]
-	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE outcome NOT IN ('succeeded', 'failed')")" -eq 0 ]
-	grep -q "msg=\"stream handler exited\" stream=t pid=$first status=\"killed by signal 9 (Killed)\"" "$BATS_FILE_TMPDIR/w.log"
-	grep -q "job=$hang attempt=1 outcome=failed state=PENDING error=\"stream handler exited: killed by signal 9 (Killed)\"" "$BATS_FILE_TMPDIR/w.log"
-	# restarted: a second process served the rest
-	[ "$(lines "$T_DIR/pids")" -eq 2 ]
-	[ "$(sed -n 2p "$T_DIR/pids")" != "$first" ]
+	wait_for 30 grep -q "msg=\"stream handler exited\" stream=t pid=$first status=\"killed by signal 9 (Killed)\" in_flight=4" "$BATS_FILE_TMPDIR/w.log"
+	grep -q 'msg="stream jobs in flight held as suspects: re-sent one at a time" stream=t suspects=4' "$BATS_FILE_TMPDIR/w.log"
+	# a second process gets the suspects one at a time: the hanging job hangs again, alone
+	wait_for 30 test -e "$T_DIR/hanging"
+	second=$(sed -n 2p "$T_DIR/pids")
+	[ "$second" != "$first" ]
+	[ "$(sql "SELECT attempt FROM pendulum.jobs WHERE id = $hang")" -eq 1 ]
+	kill -KILL "$second"
+	wait_for 60 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'" 4
+	grep -q "msg=\"stream handler exited\" stream=t pid=$second status=\"killed by signal 9 (Killed)\" in_flight=1" "$BATS_FILE_TMPDIR/w.log"
+	# charged alone, with the reason; the others ran once, on attempt 1
+	[ "$(sql "SELECT string_agg(attempt || ':' || outcome, ',' ORDER BY attempt) FROM pendulum.job_attempts WHERE job_id = $hang")" = 1:failed,2:succeeded ]
+	grep -q "job=$hang attempt=1 outcome=failed state=PENDING error=\"stream handler killed by signal 9 (Killed) while running this job\"" "$BATS_FILE_TMPDIR/w.log"
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE id <> $hang AND attempt = 1")" -eq 3 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE job_id <> $hang AND outcome = 'succeeded'")" -eq 3 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE job_id <> $hang")" -eq 3 ]
+	# a third process served the rest
+	[ "$(lines "$T_DIR/pids")" -eq 3 ]
 	stop_worker w
 	[ "$(bg_status w)" -eq 0 ]
 }
 
-@test "a job over its timeout fails with outcome timeout, and the handler is restarted" {
+@test "a handler that dies on one poison job among 40 on -j 8: only the poison job uses attempts, and dead-letters" {
+	h=$BATS_TEST_TMPDIR/h.sh
+	poison_handler "$h"
+	for i in $(seq 1 43); do
+		case $i in
+		3 | 20 | 37) echo '{"poison": true}' ;;
+		*) echo "{\"n\": $i}" ;;
+		esac
+	done | pd-enqueue --ndjson --max-attempts 3 t >/dev/null
+	run --separate-stderr pd-worker -c "$CFG" -j 8 --batch 8 --until-idle --stream-exec "t=$h"
+	[ "$status" -eq 0 ]
+	# the handler died with several jobs in flight: the case this is about
+	grep -q 'msg="stream handler exited" stream=t pid=[0-9]* status="exit 3" in_flight=[2-8]$' <<<"$stderr"
+	grep -q 'msg="stream jobs in flight held as suspects: re-sent one at a time"' <<<"$stderr"
+	# the three poison jobs: three attempts each, all charged to them alone, dead-lettered
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE payload->>'poison' = 'true' AND state = 'DEAD_LETTERED' AND attempt = 3")" -eq 3 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts a JOIN pendulum.jobs j ON j.id = a.job_id WHERE j.payload->>'poison' = 'true' AND a.outcome = 'failed'")" -eq 9 ]
+	[ "$(sql "SELECT string_agg(DISTINCT last_error, ',') FROM pendulum.jobs WHERE payload->>'poison' = 'true'")" = "stream handler exited with status 3 while running this job" ]
+	# every good job: succeeded on attempt 1, one attempt row
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE payload ? 'n' AND state = 'SUCCEEDED' AND attempt = 1")" -eq 40 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts a JOIN pendulum.jobs j ON j.id = a.job_id WHERE j.payload ? 'n'")" -eq 40 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts a JOIN pendulum.jobs j ON j.id = a.job_id WHERE j.payload ? 'n' AND a.outcome = 'succeeded'")" -eq 40 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE payload ? 'n' AND last_error IS NOT NULL")" -eq 0 ]
+}
+
+@test "a handler that dies with one job in flight: that job is charged, with the reason" {
+	h=$BATS_TEST_TMPDIR/h.sh
+	poison_handler "$h"
+	bad=$(pd-enqueue --max-attempts 2 t '{"poison": true}')
+	good=$(pd-enqueue t '{"n": 1}')
+	run --separate-stderr pd-worker -c "$CFG" -j 1 --until-idle --stream-exec "t=$h"
+	[ "$status" -eq 0 ]
+	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $bad")" = "DEAD_LETTERED 2" ]
+	[ "$(sql "SELECT last_error FROM pendulum.jobs WHERE id = $bad")" = "stream handler exited with status 3 while running this job" ]
+	[ "$(sql "SELECT string_agg(attempt || ':' || outcome || ':' || exit_code, ',' ORDER BY attempt) FROM pendulum.job_attempts WHERE job_id = $bad")" = 1:failed:3,2:failed:3 ]
+	grep -q "job=$bad attempt=1 outcome=failed state=PENDING error=\"stream handler exited with status 3 while running this job\"" <<<"$stderr"
+	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $good")" = "SUCCEEDED 1" ]
+	# no suspects: it was alone every time
+	run grep -c 'held as suspects' <<<"$stderr"
+	[ "$output" = 0 ]
+}
+
+@test "a handler that exits by itself with nothing in flight: nobody is charged, it is restarted for the next job" {
+	h=$BATS_TEST_TMPDIR/h.sh
+	# answers one job, then exits
+	handler "$h" <<'EOF'
+#!/bin/sh
+echo $$ >>"$T_DIR/pids"
+IFS= read -r job
+printf '%s\n' "$job" | jq -c '{id, result: .payload}'
+exit 0
+EOF
+	a=$(pd-enqueue t '{"n": 1}')
+	start_worker w -c "$CFG" -j 1 --poll 200ms --stream-exec "t=$h"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $a" SUCCEEDED
+	wait_for 30 grep -q 'msg="stream handler exited" stream=t pid=[0-9]* status="exit 0" in_flight=0' "$BATS_FILE_TMPDIR/w.log"
+	b=$(pd-enqueue t '{"n": 2}')
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $b" SUCCEEDED
+	[ "$(sql "SELECT string_agg(attempt || ':' || outcome, ',' ORDER BY job_id) FROM pendulum.job_attempts")" = 1:succeeded,1:succeeded ]
+	[ "$(lines "$T_DIR/pids")" -eq 2 ]
+	stop_worker w
+	[ "$(bg_status w)" -eq 0 ]
+}
+
+@test "a job over its timeout fails with outcome timeout, the handler is restarted, and the job behind it is re-sent" {
 	h=$BATS_TEST_TMPDIR/h.sh
 	misbehaving_handler "$h"
-	hang=$(pd-enqueue --timeout 1s t '{"hang": true}')
+	hang=$(pd-enqueue --timeout 3s t '{"hang": true}')
 	other=$(pd-enqueue t '{}')
 	start_worker w -c "$CFG" -j 2 --stream-exec "t=$h"
 	wait_for 30 test -e "$T_DIR/hanging"
 	first=$(head -n 1 "$T_DIR/pids")
 	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'" 2
 	[ "$(sql "SELECT string_agg(attempt || ':' || outcome, ',' ORDER BY attempt) FROM pendulum.job_attempts WHERE job_id = $hang")" = 1:timeout,2:succeeded ]
-	grep -q "job=$hang attempt=1 outcome=timeout state=PENDING error=\"timeout after 1s\"" "$BATS_FILE_TMPDIR/w.log"
-	# the other job was in flight behind it: failed as retryable, then done
-	[ "$(sql "SELECT string_agg(attempt || ':' || outcome, ',' ORDER BY attempt) FROM pendulum.job_attempts WHERE job_id = $other")" = 1:failed,2:succeeded ]
-	grep -q "job=$other attempt=1 outcome=failed state=PENDING error=\"stream handler restarted: job $hang timed out\"" "$BATS_FILE_TMPDIR/w.log"
+	grep -q "job=$hang attempt=1 outcome=timeout state=PENDING error=\"timeout after 3s\"" "$BATS_FILE_TMPDIR/w.log"
+	# the other job was in flight behind it: re-sent to the next process, no attempt used
+	[ "$(sql "SELECT string_agg(attempt || ':' || outcome, ',' ORDER BY attempt) FROM pendulum.job_attempts WHERE job_id = $other")" = 1:succeeded ]
+	grep -q "msg=\"stream jobs in flight re-sent after the restart\" stream=t jobs=1 timed_out=$hang" "$BATS_FILE_TMPDIR/w.log"
 	# the first process is gone (its group was terminated), a second one served the retries
 	wait_for 10 eval "! alive $first"
 	[ "$(lines "$T_DIR/pids")" -eq 2 ]
@@ -234,7 +325,7 @@ readme_jobs() {
 	[ "$(bg_status w)" -eq 0 ]
 }
 
-@test "a line that is not JSON fails the jobs in flight as retryable, and the handler is restarted" {
+@test "a line that is not JSON fails the job alone in flight as retryable, and the handler is restarted" {
 	h=$BATS_TEST_TMPDIR/h.sh
 	misbehaving_handler "$h"
 	bad=$(pd-enqueue t '{"bad": true}')
@@ -307,6 +398,33 @@ readme_jobs() {
 	id2=$(pd-enqueue t '{}')
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id2" SUCCEEDED
 	[ "$(lines "$T_DIR/w-pids")" -eq 1 ]
+}
+
+@test "suspects waiting for their turn keep their leases, and a drain releases them at once with the attempt refunded" {
+	gated_handler w "$BATS_TEST_TMPDIR/w.sh"
+	make_jobs 4 PENDING >/dev/null
+	start_worker w -j 4 --lease 1s --heartbeat 200ms --poll 200ms --drain-timeout 60s --stream-exec "t=$BATS_TEST_TMPDIR/w.sh"
+	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'RUNNING'" 4
+	wait_for 30 lines_at_least "$T_DIR/w-read" 1
+	kill -KILL "$(head -n 1 "$T_DIR/w-pids")"
+	wait_for 30 grep -q 'held as suspects: re-sent one at a time" stream=t suspects=4' "$BATS_FILE_TMPDIR/w.log"
+	# a second process reads one suspect and waits at the gate; the three others wait their turn
+	wait_for 30 lines_at_least "$T_DIR/w-read" 2
+	alone=$(sed -n 2p "$T_DIR/w-read")
+	# the leases of all four are renewed meanwhile
+	t0=$(sql "SELECT max(lease_expires_at) FROM pendulum.jobs")
+	wait_for 10 sql_is "SELECT count(*) FROM pendulum.jobs WHERE lease_expires_at > '$t0'" 4
+	kill -TERM "$(bg_pid w)"
+	# the three waiting are released at once; the one in flight goes on
+	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'PENDING' AND attempt = 0 AND lease_owner IS NULL" 3
+	[ "$(sql "SELECT state FROM pendulum.jobs WHERE id = $alone")" = RUNNING ]
+	touch "$T_DIR/gate"
+	wait_for 30 test -s "$BATS_FILE_TMPDIR/w.status"
+	[ "$(bg_status w)" -eq 0 ]
+	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE id = $alone")" = "SUCCEEDED 1" ]
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE outcome = 'released'")" -eq 3 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts")" -eq 4 ]
+	[ "$(lines "$T_DIR/w-read")" -eq 2 ]
 }
 
 @test "SIGTERM with a short drain timeout: the stream handler is stopped, its jobs released with the attempt refunded" {

@@ -160,6 +160,26 @@ static int backoff(const struct pd_stream *s)
 	return s->state == PD_STREAM_BACKOFF;
 }
 
+static int an_outcome(const struct pd_stream *s)
+{
+	return pd_stream_outcomes(s) > 0;
+}
+
+static int live(const struct pd_stream *s)
+{
+	return pd_stream_live(s);
+}
+
+/* Jobs written to the process. */
+static int written(const struct pd_stream *s)
+{
+	int n = 0;
+
+	for (int k = 0; k < s->njobs; k++)
+		n += s->jobs[k].written;
+	return n;
+}
+
 static int send(struct pd_stream *s, long long id, int tag, long long timeout_ms, const char *line)
 {
 	char prefix[64];
@@ -266,25 +286,28 @@ static void test_bad_lines(void)
 	ok(drive(&s, backoff, 5000), "an answer for an unknown id: BACKOFF once it is gone");
 	is_int(s.failures, 1, "one failure");
 	ok(s.restart_at >= pd_now_ms() - 1000, "a restart time");
-	/* job 1 may have been answered before the bad line came */
+	ok(!pd_stream_can_take(&s, 4), "BACKOFF takes no job");
+	/* job 1 may have been answered before the bad line came; 2 and 3 are suspects */
+	ok(drive(&s, none_in_flight, 10000), "the suspects, one at a time, all get an outcome");
 	{
-		int failed = 0, n = 0, cls;
+		int n = 0, cls;
 
 		while ((cls = take(&s, &tag, &x)) >= 0) {
 			n++;
-			if (cls == PD_EXIT_FAILED) {
-				failed++;
+			if (tag == 2) {
+				is_int(cls, PD_EXIT_FAILED, "the job with the bad answer: FAILED");
 				like(x.error.data,
 				     "stream handler protocol error: an answer for job 99",
 				     "the error names the bad answer");
+			} else {
+				is_int(cls, PD_EXIT_OK, "the others: answered");
 			}
 			pd_pool_exit_release(&x);
 		}
 		is_int(n, 3, "every job got an outcome");
-		ok(failed >= 2, "the jobs still in flight failed");
 	}
-	ok(!pd_stream_can_take(&s, 4), "BACKOFF takes no job");
 	ok(drive(&s, idle, 5000), "IDLE again after the backoff");
+	ok(pd_stream_can_take(&s, 4), "and takes jobs again");
 
 	send(&s, 4, 4, 0, "not JSON");
 	ok(drive(&s, backoff, 5000), "a line that is not JSON: BACKOFF");
@@ -324,36 +347,54 @@ static void test_exit_and_timeout(void)
 
 	init(&s, &quits, 0);
 	send(&s, 1, 1, 0, "{\"id\":1}");
-	send(&s, 2, 2, 0, "{\"id\":2}");
 	ok(drive(&s, backoff, 5000), "a handler that exits: BACKOFF");
+	cls = take(&s, &tag, &x);
+	ok(cls == PD_EXIT_FAILED && x.exit_code == 3, "the job alone in flight failed, its status");
+	is_str(x.error.data, "stream handler exited with status 3 while running this job",
+	       "the error");
+	like(x.tail.data, "dying", "the handler's stderr tail");
+	pd_pool_exit_release(&x);
+	pd_stream_release(&s);
+
+	/* dies with two in flight: neither is charged; re-sent alone, each is */
+	init(&s, &quits, 0);
+	send(&s, 1, 1, 0, "{\"id\":1}");
+	send(&s, 2, 2, 0, "{\"id\":2}");
+	ok(drive(&s, backoff, 5000), "a handler that exits with two in flight: BACKOFF");
+	is_int(pd_stream_outcomes(&s), 0, "no outcome: no job charged");
+	is_int(pd_stream_inflight(&s), 2, "both still in flight, as suspects");
+	ok(!pd_stream_can_take(&s, 3), "no new job while suspects wait");
+	ok(drive(&s, live, 5000), "restarted by itself");
+	is_int(written(&s), 1, "one suspect written");
+	ok(drive(&s, none_in_flight, 10000), "each suspect dies alone");
 	for (int k = 0; k < 2; k++) {
 		cls = take(&s, &tag, &x);
-		ok(cls == PD_EXIT_FAILED && x.exit_code == 3, "its jobs failed with its status");
-		is_str(x.error.data, "stream handler exited: exit 3", "the error");
-		like(x.tail.data, "dying", "the handler's stderr tail");
+		ok(cls == PD_EXIT_FAILED && x.exit_code == 3, "charged alone");
+		is_str(x.error.data, "stream handler exited with status 3 while running this job",
+		       "the error");
 		pd_pool_exit_release(&x);
 	}
+	is_int(s.failures, 3, "three failures in a row");
 	pd_stream_release(&s);
 
 	init(&s, &hangs, 0);
 	send(&s, 1, 1, 200, "{\"id\":1}");
 	send(&s, 2, 2, 0, "{\"id\":2}");
 	ok(pd_stream_deadline(&s) > 0, "a deadline: the job's timeout");
-	ok(drive(&s, none_in_flight, 5000), "the timeout fires");
+	ok(drive(&s, an_outcome, 5000), "the timeout fires");
 	is_int(s.state, PD_STREAM_STOPPING, "the process is being stopped");
-	for (int k = 0; k < 2; k++) {
-		cls = take(&s, &tag, &x);
-		if (tag == 1) {
-			is_int(cls, PD_EXIT_TIMEOUT, "the job over its timeout: TIMEOUT");
-			is_str(x.error.data, "timeout after 200ms", "its error");
-		} else {
-			is_int(cls, PD_EXIT_FAILED, "the other job: FAILED");
-			is_str(x.error.data, "stream handler restarted: job 1 timed out",
-			       "its error");
-		}
-		pd_pool_exit_release(&x);
-	}
+	is_int(take(&s, &tag, &x), PD_EXIT_TIMEOUT, "the job over its timeout: TIMEOUT");
+	is_int(tag, 1, "job 1");
+	is_str(x.error.data, "timeout after 200ms", "its error");
+	pd_pool_exit_release(&x);
+	is_int(take(&s, &tag, &x), -1, "the other job: no outcome");
+	is_int(pd_stream_inflight(&s), 1, "still in flight, to be re-sent");
 	ok(drive(&s, backoff, 5000), "then BACKOFF");
+	ok(drive(&s, live, 5000), "then restarted for the job to re-send");
+	is_int(written(&s), 1, "which is written to the new process");
+	pd_stream_stop(&s, PD_STOP_DRAIN);
+	is_int(take(&s, &tag, &x), PD_EXIT_DRAINED, "and released by a drain");
+	pd_pool_exit_release(&x);
 	ok(drive(&s, idle, 5000), "then IDLE");
 	pd_stream_release(&s);
 
@@ -406,6 +447,64 @@ static void test_abandon_and_stderr(void)
 	pd_stream_release(&s);
 }
 
+/*
+ * A handler that answers every job but exits when it reads job 3: among
+ * jobs 1 to 6 all written at once, only job 3 is charged; the others are
+ * answered, none charged. While suspects wait, nothing new is written.
+ */
+static void test_isolation(void)
+{
+	struct pd_handler h = sh("while IFS= read -r l; do case $l in *'\"id\":3'*) exit 5;; esac; "
+				 "printf '%s\\n' \"$l\"; sleep 0.01; done");
+	struct pd_stream s;
+	struct pd_pool_exit x;
+	int tag, cls, ok_n = 0, charged = 0;
+	char line[64];
+
+	init(&s, &h, 0);
+	for (int id = 1; id <= 6; id++) {
+		snprintf(line, sizeof(line), "{\"id\":%d}", id);
+		send(&s, id, id, 0, line);
+	}
+	ok(drive(&s, none_in_flight, 20000), "every job gets an outcome");
+	while ((cls = take(&s, &tag, &x)) >= 0) {
+		if (tag == 3) {
+			charged++;
+			is_int(cls, PD_EXIT_FAILED, "the poison job: FAILED");
+			is_str(x.error.data,
+			       "stream handler exited with status 5 while running this job",
+			       "  with its reason");
+		} else {
+			ok_n += cls == PD_EXIT_OK;
+		}
+		pd_pool_exit_release(&x);
+	}
+	is_int(charged, 1, "the poison job charged once");
+	is_int(ok_n, 5, "the five others answered");
+	ok(pd_stream_can_take(&s, 7), "new jobs taken again");
+	pd_stream_release(&s);
+
+	/* suspects waiting: a drain gives them back; a lost lease drops one */
+	init(&s, &h, 0);
+	for (int id = 3; id <= 5; id++) {
+		snprintf(line, sizeof(line), "{\"id\":%d}", id);
+		send(&s, id, id, 0, line);
+	}
+	ok(drive(&s, backoff, 5000), "died with three in flight");
+	is_int(pd_stream_inflight(&s), 3, "three suspects");
+	pd_stream_abandon(&s, 4);
+	is_int(take(&s, &tag, &x), PD_EXIT_LEASE_LOST, "a suspect whose lease is lost: over now");
+	is_int(tag, 4, "job 4");
+	pd_pool_exit_release(&x);
+	pd_stream_give_back(&s);
+	for (int k = 0; k < 2; k++) {
+		is_int(take(&s, &tag, &x), PD_EXIT_DRAINED, "given back: DRAINED");
+		pd_pool_exit_release(&x);
+	}
+	is_int(pd_stream_inflight(&s), 0, "none left");
+	pd_stream_release(&s);
+}
+
 int main(void)
 {
 	struct pd_err e = PD_ERR_INIT;
@@ -420,6 +519,7 @@ int main(void)
 	test_bad_lines();
 	test_exit_and_timeout();
 	test_abandon_and_stderr();
+	test_isolation();
 	ok(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "no child left");
 	close(sfd);
 	return done_testing();
