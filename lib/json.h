@@ -31,6 +31,13 @@
 
 #define PD_JSON_MAX_DEPTH 512
 
+/*
+ * The most bytes jsonb holds in one string or container (JENTRY_OFFLENMASK,
+ * "string too long to represent as jsonb string"): a longer text is never
+ * stored, whatever it holds.
+ */
+#define PD_JSON_JSONB_MAX 268435455
+
 enum pd_json_type {
 	PD_JSON_OBJECT = 1,
 	PD_JSON_ARRAY,

@@ -427,35 +427,42 @@ static struct finished *fin_add(struct worker *w)
  * contract): JSON that jsonb can store is the result as it is; text that is
  * not JSON, or was cut at the limit, becomes a JSON string (invalid UTF-8 as
  * U+FFFD); JSON that jsonb cannot store (a number out of numeric's range, a
- * \u0000, invalid UTF-8 in a string) fails the attempt, retryable, with the
- * reason, and nothing of it is written.
+ * \u0000, invalid UTF-8 in a string), or more than jsonb holds in one value
+ * (a worker.result_limit set above PD_JSON_JSONB_MAX), fails the attempt,
+ * retryable, with the reason, and nothing of it is written.
  */
 static void judge_result(struct finished *f)
 {
 	struct pd_pool_exit *ex = &f->exit;
 	struct pd_err e = PD_ERR_INIT;
-	struct pd_buf clean = PD_BUF_INIT, quoted = PD_BUF_INIT;
 	int rc;
 
 	if (ex->cls != PD_EXIT_OK || ex->out.len == 0)
 		return;
 	rc = ex->out_truncated ? -1 : pd_json_storable(ex->out.data, ex->out.len, &e);
-	if (rc > 0)
-		return;
-	if (rc == 0) {
-		ex->cls = PD_EXIT_FAILED;
-		pd_buf_reset(&ex->error);
-		pd_buf_printf(&ex->error, "result cannot be stored: %s", e.msg);
+	if (rc < 0) {
+		struct pd_buf clean = PD_BUF_INIT, quoted = PD_BUF_INIT;
+
+		pd_utf8_sanitize(&clean, pd_buf_str(&ex->out), ex->out.len);
+		pd_json_quote(&quoted, pd_buf_str(&clean), clean.len);
+		pd_buf_release(&clean);
 		pd_buf_release(&ex->out);
-		ex->out_truncated = 0;
-		return;
+		ex->out = quoted;
+		f->out_is_text = 1;
 	}
-	pd_utf8_sanitize(&clean, pd_buf_str(&ex->out), ex->out.len);
-	pd_json_quote(&quoted, pd_buf_str(&clean), clean.len);
-	pd_buf_release(&clean);
+	if (rc != 0 && ex->out.len <= PD_JSON_JSONB_MAX)
+		return;
+	if (rc != 0) { /* a worker.result_limit above what jsonb holds */
+		pd_err_clear(&e);
+		pd_errf(&e, PD_EX_DATAERR, "%zu bytes, more than jsonb holds (%d)", ex->out.len,
+			PD_JSON_JSONB_MAX);
+	}
+	ex->cls = PD_EXIT_FAILED;
+	pd_buf_reset(&ex->error);
+	pd_buf_printf(&ex->error, "result cannot be stored: %s", e.msg);
 	pd_buf_release(&ex->out);
-	ex->out = quoted;
-	f->out_is_text = 1;
+	ex->out_truncated = 0;
+	f->out_is_text = 0;
 }
 
 /* Run i's handler is over with exit x (taken): its job to the finished list, the run free. */
