@@ -22,6 +22,8 @@ setup() {
 	CFG=$BATS_TEST_TMPDIR/pd.yaml
 	printf 'retry: {base: 10ms, cap: 50ms}\n' >"$CFG"
 	H=$BATS_TEST_TMPDIR/h.sh
+	T_DIR=$BATS_TEST_TMPDIR
+	export T_DIR
 }
 
 # handler FILE: write a handler script from stdin to FILE, executable.
@@ -30,17 +32,23 @@ handler() {
 	chmod +x "$1"
 }
 
-# enqueue_mix KIND...: 50 jobs of type t whose payload is {"kind": "good"},
-# with one job of each KIND among them (every 13th line); the ids of the
-# KIND jobs in kind_NAME files, all ids in $BATS_TEST_TMPDIR/ids.
+# enqueue_mix KIND...: $GOOD (default 50) jobs of type t whose payload is
+# {"kind": "good"}, with one job of each KIND among them (every 13th line, or
+# every 5th for fewer than 13), max_attempts 1.
 enqueue_mix() {
-	local kinds="$*"
-	awk -v kinds="$kinds" 'BEGIN { n = split(kinds, k, " "); b = 1
-		for (i = 1; i <= 50 + n; i++) {
-			kind = (i % 13 == 0 && b <= n) ? k[b++] : "good"
+	local kinds="$*" good=${GOOD:-50}
+	awk -v kinds="$kinds" -v good="$good" 'BEGIN { n = split(kinds, k, " "); b = 1
+		every = good < 13 ? 5 : 13
+		for (i = 1; i <= good + n; i++) {
+			kind = (i % every == 0 && b <= n) ? k[b++] : "good"
 			printf "{\"type\": \"t\", \"max_attempts\": 1, \"payload\": {\"kind\": \"%s\"}}\n", kind } }' |
 		pd-enqueue --ndjson >"$BATS_TEST_TMPDIR/ids"
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/ids")" -eq $((50 + $#)) ]
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/ids")" -eq $((good + $#)) ]
+}
+
+# test_files PREFIX N: there are N files $T_DIR/PREFIX.*.
+test_files() {
+	[ "$(find "$T_DIR" -name "$1.*" | wc -l)" -eq "$2" ]
 }
 
 # kind_id KIND: the id of the job of that kind.
@@ -126,24 +134,35 @@ EOF
 	still_serving
 }
 
-@test "an outcome the database refuses all the same (a trigger raising a data exception): written as a failure with the database's reason, the others succeed" {
+@test "an outcome the database refuses all the same (a trigger raising a data exception): the round trip's outcomes go again one at a time, that one is written as a failure with the database's reason, the others succeed" {
 	# What validation cannot know: the database refuses this result for its own reasons.
 	sql "CREATE OR REPLACE FUNCTION public.t_refuse() RETURNS trigger LANGUAGE plpgsql AS \$\$
 	     BEGIN RAISE EXCEPTION 'refused by the test trigger' USING ERRCODE = '22023'; END \$\$;
 	     CREATE TRIGGER t_refuse BEFORE UPDATE ON pendulum.jobs FOR EACH ROW
 	     WHEN (NEW.result @> '{\"refuse\": true}') EXECUTE FUNCTION public.t_refuse()"
+	# every handler waits for the gate, so that their outcomes go in one round trip
 	handler "$H" <<'EOF'
 #!/bin/sh
-case $(jq -r .kind) in
+kind=$(jq -r .kind)
+touch "$T_DIR/started.$PD_JOB_ID"
+while [ ! -e "$T_DIR/gate" ]; do sleep 0.05; done
+case $kind in
 refuse) echo '{"refuse":true}' ;;
 *) echo '{"ok":true}' ;;
 esac
+touch "$T_DIR/finished.$PD_JOB_ID"
 EOF
-	enqueue_mix refuse
-	start_worker w -c "$CFG" -j 8 --poll 200ms --handler "t=$H"
+	GOOD=15 enqueue_mix refuse
+	start_worker w -c "$CFG" -j 16 --poll 200ms --handler "t=$H"
+	wait_for 30 test_files started 16
+	kill -STOP "$(bg_pid w)"
+	touch "$T_DIR/gate"
+	wait_for 30 test_files finished 16
+	kill -CONT "$(bg_pid w)"
 	wait_for 60 all_final
-	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED' AND result = '{\"ok\": true}'")" -eq 50 ]
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED' AND result = '{\"ok\": true}'")" -eq 15 ]
 	failed_with refuse 'outcome cannot be stored: refused by the test trigger'
+	grep -q 'the database refused a batch: its outcomes go again one at a time" outcomes=[0-9]* sqlstate=22023 error="refused by the test trigger"' "$BATS_FILE_TMPDIR/w.log"
 	grep -q "the database refused a job's outcome: written as a failure\" job=$(kind_id refuse) attempt=1 sqlstate=22023" "$BATS_FILE_TMPDIR/w.log"
 	still_serving
 }
