@@ -166,3 +166,24 @@ EOF
 	grep -q "the database refused a job's outcome: written as a failure\" job=$(kind_id refuse) attempt=1 sqlstate=22023" "$BATS_FILE_TMPDIR/w.log"
 	still_serving
 }
+
+@test "a workflow step printing JSON jsonb cannot store: its job fails with the reason, no step output is written" {
+	cat >"$CFG" <<'EOF'
+retry: {base: 10ms, cap: 50ms}
+workflows:
+  big:
+    steps:
+      - name: a
+        run: 'echo "{\"n\": 1e999999}"'
+      - name: b
+        run: 'echo "{\"ok\": true}"'
+EOF
+	run_id=$(sql "SELECT pendulum.start_workflow('default', 'big', 'null'::jsonb, max_attempts => 1)")
+	job=$(sql "SELECT job_id FROM pendulum.workflow_runs WHERE id = $run_id")
+	start_worker w -c "$CFG" -j 2 --poll 200ms --handler "t=echo '{\"ok\":true}'"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" DEAD_LETTERED
+	[ "$(sql "SELECT last_error FROM pendulum.jobs WHERE id = $job")" = \
+		'result cannot be stored: number out of range (PostgreSQL numeric cannot store it) at line 1, column 7' ]
+	[ "$(sql "SELECT count(*) FROM pendulum.workflow_steps WHERE run_id = $run_id")" -eq 0 ]
+	still_serving
+}
