@@ -26,6 +26,9 @@ struct scan {
 	size_t pos;
 	int ntok; /* tokens jsmn will produce: values and keys */
 	struct pd_err *e;
+	int lax;		/* what only jsonb refuses is noted (unstorable), not an error */
+	const char *unstorable; /* lax: the first such thing, at unstorable_off; NULL: none */
+	size_t unstorable_off;
 };
 
 enum scan_state { WANT_VALUE, AFTER_VALUE, WANT_KEY };
@@ -37,6 +40,21 @@ static int scan_fail(const struct scan *sc, size_t off, const char *what)
 	pd_json_linecol((const char *)sc->s, off, &line, &col);
 	return pd_errf(sc->e, PD_EX_DATAERR, "invalid JSON at line %d, column %d: %s", line, col,
 		       what);
+}
+
+/*
+ * Something valid JSON that PostgreSQL jsonb cannot store, at off: an error,
+ * or in lax mode noted (the first one) and passed over.
+ */
+static int scan_unstorable(struct scan *sc, size_t off, const char *what)
+{
+	if (!sc->lax)
+		return scan_fail(sc, off, what);
+	if (sc->unstorable == NULL) {
+		sc->unstorable = what;
+		sc->unstorable_off = off;
+	}
+	return 0;
 }
 
 static int is_digit(int c)
@@ -156,36 +174,35 @@ static int scan_uescape(struct scan *sc, size_t i, size_t *adv)
 	const unsigned char *s = sc->s;
 	long u, lo;
 
+	*adv = 6; /* lax: a bad escape is passed over alone */
 	u = scan_hex4(sc, i + 2);
 	if (u == -2)
 		return scan_fail(sc, sc->len, "unexpected end of input");
 	if (u < 0)
 		return scan_fail(sc, i, "invalid escape");
 	if (u == 0)
-		return scan_fail(sc, i,
-				 "\\u0000 is not allowed (PostgreSQL jsonb cannot store it)");
+		return scan_unstorable(
+		    sc, i, "\\u0000 (NUL) is not allowed (PostgreSQL jsonb cannot store it)");
 	if (u >= 0xDC00 && u <= 0xDFFF)
-		return scan_fail(sc, i, unpaired);
-	if (u < 0xD800 || u > 0xDBFF) {
-		*adv = 6;
+		return scan_unstorable(sc, i, unpaired);
+	if (u < 0xD800 || u > 0xDBFF)
 		return 0;
-	}
 	/* A high surrogate: a low one must follow at once. */
 	if (i + 6 >= sc->len)
 		return scan_fail(sc, sc->len, "unexpected end of input");
 	if (s[i + 6] != '\\')
-		return scan_fail(sc, i, unpaired);
+		return scan_unstorable(sc, i, unpaired);
 	if (i + 7 >= sc->len)
 		return scan_fail(sc, sc->len, "unexpected end of input");
 	if (s[i + 7] != 'u')
-		return scan_fail(sc, i, unpaired);
+		return scan_unstorable(sc, i, unpaired);
 	lo = scan_hex4(sc, i + 8);
 	if (lo == -2)
 		return scan_fail(sc, sc->len, "unexpected end of input");
 	if (lo < 0)
 		return scan_fail(sc, i + 6, "invalid escape");
 	if (lo < 0xDC00 || lo > 0xDFFF)
-		return scan_fail(sc, i, unpaired);
+		return scan_unstorable(sc, i, unpaired);
 	*adv = 12;
 	return 0;
 }
@@ -230,8 +247,11 @@ static int scan_string(struct scan *sc)
 			}
 		} else if (c >= 0x80) {
 			adv = utf8_len(s, sc->len, i);
-			if (adv == 0)
-				return scan_fail(sc, i, "invalid UTF-8");
+			if (adv == 0) {
+				if (scan_unstorable(sc, i, "invalid UTF-8") < 0)
+					return -1;
+				adv = 1;
+			}
 			i += adv;
 		} else {
 			i++;
@@ -242,30 +262,77 @@ static int scan_string(struct scan *sc)
 	return 0;
 }
 
-/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at sc->pos. */
+/*
+ * PostgreSQL numeric's limits on a number as numeric_in reads it (jsonb
+ * stores numbers as numeric): the exponent under INT_MAX / 2 either way, at
+ * most 16383 digits after the point once the exponent is applied (even for
+ * zero), and the first significant digit at most at 10^131071.
+ */
+#define NUMERIC_EXP_MAX	   1073741823LL /* INT_MAX / 2 */
+#define NUMERIC_DSCALE_MAX 16383
+#define NUMERIC_POW10_MAX  131071
+
+/*
+ * Whether a number (its grammar checked) is within numeric's range: s[i..end)
+ * are its exponent's sign and digits (i == end: none), nfrac its digits after
+ * the point, first the power of ten of its first significant digit before
+ * the exponent (LLONG_MIN: the number is zero).
+ */
+static int numeric_fits(const unsigned char *s, size_t i, size_t end, long long nfrac,
+			long long first)
+{
+	long long exp = 0;
+	int neg = 0;
+
+	if (i < end && (s[i] == '+' || s[i] == '-'))
+		neg = s[i++] == '-';
+	for (; i < end; i++) {
+		exp = exp * 10 + (s[i] - '0');
+		if (exp >= NUMERIC_EXP_MAX)
+			return 0;
+	}
+	if (neg)
+		exp = -exp;
+	if (nfrac - exp > NUMERIC_DSCALE_MAX)
+		return 0;
+	return first == LLONG_MIN || first + exp <= NUMERIC_POW10_MAX;
+}
+
+/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at sc->pos, within numeric's range. */
 static int scan_number(struct scan *sc)
 {
 	const unsigned char *s = sc->s;
-	size_t i = sc->pos, n = sc->len;
+	size_t i = sc->pos, n = sc->len, int_at, frac_at = 0, exp_at;
+	long long nfrac = 0, first = LLONG_MIN;
 
 	if (s[i] == '-')
 		i++;
 	if (i >= n || !is_digit(s[i]))
 		return scan_fail(sc, i, "invalid number");
+	int_at = i;
 	if (s[i] == '0')
 		i++;
 	else
 		while (i < n && is_digit(s[i]))
 			i++;
+	if (s[int_at] != '0')
+		first =
+		    (long long)(i - int_at) - 1; /* no leading zeros: the first is significant */
 	if (i < n && s[i] == '.') {
 		i++;
 		if (i >= n || !is_digit(s[i]))
 			return scan_fail(sc, i, "invalid number");
-		while (i < n && is_digit(s[i]))
+		frac_at = i;
+		while (i < n && is_digit(s[i])) {
+			if (first == LLONG_MIN && s[i] != '0')
+				first = -(long long)(i - frac_at + 1);
 			i++;
+		}
+		nfrac = (long long)(i - frac_at);
 	}
+	exp_at = i;
 	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-		i++;
+		exp_at = ++i;
 		if (i < n && (s[i] == '+' || s[i] == '-'))
 			i++;
 		if (i >= n || !is_digit(s[i]))
@@ -277,6 +344,10 @@ static int scan_number(struct scan *sc)
 	if (i < n && (is_digit(s[i]) || is_alpha(s[i]) || s[i] == '.' || s[i] == '+' ||
 		      s[i] == '-' || s[i] == '_'))
 		return scan_fail(sc, i, "invalid number");
+	if (!numeric_fits(s, exp_at, i, nfrac, first) &&
+	    scan_unstorable(sc, sc->pos,
+			    "number out of range (PostgreSQL numeric cannot store it)") < 0)
+		return -1;
 	sc->pos = i;
 	sc->ntok++;
 	return 0;
@@ -284,7 +355,7 @@ static int scan_number(struct scan *sc)
 
 int pd_json_is_number(const char *s)
 {
-	struct scan sc = {(const unsigned char *)s, strlen(s), 0, 0, NULL};
+	struct scan sc = {(const unsigned char *)s, strlen(s), 0, 0, NULL, 0, NULL, 0};
 
 	return *s != '\0' && scan_number(&sc) == 0 && sc.pos == sc.len;
 }
@@ -499,9 +570,9 @@ static int tokenize(struct pd_json *j, const char *s, size_t end, int want, stru
 	return 0;
 }
 
-int pd_json_parse(struct pd_json *j, const char *s, size_t len, struct pd_err *e)
+static int parse(struct pd_json *j, const char *s, size_t len, int lax, struct pd_err *e)
 {
-	struct scan sc = {(const unsigned char *)s, len, 0, 0, e};
+	struct scan sc = {(const unsigned char *)s, len, 0, 0, e, lax, NULL, 0};
 	size_t root_end = 0, root;
 
 	j->src = NULL;
@@ -528,6 +599,31 @@ int pd_json_parse(struct pd_json *j, const char *s, size_t len, struct pd_err *e
 	}
 	j->src = s;
 	j->len = len;
+	return 0;
+}
+
+int pd_json_parse(struct pd_json *j, const char *s, size_t len, struct pd_err *e)
+{
+	return parse(j, s, len, 0, e);
+}
+
+int pd_json_parse_lax(struct pd_json *j, const char *s, size_t len, struct pd_err *e)
+{
+	return parse(j, s, len, 1, e);
+}
+
+int pd_json_storable(const char *s, size_t len, struct pd_err *e)
+{
+	struct scan sc = {(const unsigned char *)s, len, 0, 0, e, 1, NULL, 0};
+	size_t root_end;
+	int line, col;
+
+	if (scan_document(&sc, &root_end) < 0)
+		return -1;
+	if (sc.unstorable == NULL)
+		return 1;
+	pd_json_linecol(s, sc.unstorable_off, &line, &col);
+	pd_errf(e, PD_EX_DATAERR, "%s at line %d, column %d", sc.unstorable, line, col);
 	return 0;
 }
 
@@ -581,14 +677,18 @@ static char *put_utf8(char *o, long u)
 	return o;
 }
 
-/* Unescape the validated string body p[0..n); the result is never longer. */
+/*
+ * Unescape the scanned string body p[0..n); the result is never longer. What
+ * a lax parse let through is not trusted: a \u0000 or an unpaired surrogate
+ * becomes U+FFFD (6 bytes to 3).
+ */
 static char *unescape(const char *p, size_t n)
 {
 	const unsigned char *q = (const unsigned char *)p, *end = q + n;
 	char *out = pd_xmalloc(n + 1), *o = out;
 
 	while (q < end) {
-		long u;
+		long u, lo;
 
 		if (*q != '\\') {
 			*o++ = (char)*q++;
@@ -614,9 +714,12 @@ static char *unescape(const char *p, size_t n)
 		case 'u':
 			u = hex4(q);
 			q += 4;
-			if (u >= 0xD800 && u <= 0xDBFF) {
-				u = 0x10000 + ((u - 0xD800) << 10) + (hex4(q + 2) - 0xDC00);
+			if (u >= 0xD800 && u <= 0xDBFF && end - q >= 6 && q[0] == '\\' &&
+			    q[1] == 'u' && (lo = hex4(q + 2)) >= 0xDC00 && lo <= 0xDFFF) {
+				u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
 				q += 6;
+			} else if (u == 0 || (u >= 0xD800 && u <= 0xDFFF)) {
+				u = 0xFFFD; /* a lax parse's NUL or unpaired surrogate */
 			}
 			o = put_utf8(o, u);
 			break;

@@ -2,8 +2,9 @@
  * json: a strict RFC 8259 parser over jsmn, and an escaping writer.
  *
  * pd_json_parse() accepts exactly one JSON value surrounded by optional
- * whitespace, and only what PostgreSQL jsonb can store: "\u0000" and
- * unpaired UTF-16 surrogate escapes are refused, as is nesting deeper than
+ * whitespace, and only what PostgreSQL jsonb can store: "\u0000",
+ * unpaired UTF-16 surrogate escapes, invalid UTF-8 in strings and numbers
+ * out of PostgreSQL numeric's range are refused, as is nesting deeper than
  * PD_JSON_MAX_DEPTH. Errors are PD_EX_DATAERR with the message
  *
  *   invalid JSON at line L, column C: <what>
@@ -29,6 +30,13 @@
 #include "err.h"
 
 #define PD_JSON_MAX_DEPTH 512
+
+/*
+ * The most bytes jsonb holds in one string or container (JENTRY_OFFLENMASK,
+ * "string too long to represent as jsonb string"): a longer text is never
+ * stored, whatever it holds.
+ */
+#define PD_JSON_JSONB_MAX 268435455
 
 enum pd_json_type {
 	PD_JSON_OBJECT = 1,
@@ -64,6 +72,25 @@ struct pd_json {
  * (PD_JSON_INIT or released). Returns 0, or -1 with e filled and j empty.
  */
 int pd_json_parse(struct pd_json *j, const char *s, size_t len, struct pd_err *e);
+
+/*
+ * The same, but what only jsonb refuses (NUL escapes, unpaired surrogates,
+ * invalid UTF-8 in strings, numbers out of numeric's range) is accepted:
+ * for text that must be read whatever values it carries (a stream
+ * handler's answer line). pd_json_str then gives U+FFFD for a NUL escape
+ * or an unpaired surrogate, and passes invalid UTF-8 through.
+ */
+int pd_json_parse_lax(struct pd_json *j, const char *s, size_t len, struct pd_err *e);
+
+/*
+ * Whether s (len bytes) is JSON that PostgreSQL jsonb can store, in one pass
+ * without allocating: 1 it is; 0 it is JSON (the grammar holds) but jsonb
+ * refuses something in it, e filled (PD_EX_DATAERR) with what and where,
+ * the first one ("number out of range (PostgreSQL numeric cannot store it)
+ * at line 1, column 6"); -1 it is not JSON, e filled as pd_json_parse fills
+ * it (nesting deeper than PD_JSON_MAX_DEPTH counts as not JSON).
+ */
+int pd_json_storable(const char *s, size_t len, struct pd_err *e);
 
 /* Free the tokens; j is empty and reusable. */
 void pd_json_release(struct pd_json *j);
@@ -123,7 +150,7 @@ void pd_json_compact(char *s);
 /* 1 if s (n bytes) is valid UTF-8 (no overlongs, surrogates or > U+10FFFF), else 0. */
 int pd_json_valid_utf8(const char *s, size_t n);
 
-/* 1 if all of s is one JSON number (RFC 8259 grammar), else 0. */
+/* 1 if all of s is one JSON number (RFC 8259 grammar) that jsonb can store, else 0. */
 int pd_json_is_number(const char *s);
 
 /*

@@ -26,7 +26,8 @@ int pd_stream_parse(const char *line, size_t n, struct pd_stream_answer *a, stru
 		i++;
 	if (i == n)
 		return 0;
-	if (pd_json_parse(&j, line, n, e) < 0)
+	/* lax: a result jsonb cannot store fails its own job (the worker), not the line */
+	if (pd_json_parse_lax(&j, line, n, e) < 0)
 		return -1;
 	if (j.tok[0].type != PD_JSON_OBJECT) {
 		pd_json_release(&j);

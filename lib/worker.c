@@ -67,13 +67,28 @@ struct held {
 };
 
 /*
+ * How a finished job's outcome goes to the database. A batch the database
+ * refuses for its data (batch_refused) is no reason to stop: its outcomes go
+ * again one per round trip, and one refused on its own is written as a
+ * retryable failure with the database's reason.
+ */
+enum write_fate {
+	WRITE_BATCHED, /* with the others */
+	WRITE_ALONE,   /* in a refused batch: alone in its round trip */
+	WRITE_REFUSED, /* refused alone: a failure, exit.error the reason, nothing else */
+	WRITE_DROP,    /* refused even so: not written (the lease expires; the reaper) */
+};
+
+/*
  * A job whose handler is over, taken out of its run (which is free again at
  * once) until its outcome is written.
  */
 struct finished {
 	struct pd_claimed job;
-	struct pd_pool_exit exit;
+	struct pd_pool_exit exit; /* out: the result as judge_result settled it */
+	int out_is_text;	  /* out is the handler's text as a JSON string */
 	enum start_record started;
+	enum write_fate fate;
 	int stream;		   /* run by a stream handler */
 	int sending;		   /* in the batch in flight */
 	struct pd_flow_plan *plan; /* a workflow job's (owned), else NULL */
@@ -407,6 +422,49 @@ static struct finished *fin_add(struct worker *w)
 	return f;
 }
 
+/*
+ * Settle once what a handler that exited 0 printed (DESIGN.md, the handler
+ * contract): JSON that jsonb can store is the result as it is; text that is
+ * not JSON, or was cut at the limit, becomes a JSON string (invalid UTF-8 as
+ * U+FFFD); JSON that jsonb cannot store (a number out of numeric's range, a
+ * \u0000, invalid UTF-8 in a string), or more than jsonb holds in one value
+ * (a worker.result_limit set above PD_JSON_JSONB_MAX), fails the attempt,
+ * retryable, with the reason, and nothing of it is written.
+ */
+static void judge_result(struct finished *f)
+{
+	struct pd_pool_exit *ex = &f->exit;
+	struct pd_err e = PD_ERR_INIT;
+	int rc;
+
+	if (ex->cls != PD_EXIT_OK || ex->out.len == 0)
+		return;
+	rc = ex->out_truncated ? -1 : pd_json_storable(ex->out.data, ex->out.len, &e);
+	if (rc < 0) {
+		struct pd_buf clean = PD_BUF_INIT, quoted = PD_BUF_INIT;
+
+		pd_utf8_sanitize(&clean, pd_buf_str(&ex->out), ex->out.len);
+		pd_json_quote(&quoted, pd_buf_str(&clean), clean.len);
+		pd_buf_release(&clean);
+		pd_buf_release(&ex->out);
+		ex->out = quoted;
+		f->out_is_text = 1;
+	}
+	if (rc != 0 && ex->out.len <= PD_JSON_JSONB_MAX)
+		return;
+	if (rc != 0) { /* a worker.result_limit above what jsonb holds */
+		pd_err_clear(&e);
+		pd_errf(&e, PD_EX_DATAERR, "%zu bytes, more than jsonb holds (%d)", ex->out.len,
+			PD_JSON_JSONB_MAX);
+	}
+	ex->cls = PD_EXIT_FAILED;
+	pd_buf_reset(&ex->error);
+	pd_buf_printf(&ex->error, "result cannot be stored: %s", e.msg);
+	pd_buf_release(&ex->out);
+	ex->out_truncated = 0;
+	f->out_is_text = 0;
+}
+
 /* Run i's handler is over with exit x (taken): its job to the finished list, the run free. */
 static void run_over(struct worker *w, int i, const struct pd_pool_exit *x)
 {
@@ -424,6 +482,7 @@ static void run_over(struct worker *w, int i, const struct pd_pool_exit *x)
 	if (f->exit.cls == PD_EXIT_OK || f->exit.cls == PD_EXIT_FAILED ||
 	    f->exit.cls == PD_EXIT_TERMINAL)
 		average(&w->run_us, f->exit.ran_us > 0 ? f->exit.ran_us : 1);
+	judge_result(f);
 }
 
 /* Move the jobs of DONE pool slots and the stream handlers' outcomes to the finished list. */
@@ -666,31 +725,6 @@ static void ready_drop(struct worker *w, int k)
 	w->nready--;
 }
 
-/* The result of a handler that exited 0: its stdout, as JSON or else as a JSON string. */
-static void result_of(struct pd_pool_exit *ex, struct pd_outcome *o)
-{
-	struct pd_json j = PD_JSON_INIT;
-	struct pd_err ignore = PD_ERR_INIT;
-
-	o->result_truncated = ex->out_truncated;
-	if (ex->out.len == 0)
-		return;
-	if (!ex->out_truncated && pd_json_parse(&j, ex->out.data, ex->out.len, &ignore) == 0) {
-		o->result = ex->out.data;
-	} else {
-		struct pd_buf clean = PD_BUF_INIT, quoted = PD_BUF_INIT;
-
-		pd_utf8_sanitize(&clean, pd_buf_str(&ex->out), ex->out.len);
-		pd_json_quote(&quoted, pd_buf_str(&clean), clean.len);
-		pd_buf_release(&clean);
-		pd_buf_release(&ex->out);
-		ex->out = quoted;
-		o->result = ex->out.data;
-		o->result_is_text = 1;
-	}
-	pd_json_release(&j);
-}
-
 /*
  * What workflow job f's outcome x (as outcome_of made it from the exit)
  * writes to its run, and what its plan makes of the job's own outcome.
@@ -770,12 +804,14 @@ static void outcome_of(struct worker *w, struct finished *f, struct pd_job_outco
 	o->exit_code = ex->exit_code;
 	o->signal = ex->signal;
 	o->outcome = pd_exit_class_name(ex->cls);
-	o->stderr_tail = ex->tail.len ? ex->tail.data : NULL;
+	o->stderr_tail = ex->tail.len && f->fate != WRITE_REFUSED ? ex->tail.data : NULL;
 	o->error = ex->error.len ? ex->error.data : NULL;
 	o->kind = pd_exit_verdict(ex->cls);
 	switch (o->kind) {
 	case PD_VERDICT_DONE:
-		result_of(ex, o);
+		o->result = ex->out.len ? ex->out.data : NULL; /* judge_result settled it */
+		o->result_is_text = f->out_is_text;
+		o->result_truncated = ex->out_truncated;
 		break;
 	case PD_VERDICT_RETRY:
 		o->backoff_ms = pd_backoff_ms(&w->d.rng, w->cfg->retry.base_ms,
@@ -789,7 +825,7 @@ static void outcome_of(struct worker *w, struct finished *f, struct pd_job_outco
 	case PD_VERDICT_RELEASE:
 		break;
 	}
-	if (f->plan)
+	if (f->plan && f->fate != WRITE_REFUSED)
 		flow_outcome(f, x);
 }
 
@@ -897,6 +933,88 @@ static void batch_failed(struct worker *w)
 	w->flight = NULL;
 }
 
+/* Drop the finished jobs whose outcomes will not be written (WRITE_DROP). */
+static void fin_drop(struct worker *w)
+{
+	int k = 0;
+
+	for (int i = 0; i < w->nfin; i++) {
+		if (w->fin[i].fate == WRITE_DROP) {
+			job_clear(&w->fin[i].job);
+			pd_pool_exit_release(&w->fin[i].exit);
+			plan_free(&w->fin[i].plan);
+			continue;
+		}
+		w->fin[k++] = w->fin[i];
+	}
+	w->nfin = k;
+}
+
+/*
+ * The batch in flight failed with e. When the database refused its data
+ * (SQLSTATE class 22 data exception, 23 integrity, 54 program limit: an
+ * outcome it cannot store that judge_result let through) and it carried
+ * outcomes, the worker goes on: each outcome goes again in a round trip of
+ * its own; one refused alone is written as a retryable failure whose reason
+ * is the database's message, without result, stderr or workflow write; one
+ * refused even so is not written (its lease expires and the reaper gives it
+ * back). Returns 1 when so (the batch is dropped, e stays to be cleared),
+ * 0 when e stands.
+ */
+static int batch_refused(struct worker *w, const struct pd_err *e)
+{
+	static const char prefix[] = "database error: ";
+	struct batch *b = w->flight;
+	const char *why = e->msg;
+	int nout = 0, last = -1;
+	char q[600];
+
+	if (e->code == PD_EX_UNAVAILABLE ||
+	    (strncmp(e->sqlstate, "22", 2) != 0 && strncmp(e->sqlstate, "23", 2) != 0 &&
+	     strncmp(e->sqlstate, "54", 2) != 0))
+		return 0;
+	for (int k = 0; k < b->s.noutcomes; k++) {
+		if (b->out_fin[k] >= 0) {
+			nout++;
+			last = b->out_fin[k];
+		}
+	}
+	if (nout == 0)
+		return 0;
+	if (strncmp(why, prefix, sizeof(prefix) - 1) == 0)
+		why += sizeof(prefix) - 1;
+	pd_log_quote(q, sizeof(q), why);
+	if (nout > 1) {
+		pd_log(PD_LOG_WARN,
+		       "the database refused a batch: its outcomes go again one at a time",
+		       "outcomes=%d sqlstate=%s error=%s", nout, e->sqlstate, q);
+		for (int k = 0; k < b->s.noutcomes; k++)
+			if (b->out_fin[k] >= 0)
+				w->fin[b->out_fin[k]].fate = WRITE_ALONE;
+	} else if (w->fin[last].fate == WRITE_REFUSED) {
+		w->fin[last].fate = WRITE_DROP;
+		pd_log(PD_LOG_ERROR,
+		       "the database refused a job's outcome even as a failure: not written, "
+		       "the lease will expire",
+		       "job=%lld attempt=%d sqlstate=%s error=%s", w->fin[last].job.id,
+		       w->fin[last].job.attempt, e->sqlstate, q);
+	} else {
+		struct finished *f = &w->fin[last];
+
+		pd_log(PD_LOG_WARN, "the database refused a job's outcome: written as a failure",
+		       "job=%lld attempt=%d sqlstate=%s error=%s", f->job.id, f->job.attempt,
+		       e->sqlstate, q);
+		f->fate = WRITE_REFUSED;
+		f->exit.cls = PD_EXIT_FAILED;
+		pd_buf_reset(&f->exit.error);
+		pd_buf_printf(&f->exit.error, "outcome cannot be stored: %s", why);
+	}
+	batch_failed(w);
+	fin_drop(w);
+	w->d.wake = 1;
+	return 1;
+}
+
 /*
  * Send what is ready to be written: start records, outcomes (and the release
  * of the ready jobs once the worker no longer serves), lease_lost records,
@@ -912,6 +1030,10 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 	long long *start_ids, *start_tokens;
 	size_t bytes = 0;
 	long long now_us = pd_now_us();
+	int alone = 0; /* a refused batch's outcomes are being sent one at a time */
+
+	for (int k = 0; k < w->nfin && !alone; k++)
+		alone = w->fin[k].fate != WRITE_BATCHED;
 
 	b->outs = pd_xcalloc((size_t)cap, sizeof(*b->outs));
 	b->out_fin = pd_xcalloc((size_t)cap, sizeof(int));
@@ -936,8 +1058,10 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 
 		long long ago_ms;
 
-		if (bytes > MAX_BATCH_BYTES)
+		if (bytes > MAX_BATCH_BYTES || (alone && nout + nlost > 0))
 			break; /* the rest in the next batch */
+		if (alone && f->fate == WRITE_BATCHED)
+			continue;
 		f->sending = 1;
 		ago_ms = (now_us - f->exit.started_us) / 1000; /* since its handler started */
 		if (f->exit.cls == PD_EXIT_LEASE_LOST) {
@@ -960,7 +1084,7 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 		bytes += f->exit.out.len + f->exit.tail.len + 256;
 		b->out_fin[nout++] = k;
 	}
-	if (w->d.phase != PD_DAEMON_SERVING) {
+	if (w->d.phase != PD_DAEMON_SERVING && !alone) {
 		for (int k = 0; k < w->nready; k++) {
 			ready_release(&w->ready[k].job, &b->outs[nout]);
 			b->out_fin[nout++] = -1;
@@ -983,7 +1107,7 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 	/* The runs free now, less the ready jobs waiting for them. */
 	free_now = runs_free(w) - w->nready;
 	depth = prefetch_depth(w);
-	if (want_claim(w, now) && free_now + depth > 0) {
+	if (!alone && want_claim(w, now) && free_now + depth > 0) {
 		s->claim = free_now + depth;
 		if (s->claim > w->cfg->engine.batch)
 			s->claim = (int)w->cfg->engine.batch;
@@ -1181,6 +1305,10 @@ static int sync_db(struct worker *w, long long now, struct pd_err *e)
 
 		if (rc == 0)
 			return 0;
+		if (rc < 0 && batch_refused(w, e)) {
+			pd_err_clear(e);
+			return 0;
+		}
 		if (rc < 0) {
 			batch_failed(w);
 			w->d.wake = 1;
@@ -1212,6 +1340,10 @@ static int sync_db(struct worker *w, long long now, struct pd_err *e)
 static int flight_wait(struct worker *w, struct pd_err *e)
 {
 	if (pd_jobs_sync_wait(w->d.db, &w->flight->s, e) < 0) {
+		if (batch_refused(w, e)) {
+			pd_err_clear(e);
+			return 0;
+		}
 		batch_failed(w);
 		return -1;
 	}
@@ -1227,8 +1359,9 @@ static int flight_wait(struct worker *w, struct pd_err *e)
 static void sync_final(struct worker *w)
 {
 	struct pd_err e = PD_ERR_INIT;
+	int rounds = 4 + 3 * w->nfin; /* a refused batch's outcomes go one at a time */
 
-	for (int round = 0; round < 4 && pd_daemon_up(&w->d); round++) {
+	for (int round = 0; round < rounds && pd_daemon_up(&w->d); round++) {
 		if (w->flight == NULL && batch_send(w, pd_now_ms(), &e) < 0)
 			break;
 		if (w->flight == NULL || flight_wait(w, &e) < 0)

@@ -250,10 +250,10 @@ static void test_malformed(void)
 	bad("\"\\u12G4\"", "line 1, column 2: invalid escape", "bad hex digit");
 	bad("\"\\u00\"", "line 1, column 2: invalid escape", "short \\u");
 	bad("\"\\u0000\"",
-	    "line 1, column 2: \\u0000 is not allowed (PostgreSQL jsonb cannot store it)",
+	    "line 1, column 2: \\u0000 (NUL) is not allowed (PostgreSQL jsonb cannot store it)",
 	    "\\u0000");
 	bad("{\"k\\u0000\":1}",
-	    "line 1, column 4: \\u0000 is not allowed (PostgreSQL jsonb cannot store it)",
+	    "line 1, column 4: \\u0000 (NUL) is not allowed (PostgreSQL jsonb cannot store it)",
 	    "\\u0000 in a key");
 	bad("\"\\ud83d\"", "line 1, column 2: unpaired surrogate in \\u escape",
 	    "lone high surrogate");
@@ -706,6 +706,182 @@ static void test_compact(void)
 	}
 }
 
+/* pd_json_storable on s[0..n): want 1, 0 or -1, and for 0 and -1 the message. */
+static void storable_n(const char *s, size_t n, int want, const char *msg, const char *name)
+{
+	struct pd_err e = PD_ERR_INIT;
+	int r = pd_json_storable(s, n, &e);
+
+	if (!ok(r == want && (want == 1 || (e.code == PD_EX_DATAERR && strcmp(e.msg, msg) == 0)),
+		name))
+		printf("#   got %d '%s', want %d '%s'\n", r, e.msg, want, msg ? msg : "");
+}
+
+static void storable(const char *s, int want, const char *msg, const char *name)
+{
+	storable_n(s, strlen(s), want, msg, name);
+}
+
+#define OUT_OF_RANGE "number out of range (PostgreSQL numeric cannot store it)"
+
+/*
+ * PostgreSQL 15 numeric's limits as jsonb reads them (checked against the
+ * server with psql: '1e131071'::jsonb stores, '1e131072'::jsonb is "value
+ * overflows numeric format", and so on): numbers are refused by
+ * pd_json_parse, and found by pd_json_storable.
+ */
+static void test_numeric_range(void)
+{
+	static const struct {
+		const char *n;
+		int fits;
+	} cases[] = {
+	    {"1e131071", 1},
+	    {"1e131072", 0},
+	    {"-1e131072", 0},
+	    {"9.9999e131071", 1},
+	    {"0.001e131074", 1},
+	    {"0.001e131075", 0},
+	    {"1e-16383", 1},
+	    {"1e-16384", 0},
+	    {"1.0e-16383", 0},
+	    {"0e-16383", 1},
+	    {"0e-16384", 0},
+	    {"0e-20000", 0},
+	    {"0.0000e131072", 1},
+	    {"0e1073741822", 1},
+	    {"0e1073741823", 0},
+	    {"0e-1073741822", 0},
+	    {"1e999999", 0},
+	    {"1e999999999999999999999", 0},
+	    {"-0", 1},
+	    {"1E+5", 1},
+	    {"123456789.123456789e-3", 1},
+	    {"12e131071", 0},
+	    {"12e131070", 1},
+	    {"0.5e131072", 1},
+	};
+	char name[160], buf[64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pd_json j = PD_JSON_INIT;
+		struct pd_err e = PD_ERR_INIT;
+
+		snprintf(name, sizeof(name), "numeric range: %s %s", cases[i].n,
+			 cases[i].fits ? "fits" : "does not");
+		ok((pd_json_parse(&j, cases[i].n, strlen(cases[i].n), &e) == 0) == cases[i].fits,
+		   name);
+		pd_json_release(&j);
+		snprintf(buf, sizeof(buf), "[%s]", cases[i].n);
+		snprintf(name, sizeof(name), "storable: [%s]", cases[i].n);
+		storable(buf, cases[i].fits,
+			 "number out of range (PostgreSQL numeric cannot store "
+			 "it) at line 1, column 2",
+			 name);
+	}
+	bad("{\"n\":1e999999}", "line 1, column 6: " OUT_OF_RANGE, "parse: 1e999999");
+	ok(!pd_json_is_number("1e999999"), "is_number: 1e999999 is not one jsonb stores");
+
+	/* Digits: 16383 after the point fit, 16384 do not; 131072 before it fit, 131073 not. */
+	{
+		size_t n = 200000;
+		char *b = malloc(n);
+
+		memset(b, '0', n);
+		b[0] = '0';
+		b[1] = '.';
+		b[16384] = '1'; /* the 16383rd digit after the point */
+		storable_n(b, 16385, 1, NULL, "16383 digits after the point");
+		b[16384] = '0';
+		b[16385] = '1';
+		storable_n(b, 16386, 0, OUT_OF_RANGE " at line 1, column 1",
+			   "16384 digits after the point");
+		memset(b, '0', n);
+		b[0] = '1';
+		storable_n(b, 131072, 1, NULL, "131072 digits before the point");
+		storable_n(b, 131073, 0, OUT_OF_RANGE " at line 1, column 1",
+			   "131073 digits before the point");
+		free(b);
+	}
+}
+
+static void test_storable(void)
+{
+	storable("{\"a\":[1,\"x\",null,true,{\"b\":2.5e3}]}", 1, NULL, "plain JSON is storable");
+	storable(" \"\\ud83d\\ude00 \xc3\xa9\" ", 1, NULL, "a surrogate pair and UTF-8");
+	storable("{\"s\":\"a\\u0000b\"}", 0,
+		 "\\u0000 (NUL) is not allowed (PostgreSQL jsonb cannot store it) at line 1, "
+		 "column 8",
+		 "a \\u0000 escape: JSON jsonb cannot store");
+	storable("{\"s\":\"\xff\"}", 0, "invalid UTF-8 at line 1, column 7",
+		 "invalid UTF-8 in a string");
+	storable("[\"\\ud800\"]", 0, "unpaired surrogate in \\u escape at line 1, column 3",
+		 "a lone high surrogate");
+	storable("[\"\\udc00x\"]", 0, "unpaired surrogate in \\u escape at line 1, column 3",
+		 "a lone low surrogate");
+	storable("[\"\\ud800\\u0041\"]", 0, "unpaired surrogate in \\u escape at line 1, column 3",
+		 "a high surrogate then another escape");
+	storable("{\"n\":1e999999}", 0, OUT_OF_RANGE " at line 1, column 6",
+		 "a number out of numeric's range");
+	storable("[1,\n \"\\u0000\", 1e999999]", 0,
+		 "\\u0000 (NUL) is not allowed (PostgreSQL jsonb cannot store it) at line 2, "
+		 "column 3",
+		 "the first problem is the one named");
+	/* Not JSON at all: -1, the parse error (the caller stores it as text). */
+	storable("{\"s\":\"\\u0000\"", -1,
+		 "invalid JSON at line 1, column 14: unexpected end of input",
+		 "unstorable but cut short: not JSON");
+	storable("hello", -1, "invalid JSON at line 1, column 1: invalid literal", "text");
+	storable("{\"s\":\"a\tb\"}", -1,
+		 "invalid JSON at line 1, column 8: control character in string",
+		 "a raw control character: not JSON");
+	storable_n("{\"s\":\"a\0b\"}", 11, -1,
+		   "invalid JSON at line 1, column 8: control character in string",
+		   "a raw NUL byte: not JSON");
+	storable("{\"s\":\"\xff\" x}", -1, "invalid JSON at line 1, column 10: expected ',' or '}'",
+		 "invalid UTF-8 then a grammar error: not JSON");
+	storable("\xff", -1, "invalid JSON at line 1, column 1: expected a value",
+		 "invalid UTF-8 outside a string: not JSON");
+	storable("", -1, "invalid JSON at line 1, column 1: empty input", "empty");
+}
+
+/* pd_json_parse_lax reads what jsonb refuses; pd_json_str makes it safe. */
+static void test_lax(void)
+{
+	static const char line[] =
+	    "{\"id\":7,\"error\":\"a\\u0000b\\ud800c\\udc00\",\"result\":{\"n\":1e999999,"
+	    "\"s\":\"\xff\"}}";
+	struct pd_json j = PD_JSON_INIT;
+	struct pd_err e = PD_ERR_INIT;
+	long long id = 0;
+	const char *p;
+	size_t n;
+	char *s;
+	int t;
+
+	ok(pd_json_parse(&j, line, strlen(line), &e) < 0, "strict parse refuses the line");
+	pd_err_clear(&e);
+	if (!ok(pd_json_parse_lax(&j, line, strlen(line), &e) == 0, "lax parse reads it")) {
+		printf("#   error: %s\n", e.msg);
+		return;
+	}
+	t = pd_json_get(&j, 0, "id");
+	ok(pd_json_int(&j, t, &id) == 0 && id == 7, "lax: the id");
+	s = pd_json_str(&j, pd_json_get(&j, 0, "error"));
+	is_str(s,
+	       "a\xef\xbf\xbd"
+	       "b\xef\xbf\xbd"
+	       "c\xef\xbf\xbd",
+	       "lax: NUL and unpaired surrogates become U+FFFD");
+	free(s);
+	pd_json_span(&j, pd_json_get(&j, 0, "result"), &p, &n);
+	storable_n(p, n, 0, OUT_OF_RANGE " at line 1, column 6", "lax: the result's span");
+	pd_json_release(&j);
+	pd_err_clear(&e);
+	ok(pd_json_parse_lax(&j, "{\"id\":", 6, &e) < 0, "lax parse still refuses bad grammar");
+	pd_json_release(&j);
+}
+
 int main(void)
 {
 	test_valid_types();
@@ -720,6 +896,9 @@ int main(void)
 	test_large();
 	test_is_number();
 	test_compact();
+	test_numeric_range();
+	test_storable();
+	test_lax();
 	str_of(NULL, -1);
 	return done_testing();
 }
