@@ -1,8 +1,10 @@
 /*
  * cronserve: a crontab served by pd-worker. See cronserve.h.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cronserve.h"
 #include "log.h"
@@ -73,6 +75,7 @@ int pd_cronserve_init(struct pd_cronserve *c, const char *path, const char *tena
 		      struct pd_err *e)
 {
 	struct pd_ticker_cfg tc;
+	char host[64] = {0}, holder[128];
 
 	memset(c, 0, sizeof(*c));
 	pd_ticker_cfg_init(&tc);
@@ -83,7 +86,9 @@ int pd_cronserve_init(struct pd_cronserve *c, const char *path, const char *tena
 	c->ext.period = period;
 	c->ext.connect = connect_hook;
 	c->ext.period_ms = tc.interval_ms;
-	pd_ticker_lead_reset(&c->lead);
+	gethostname(host, sizeof(host) - 1);
+	snprintf(holder, sizeof(holder), "%s:%d:crontab", host, (int)getpid());
+	pd_ticker_lead_init(&c->lead, holder, tc.lease_ms);
 	return reload(&c->ext, e);
 }
 

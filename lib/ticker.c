@@ -1,14 +1,23 @@
+#include <stdio.h>
 #include <string.h>
 
 #include "daemon.h"
+#include "elect.h"
 #include "log.h"
 #include "ticker.h"
 
+/* The role's name in pendulum.leaders. */
+#define ROLE "ticker"
+
+/* Whether a schedule is due: asked in the election's statement (one round trip a tick). */
+#define DUE_SQL                                                                                    \
+	"EXISTS (SELECT 1 FROM pendulum.cron_schedules WHERE enabled AND next_fire_at <= now())"
+
 /* Where a ticker stands in the election. */
 enum role {
-	ROLE_NONE,    /* not asked in this session yet: the lock is not held */
-	ROLE_STANDBY, /* another session holds the ticker lock */
-	ROLE_ACTIVE,  /* this session holds it: this ticker ticks */
+	ROLE_NONE,    /* not asked yet (since start or a reconnect) */
+	ROLE_STANDBY, /* another ticker holds the role */
+	ROLE_ACTIVE,  /* this ticker holds it: it ticks */
 };
 
 struct ticker {
@@ -23,6 +32,7 @@ void pd_ticker_cfg_init(struct pd_ticker_cfg *t)
 	memset(t, 0, sizeof(*t));
 	t->interval_ms = 1000;
 	t->grace_ms = 60000;
+	t->lease_ms = PD_TICKER_LEASE_MS;
 }
 
 static void add_stats(struct pd_tick_stats *sum, const struct pd_tick_stats *one)
@@ -36,57 +46,75 @@ static void add_stats(struct pd_tick_stats *sum, const struct pd_tick_stats *one
 }
 
 /*
- * Try to take the ticker lock unless this session holds it; log each move
- * into ACTIVE or STANDBY. -1 with e filled on a database error.
+ * Stand for the role (pd_elect_hold: take, renew, or find another holding
+ * it) and learn in the same statement whether a schedule is due; log each
+ * move into ACTIVE or STANDBY. -1 with e filled on a database error.
  */
-static int elect(struct pd_ticker_lead *t, struct pd_db *db, struct pd_err *e)
+static int elect(struct pd_ticker_lead *t, struct pd_db *db, int *due, struct pd_err *e)
 {
-	int got;
+	int held;
 
-	switch ((enum role)t->role) {
-	case ROLE_ACTIVE:
-		return 0; /* held for as long as the session lasts */
-	case ROLE_NONE:
-	case ROLE_STANDBY:
-		if ((got = pd_sched_try_lead(db, e)) < 0)
-			return -1;
-		if (got) {
-			t->role = ROLE_ACTIVE;
-			pd_log(PD_LOG_INFO, "ticker active: holding the ticker lock", NULL);
-		} else if (t->role == ROLE_NONE) {
-			t->role = ROLE_STANDBY;
-			pd_log(PD_LOG_INFO, "ticker on standby: another ticker holds the lock",
-			       NULL);
-		}
-		return 0;
-	}
+	if (pd_elect_hold(db, ROLE, t->holder, t->lease_ms, DUE_SQL, &held, due, e) < 0)
+		return -1;
+	if (held && t->role != ROLE_ACTIVE)
+		pd_log(PD_LOG_INFO, "ticker active: holding the ticker role", "lease_ms=%lld",
+		       t->lease_ms);
+	else if (!held && t->role == ROLE_ACTIVE)
+		pd_log(PD_LOG_WARN, "ticker role lost: another ticker holds it, on standby", NULL);
+	else if (!held && t->role == ROLE_NONE)
+		pd_log(PD_LOG_INFO, "ticker on standby: another ticker holds the role", NULL);
+	t->role = held ? ROLE_ACTIVE : ROLE_STANDBY;
 	return 0;
+}
+
+void pd_ticker_lead_init(struct pd_ticker_lead *l, const char *holder, long long lease_ms)
+{
+	memset(l, 0, sizeof(*l));
+	snprintf(l->holder, sizeof(l->holder), "%s", holder);
+	l->lease_ms = lease_ms;
+	l->role = ROLE_NONE;
 }
 
 void pd_ticker_lead_reset(struct pd_ticker_lead *l)
 {
+	if (l->role == ROLE_STANDBY)
+		l->role =
+		    ROLE_NONE; /* the next standby is logged again; an ACTIVE one's loss too */
+}
+
+void pd_ticker_lead_release(struct pd_ticker_lead *l, struct pd_db *db)
+{
+	struct pd_err e = PD_ERR_INIT;
+
+	if (l->role == ROLE_ACTIVE && pd_elect_release(db, ROLE, l->holder, &e) == 0)
+		pd_log(PD_LOG_INFO, "ticker role released", NULL);
 	l->role = ROLE_NONE;
+	pd_err_clear(&e);
 }
 
 int pd_ticker_step(struct pd_ticker_lead *l, struct pd_db *db, long long grace_ms,
 		   struct pd_tick_stats *st, struct pd_err *e)
 {
+	int due;
+
 	memset(st, 0, sizeof(*st));
-	if (elect(l, db, e) < 0)
+	if (elect(l, db, &due, e) < 0)
 		return -1;
-	if (l->role == ROLE_ACTIVE)
+	if (l->role == ROLE_ACTIVE && due)
 		return pd_sched_tick(db, grace_ms / 1000, st, e);
 	return 0;
 }
 
-/* A new session holds no lock: stand for election again (the daemon ticks at once). */
+/* After a reconnect: the role is in the database, held until it expires; log the next standing. */
 static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 {
 	struct ticker *t = d->ctx;
 
-	(void)first;
 	(void)e;
-	pd_ticker_lead_reset(&t->lead);
+	if (first)
+		pd_ticker_lead_init(&t->lead, d->id, t->cfg->lease_ms);
+	else
+		pd_ticker_lead_reset(&t->lead);
 	return 0;
 }
 
@@ -127,7 +155,7 @@ static const struct pd_daemon_ops ticker_ops = {
 int pd_ticker_run(const struct pd_ticker_cfg *cfg, struct pd_db *db, struct pd_tick_stats *st,
 		  struct pd_err *e)
 {
-	struct ticker t = {.cfg = cfg, .st = st, .lead = {ROLE_NONE}};
+	struct ticker t = {.cfg = cfg, .st = st};
 	int rc;
 
 	memset(st, 0, sizeof(*st));
@@ -137,9 +165,12 @@ int pd_ticker_run(const struct pd_ticker_cfg *cfg, struct pd_db *db, struct pd_t
 	t.d.period_ms = cfg->interval_ms;
 	rc = pd_daemon_open(&t.d, e);
 	if (rc == 0) {
-		pd_log(PD_LOG_INFO, "ticker started", "interval_ms=%lld skip_grace_ms=%lld",
-		       cfg->interval_ms, cfg->grace_ms);
+		pd_log(PD_LOG_INFO, "ticker started",
+		       "interval_ms=%lld skip_grace_ms=%lld lease_ms=%lld", cfg->interval_ms,
+		       cfg->grace_ms, cfg->lease_ms);
 		rc = pd_daemon_run(&t.d, e);
+		if (pd_daemon_up(&t.d))
+			pd_ticker_lead_release(&t.lead, db);
 		pd_log(PD_LOG_INFO, "ticker stopped", NULL);
 	}
 	pd_daemon_close(&t.d);
