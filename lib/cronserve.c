@@ -41,6 +41,7 @@ static int reload(struct pd_worker_ext *x, struct pd_err *e)
 	if (pd_crontab_load(&t, c->path, c->tenant, e) < 0)
 		return -1;
 	add_version(c, &t);
+	c->ext.next_ms = 0; /* applied at the next pass */
 	return 0;
 }
 
@@ -59,7 +60,8 @@ static int period(struct pd_worker_ext *x, struct pd_db *db, struct pd_err *e)
 		pd_err_clear(e);
 		c->pending = 0;
 	}
-	if (pd_ticker_step(&c->lead, db, c->grace_ms, &st, e) < 0)
+	if (pd_ticker_step(&c->lead, db, c->grace_ms, c->ext.period_ms, &st, &c->ext.next_ms, e) <
+	    0)
 		return -1;
 	if (st.enqueued)
 		pd_log(PD_LOG_DEBUG, "crontab tick", "enqueued=%d", st.enqueued);

@@ -2,13 +2,14 @@
  * elect: roles held like leases. See elect.h.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
 #include "elect.h"
 
 int pd_elect_hold(struct pd_db *db, const char *role, const char *holder, long long lease_ms,
-		  const char *cond, int *held, int *cond_out, struct pd_err *e)
+		  const char *also, int *held, char **also_out, struct pd_err *e)
 {
 	struct pd_buf sql = PD_BUF_INIT;
 	char lease[24];
@@ -17,18 +18,18 @@ int pd_elect_hold(struct pd_db *db, const char *role, const char *holder, long l
 	int rc;
 
 	*held = 0;
-	if (cond_out)
-		*cond_out = 0;
+	if (also_out)
+		*also_out = NULL;
 	snprintf(lease, sizeof(lease), "%lld", lease_ms);
-	pd_buf_printf(&sql, "SELECT pendulum.elect($1, $2, $3::bigint) IS NOT NULL, (%s)",
-		      cond ? cond : "false");
+	pd_buf_printf(&sql, "SELECT pendulum.elect($1, $2, $3::bigint) IS NOT NULL, (%s)::text",
+		      also ? also : "NULL");
 	rc = pd_db_exec(db, sql.data, 3, params, PGRES_TUPLES_OK, &r, e);
 	pd_buf_release(&sql);
 	if (rc < 0)
 		return -1;
 	*held = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-	if (cond_out)
-		*cond_out = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+	if (also_out && !PQgetisnull(r, 0, 1))
+		*also_out = pd_xstrdup(PQgetvalue(r, 0, 1));
 	PQclear(r);
 	return 0;
 }

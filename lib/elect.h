@@ -22,13 +22,14 @@
 /*
  * One turn of holder (unique among the candidates: a daemon id) for role:
  * *held 1 when it holds the role after the call, 0 when another does. The
- * same statement evaluates cond (a constant SQL boolean expression; NULL:
- * false) into *cond_out (may be NULL): one round trip for the check and
- * what the caller would look at next. lease_ms > 0. -1 with e filled on a
- * database error (the role is then as it was: held until it expires).
+ * same statement evaluates also (a constant SQL expression; NULL: none)
+ * into *also_out (malloc'd text, NULL for SQL NULL or no also): one round
+ * trip for the check and what the caller looks at next. lease_ms > 0. -1
+ * with e filled on a database error (the role is then as it was: held
+ * until it expires).
  */
 int pd_elect_hold(struct pd_db *db, const char *role, const char *holder, long long lease_ms,
-		  const char *cond, int *held, int *cond_out, struct pd_err *e);
+		  const char *also, int *held, char **also_out, struct pd_err *e);
 
 /* Give role up at once if holder holds it (a clean stop). -1 with e filled. */
 int pd_elect_release(struct pd_db *db, const char *role, const char *holder, struct pd_err *e);

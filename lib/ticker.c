@@ -1,6 +1,8 @@
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "daemon.h"
 #include "elect.h"
 #include "log.h"
@@ -9,9 +11,14 @@
 /* The role's name in pendulum.leaders. */
 #define ROLE "ticker"
 
-/* Whether a schedule is due: asked in the election's statement (one round trip a tick). */
-#define DUE_SQL                                                                                    \
-	"EXISTS (SELECT 1 FROM pendulum.cron_schedules WHERE enabled AND next_fire_at <= now())"
+/*
+ * The ms until the earliest fire (<= 0: due; NULL: no schedule enabled),
+ * asked in the election's statement: one round trip a step. The first
+ * entry of cron_schedules_due_idx.
+ */
+#define NEXT_SQL                                                                                   \
+	"ceil(extract(epoch FROM (SELECT min(next_fire_at) FROM pendulum.cron_schedules"           \
+	" WHERE enabled) - now()) * 1000)::bigint"
 
 /* Where a ticker stands in the election. */
 enum role {
@@ -25,6 +32,7 @@ struct ticker {
 	struct pd_tick_stats *st; /* summed over the ticks */
 	struct pd_daemon d;
 	struct pd_ticker_lead lead;
+	long long last_step; /* pd_now_ms of the last step's start */
 };
 
 void pd_ticker_cfg_init(struct pd_ticker_cfg *t)
@@ -47,15 +55,21 @@ static void add_stats(struct pd_tick_stats *sum, const struct pd_tick_stats *one
 
 /*
  * Stand for the role (pd_elect_hold: take, renew, or find another holding
- * it) and learn in the same statement whether a schedule is due; log each
- * move into ACTIVE or STANDBY. -1 with e filled on a database error.
+ * it) and learn in the same statement when the next schedule fires
+ * (*fire_ms, -1: none); log each move into ACTIVE or STANDBY. -1 with e
+ * filled on a database error.
  */
-static int elect(struct pd_ticker_lead *t, struct pd_db *db, int *due, struct pd_err *e)
+static int elect(struct pd_ticker_lead *t, struct pd_db *db, long long *fire_ms, struct pd_err *e)
 {
+	char *next = NULL;
 	int held;
 
-	if (pd_elect_hold(db, ROLE, t->holder, t->lease_ms, DUE_SQL, &held, due, e) < 0)
+	if (pd_elect_hold(db, ROLE, t->holder, t->lease_ms, NEXT_SQL, &held, &next, e) < 0)
 		return -1;
+	*fire_ms = next ? strtoll(next, NULL, 10) : -1;
+	if (*fire_ms < -1)
+		*fire_ms = 0;
+	free(next);
 	if (held && t->role != ROLE_ACTIVE)
 		pd_log(PD_LOG_INFO, "ticker active: holding the ticker role", "lease_ms=%lld",
 		       t->lease_ms);
@@ -93,15 +107,23 @@ void pd_ticker_lead_release(struct pd_ticker_lead *l, struct pd_db *db)
 }
 
 int pd_ticker_step(struct pd_ticker_lead *l, struct pd_db *db, long long grace_ms,
-		   struct pd_tick_stats *st, struct pd_err *e)
+		   long long interval_ms, struct pd_tick_stats *st, long long *next_ms,
+		   struct pd_err *e)
 {
-	int due;
+	long long fire_ms;
 
 	memset(st, 0, sizeof(*st));
-	if (elect(l, db, &due, e) < 0)
+	*next_ms = l->lease_ms / 3; /* renew, or look for an expired holder */
+	if (elect(l, db, &fire_ms, e) < 0)
 		return -1;
-	if (l->role == ROLE_ACTIVE && due)
+	if (l->role != ROLE_ACTIVE)
+		return 0;
+	if (fire_ms == 0) {
+		*next_ms = interval_ms; /* what fires next is known at the next step */
 		return pd_sched_tick(db, grace_ms / 1000, st, e);
+	}
+	if (fire_ms > 0 && fire_ms < *next_ms)
+		*next_ms = fire_ms;
 	return 0;
 }
 
@@ -118,15 +140,37 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 	return 0;
 }
 
-/* A tick: every interval while connected, the first at once. */
+/* A step: the first at once after each connect, then when pd_ticker_step says. */
 static int on_period(struct pd_daemon *d, struct pd_err *e)
 {
 	struct ticker *t = d->ctx;
 	struct pd_tick_stats one;
+	long long next_ms;
 
-	if (pd_ticker_step(&t->lead, d->db, t->cfg->grace_ms, &one, e) < 0)
+	d->wake = 0;
+	t->last_step = pd_now_ms();
+	if (pd_ticker_step(&t->lead, d->db, t->cfg->grace_ms, t->cfg->interval_ms, &one, &next_ms,
+			   e) < 0)
 		return pd_daemon_db_failed(d, e); /* lost: reconnect, stand again */
 	add_stats(t->st, &one);
+	d->next_period = pd_now_ms() + next_ms;
+	return 0;
+}
+
+/*
+ * A schedule changed (pendulum_cron, sql/016), or the link came back: step
+ * now, an interval after the last step at the soonest.
+ */
+static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
+{
+	struct ticker *t = d->ctx;
+	long long soon = t->last_step + t->cfg->interval_ms;
+
+	(void)e;
+	if (d->wake) {
+		d->wake = 0;
+		d->next_period = pd_deadline_min(d->next_period, soon > now ? soon : now);
+	}
 	return 0;
 }
 
@@ -149,8 +193,13 @@ static void on_reload(struct pd_daemon *d)
 }
 
 /* No finished hook: without a pool the loop ends at the first stop signal. */
-static const struct pd_daemon_ops ticker_ops = {
-    .kind = {"ticker"}, .on_connect = on_connect, .on_period = on_period, .on_reload = on_reload};
+static const char *const ticker_channels[] = {"pendulum_cron", NULL};
+
+static const struct pd_daemon_ops ticker_ops = {.kind = {"ticker", ticker_channels},
+						.on_connect = on_connect,
+						.on_tick = on_tick,
+						.on_period = on_period,
+						.on_reload = on_reload};
 
 int pd_ticker_run(const struct pd_ticker_cfg *cfg, struct pd_db *db, struct pd_tick_stats *st,
 		  struct pd_err *e)

@@ -21,11 +21,14 @@
  * of each occurrence keeps two tickers (a frozen one that wakes in the
  * middle of a tick) from making two jobs of it.
  *
- * Idle cost: one statement a tick (the election and the due check),
- * whether active or on standby.
+ * A ticker steps (one statement: the election and when the next schedule
+ * fires) at the next fire, and at least every third of the lease; it
+ * listens on pendulum_cron, which a change of a schedule notifies
+ * (sql/016), and steps at once then, an interval after the last step at
+ * the soonest. Idle cost: a statement every third of the lease (3.3 s by
+ * default), active or on standby, and a few per fire.
  *
- * Ticks start interval apart on the monotonic clock (an absolute deadline
- * from the start of the previous one).
+ * Steps start at least interval apart on the monotonic clock.
  */
 #ifndef PD_TICKER_H
 #define PD_TICKER_H
@@ -36,7 +39,7 @@
 
 /* What a ticker does. */
 struct pd_ticker_cfg {
-	long long interval_ms;		/* between the starts of two ticks; > 0 */
+	long long interval_ms;		/* between the starts of two steps at least; > 0 */
 	long long grace_ms;		/* SKIP fires an occurrence at most this late */
 	long long lease_ms;		/* the ticker role's lease; > interval_ms */
 	int once;			/* one tick on the connection given: no election, no loop */
@@ -82,12 +85,17 @@ void pd_ticker_lead_reset(struct pd_ticker_lead *l);
 void pd_ticker_lead_release(struct pd_ticker_lead *l, struct pd_db *db);
 
 /*
- * Stand for the role (take, renew, or find it held by another), and tick
- * (pd_sched_tick) when held and a schedule is due; *st says what the tick
- * did (zeros on standby). -1 with e filled on a database error (the caller
- * reconnects and resets l).
+ * Stand for the role (take, renew, or find it held by another) and learn
+ * when the next schedule fires, in one statement; tick (pd_sched_tick) when
+ * held and a schedule is due. *st says what the tick did (zeros on
+ * standby). *next_ms: when to step again: at the next fire (interval_ms
+ * after a tick), at most a third of the lease on (to renew the role, or on
+ * standby to find it expired). A schedule changed meanwhile by another
+ * process is seen at the next step. -1 with e filled on a database error
+ * (the caller reconnects and resets l).
  */
 int pd_ticker_step(struct pd_ticker_lead *l, struct pd_db *db, long long grace_ms,
-		   struct pd_tick_stats *st, struct pd_err *e);
+		   long long interval_ms, struct pd_tick_stats *st, long long *next_ms,
+		   struct pd_err *e);
 
 #endif

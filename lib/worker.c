@@ -1330,9 +1330,12 @@ static int ext_pass(struct worker *w, long long now, struct pd_err *e)
 {
 	struct pd_worker_ext *x = w->cfg->ext;
 
-	w->next_ext = now + x->period_ms;
-	if (x->period && x->period(x, w->d.db, e) < 0)
+	x->next_ms = 0;
+	if (x->period && x->period(x, w->d.db, e) < 0) {
+		w->next_ext = now + x->period_ms;
 		return pd_daemon_db_failed(&w->d, e);
+	}
+	w->next_ext = now + (x->next_ms > 0 ? x->next_ms : x->period_ms);
 	return 0;
 }
 
@@ -1693,6 +1696,8 @@ static int reload_apply(void *arg, const struct pd_config *c, struct pd_buf *sum
 	pd_reload_pin_concurrency(&next->engine, &c->worker.engine, w->pool.size, "worker");
 	if (next->ext && next->ext->reload && next->ext->reload(next->ext, e) < 0)
 		goto refuse;
+	if (next->ext)
+		w->next_ext = now; /* the new version applied at the next pass */
 	if (pd_worker_settle(next, c, e) < 0)
 		goto refuse;
 	if (next->nhandlers == 0 && next->nflows == 0) {

@@ -68,3 +68,20 @@ LANGUAGE sql AS $$
      WHERE l.role = resign.role AND l.holder = resign.holder AND l.expires_at > now()
     RETURNING true
 $$;
+
+-- A ticker steps at the next fire it knows of (lib/ticker.c), not every
+-- second: a schedule created, changed, resumed or fired notifies
+-- pendulum_cron on commit, so that a listening ticker looks again at once.
+-- One notification per transaction (equal ones are folded).
+CREATE FUNCTION pendulum.cron_changed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('pendulum_cron', '');
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER cron_schedules_changed
+    AFTER INSERT OR UPDATE OF next_fire_at, enabled ON pendulum.cron_schedules
+    FOR EACH ROW WHEN (NEW.enabled AND NEW.next_fire_at IS NOT NULL)
+    EXECUTE FUNCTION pendulum.cron_changed();
