@@ -158,8 +158,9 @@ static int on_period(struct pd_daemon *d, struct pd_err *e)
 }
 
 /*
- * A schedule changed (pendulum_cron, sql/016), or the link came back: step
- * now, an interval after the last step at the soonest.
+ * A schedule changed (pendulum_cron), a holder resigned (pendulum_leaders;
+ * both sql/016), or the link came back: step now, an interval after the
+ * last step at the soonest.
  */
 static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 {
@@ -193,7 +194,7 @@ static void on_reload(struct pd_daemon *d)
 }
 
 /* No finished hook: without a pool the loop ends at the first stop signal. */
-static const char *const ticker_channels[] = {"pendulum_cron", NULL};
+static const char *const ticker_channels[] = {"pendulum_cron", "pendulum_leaders", NULL};
 
 static const struct pd_daemon_ops ticker_ops = {.kind = {"ticker", ticker_channels},
 						.on_connect = on_connect,

@@ -16,8 +16,8 @@
  * schedule is due; a ticker that finds it does not hold the role does
  * nothing that tick. A holder that stops ticking (killed, SIGSTOPped, cut
  * off) loses the role when its lease expires, and a standby takes it at
- * its next tick: within lease + interval. A clean stop gives the role up
- * at once. The election saves load and nothing else: the idempotency key
+ * its next step: within a lease and a third. A clean stop gives the role
+ * up at once, and the standbys (listening on pendulum_leaders) take it. The election saves load and nothing else: the idempotency key
  * of each occurrence keeps two tickers (a frozen one that wakes in the
  * middle of a tick) from making two jobs of it.
  *

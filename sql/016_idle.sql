@@ -60,13 +60,20 @@ END
 $$;
 
 -- resign(role, holder): give the role up at once if holder holds it (a
--- clean stop), so that a standby need not wait for the lease to expire.
+-- clean stop), and notify pendulum_leaders (payload: the role) on commit,
+-- so that a listening standby takes it without waiting for its next turn.
 CREATE FUNCTION pendulum.resign(role text, holder text)
 RETURNS boolean
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+BEGIN
     UPDATE pendulum.leaders l SET expires_at = now()
-     WHERE l.role = resign.role AND l.holder = resign.holder AND l.expires_at > now()
-    RETURNING true
+     WHERE l.role = resign.role AND l.holder = resign.holder AND l.expires_at > now();
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_notify('pendulum_leaders', resign.role);
+    RETURN true;
+END
 $$;
 
 -- A ticker steps at the next fire it knows of (lib/ticker.c), not every
