@@ -31,7 +31,7 @@ two_tickers() {
 	[ "$(holder_pid)" = "$(bg_pid t1)" ]
 }
 
-@test "a SIGSTOPped leader loses the role within about the lease; woken, it stands by" {
+@test "a SIGSTOPped leader loses the role within about the lease; woken, it stands by and does not tick" {
 	two_tickers
 	kill -STOP "$(bg_pid t1)"
 	start=$(date +%s%N)
@@ -45,12 +45,23 @@ two_tickers() {
 	kill -CONT "$(bg_pid t1)"
 	wait_for 10 grep -q 'msg="ticker role lost' "$BATS_FILE_TMPDIR/t1.log"
 	[ "$(holder_pid)" = "$(bg_pid t2)" ]
+	# t2 frozen in turn: t1 fires nothing while t2's lease lasts, then takes over
+	kill -STOP "$(bg_pid t2)"
+	expires=$(sql "SELECT expires_at FROM pendulum.leaders WHERE role = 'ticker'")
+	pd-cron add every --cron '* * * * *' --tz UTC --type t >/dev/null
+	sql "UPDATE pendulum.cron_schedules SET last_fired_at = date_trunc('minute', now()) - interval '1 minute',
+	     next_fire_at = date_trunc('minute', now())" >/dev/null
+	wait_for 10 sql_is "SELECT count(*) > 0 FROM pendulum.jobs" t
+	[ "$(sql "SELECT bool_and(created_at >= '$expires') FROM pendulum.jobs")" = t ]
+	[ "$(holder_pid)" = "$(bg_pid t1)" ]
+	kill -CONT "$(bg_pid t2)"
+	wait_for 10 grep -q 'msg="ticker role lost' "$BATS_FILE_TMPDIR/t2.log"
 	# a clean stop resigns: the standby takes over at once, not a lease later
-	stop_bg t2
-	[ "$(bg_status t2)" -eq 0 ]
-	grep -q 'msg="ticker role released"' "$BATS_FILE_TMPDIR/t2.log"
+	stop_bg t1
+	[ "$(bg_status t1)" -eq 0 ]
+	grep -q 'msg="ticker role released"' "$BATS_FILE_TMPDIR/t1.log"
 	wait_for 3 sql_is "SELECT split_part(holder, ':', 2) FROM pendulum.leaders
-	                   WHERE role = 'ticker' AND expires_at > now()" "$(bg_pid t1)"
+	                   WHERE role = 'ticker' AND expires_at > now()" "$(bg_pid t2)"
 }
 
 @test "two tickers, the leader SIGSTOPped: a * * * * * schedule fires its minute, once" {
