@@ -1,34 +1,32 @@
 /*
  * ticker: the engine of `pd-cron run`. Turns the due occurrences of the
- * stored schedules into jobs (pd_sched_tick, lib/sched) every interval, on
- * the daemon loop (lib/daemon) like the worker and the relay: SIGTERM or
- * SIGINT ends it after the tick in progress, SIGHUP reads the config file
- * again (lib/reload: its log level; a file that does not parse is logged
- * and the old one kept) — the schedules themselves are read from the
- * database at every tick, so they need no reload — and a lost database is
- * reconnected with backoff.
+ * stored schedules into jobs (pd_sched_tick, lib/sched), on the daemon loop
+ * (lib/daemon) like the worker and the relay: SIGTERM or SIGINT ends it
+ * after the step in progress, SIGHUP reads the config file again
+ * (lib/reload: its log level; a file that does not parse is logged and the
+ * old one kept) — the schedules themselves are read from the database at
+ * every step, so they need no reload — and a lost database is reconnected
+ * with backoff.
  *
  * Several tickers may run against one database: only the one holding the
  * ticker role ticks, the others stand by. The role is held like a lease
- * (lib/elect: a row of pendulum.leaders, on the database's clock): each
- * tick starts with one statement that takes a free or expired role, renews
- * the role held (once a third of the lease has passed), and says whether a
- * schedule is due; a ticker that finds it does not hold the role does
- * nothing that tick. A holder that stops ticking (killed, SIGSTOPped, cut
- * off) loses the role when its lease expires, and a standby takes it at
- * its next step: within a lease and a third. A clean stop gives the role
- * up at once, and the standbys (listening on pendulum_leaders) take it. The election saves load and nothing else: the idempotency key
- * of each occurrence keeps two tickers (a frozen one that wakes in the
- * middle of a tick) from making two jobs of it.
+ * (lib/elect: a row of pendulum.leaders, on the database's clock). A step
+ * is one statement that takes a free or expired role, renews the role held
+ * (once a third of the lease has passed), and says when the next schedule
+ * fires; the holder then ticks if one is due, a ticker that finds it does
+ * not hold the role does nothing. A holder that stops stepping (killed,
+ * SIGSTOPped, cut off) loses the role when its lease expires, and a
+ * standby takes it at its next step: within a lease and a third. A clean
+ * stop gives the role up at once, and the standbys (listening on
+ * pendulum_leaders) take it. The election saves load and nothing else: the
+ * idempotency key of each occurrence keeps two tickers (a frozen one that
+ * wakes in the middle of a tick) from making two jobs of it.
  *
- * A ticker steps (one statement: the election and when the next schedule
- * fires) at the next fire, and at least every third of the lease; it
- * listens on pendulum_cron, which a change of a schedule notifies
- * (sql/016), and steps at once then, an interval after the last step at
- * the soonest. Idle cost: a statement every third of the lease (3.3 s by
- * default), active or on standby, and a few per fire.
- *
- * Steps start at least interval apart on the monotonic clock.
+ * A ticker steps at the next fire and at least every third of the lease;
+ * it listens on pendulum_cron, which a change of a schedule notifies
+ * (sql/016), and steps at once then. Steps start at least interval apart
+ * on the monotonic clock. Idle cost: a statement every third of the lease
+ * (3.3 s by default), active or on standby, and a few per fire.
  */
 #ifndef PD_TICKER_H
 #define PD_TICKER_H
