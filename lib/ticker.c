@@ -119,7 +119,8 @@ int pd_ticker_step(struct pd_ticker_lead *l, struct pd_db *db, long long grace_m
 	if (l->role != ROLE_ACTIVE)
 		return 0;
 	if (fire_ms == 0) {
-		*next_ms = interval_ms; /* what fires next is known at the next step */
+		if (interval_ms < *next_ms)
+			*next_ms = interval_ms; /* what fires next is known at the next step */
 		return pd_sched_tick(db, grace_ms / 1000, st, e);
 	}
 	if (fire_ms > 0 && fire_ms < *next_ms)
@@ -165,7 +166,9 @@ static int on_period(struct pd_daemon *d, struct pd_err *e)
 static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 {
 	struct ticker *t = d->ctx;
-	long long soon = t->last_step + t->cfg->interval_ms;
+	long long gap =
+	    t->cfg->interval_ms < t->cfg->lease_ms / 3 ? t->cfg->interval_ms : t->cfg->lease_ms / 3;
+	long long soon = t->last_step + gap;
 
 	(void)e;
 	if (d->wake) {

@@ -25,8 +25,8 @@
  * A ticker steps at the next fire and at least every third of the lease;
  * it listens on pendulum_cron, which a change of a schedule notifies
  * (sql/016), and steps at once then. Steps start at least interval apart
- * on the monotonic clock. Idle cost: a statement every third of the lease
- * (3.3 s by default), active or on standby, and a few per fire.
+ * on the monotonic clock (or a third of the lease, if shorter). Idle cost: a statement every third
+ * of the lease (3.3 s by default), active or on standby, and a few per fire.
  */
 #ifndef PD_TICKER_H
 #define PD_TICKER_H
@@ -37,10 +37,10 @@
 
 /* What a ticker does. */
 struct pd_ticker_cfg {
-	long long interval_ms;		/* between the starts of two steps at least; > 0 */
-	long long grace_ms;		/* SKIP fires an occurrence at most this late */
-	long long lease_ms;		/* the ticker role's lease; > interval_ms */
-	int once;			/* one tick on the connection given: no election, no loop */
+	long long interval_ms; /* between the starts of two steps at least (at most lease/3) */
+	long long grace_ms;    /* SKIP fires an occurrence at most this late */
+	long long lease_ms;    /* the ticker role's lease; > 0 */
+	int once;	       /* one tick on the connection given: no election, no loop */
 	struct pd_config_source source; /* where SIGHUP reads the file; load NULL: none */
 };
 
