@@ -228,7 +228,8 @@ int main(void)
 	is_int((int)pd_idle_poll(4000, 1000, 1), 4000, "idle poll: no further");
 	is_int((int)pd_idle_poll(3000, 1000, 1), 4000, "idle poll: capped, not past the cap");
 	is_int((int)pd_idle_poll(4000, 1000, 0), 1000, "idle poll: work found: the poll interval");
-	is_int((int)pd_idle_poll(4000, 500, 1), 2000, "idle poll: a lower poll interval lowers the cap");
+	is_int((int)pd_idle_poll(4000, 500, 1), 2000,
+	       "idle poll: a lower poll interval lowers the cap");
 	test_deadlines();
 	test_signals();
 	test_period();
