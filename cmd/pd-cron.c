@@ -95,10 +95,12 @@ static const struct command commands[] = {
      "them. Needs no database.\n"
      "      --crontab              FILE is a crontab (default: guessed from its content)\n"
      "      --from INSTANT         fires from this ISO 8601 instant on (default now)\n"},
-    {"run", cmd_run, "run [--once] [--interval DURATION] [--skip-grace DURATION]",
+    {"run", cmd_run,
+     "run [--once] [--interval DURATION] [--lease DURATION] [--skip-grace DURATION]",
      "The ticker: enqueue every due occurrence as a job.\n"
      "      --once                 one tick, print what it did, and exit\n"
-     "      --interval DURATION    time between ticks (default 1s)\n"
+     "      --interval DURATION    shortest time between two steps (default 1s)\n"
+     "      --lease DURATION       the ticker role's lease (default 10s)\n"
      "      --skip-grace DURATION  SKIP fires an occurrence at most this late (default 60s)\n"},
     {NULL, NULL, NULL, NULL},
 };
@@ -901,10 +903,11 @@ static int cmd_check(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 
 static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 {
-	enum { O_ONCE = 256, O_INTERVAL, O_GRACE };
+	enum { O_ONCE = 256, O_INTERVAL, O_GRACE, O_LEASE };
 	static const struct option opts[] = {
 	    {"once", no_argument, NULL, O_ONCE},
 	    {"interval", required_argument, NULL, O_INTERVAL},
+	    {"lease", required_argument, NULL, O_LEASE},
 	    {"skip-grace", required_argument, NULL, O_GRACE},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -928,6 +931,13 @@ static int cmd_run(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 			if (ch == O_INTERVAL && t.interval_ms <= 0)
 				return pd_cli_usage(sub_synopsis(),
 						    "option --interval: must be positive");
+			break;
+		case O_LEASE:
+			if (pd_cli_dur("--lease", optarg, &t.lease_ms, &e2) < 0)
+				return bad_value(&e2);
+			if (t.lease_ms <= 0)
+				return pd_cli_usage(sub_synopsis(),
+						    "option --lease: must be positive");
 			break;
 		case 'h':
 			return sub_help();

@@ -1,8 +1,10 @@
 /*
  * cronserve: a crontab served by pd-worker. See cronserve.h.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cronserve.h"
 #include "log.h"
@@ -39,6 +41,7 @@ static int reload(struct pd_worker_ext *x, struct pd_err *e)
 	if (pd_crontab_load(&t, c->path, c->tenant, e) < 0)
 		return -1;
 	add_version(c, &t);
+	c->ext.next_ms = 0; /* applied at the next pass */
 	return 0;
 }
 
@@ -57,7 +60,8 @@ static int period(struct pd_worker_ext *x, struct pd_db *db, struct pd_err *e)
 		pd_err_clear(e);
 		c->pending = 0;
 	}
-	if (pd_ticker_step(&c->lead, db, c->grace_ms, &st, e) < 0)
+	if (pd_ticker_step(&c->lead, db, c->grace_ms, c->ext.period_ms, &st, &c->ext.next_ms, e) <
+	    0)
 		return -1;
 	if (st.enqueued)
 		pd_log(PD_LOG_DEBUG, "crontab tick", "enqueued=%d", st.enqueued);
@@ -73,6 +77,7 @@ int pd_cronserve_init(struct pd_cronserve *c, const char *path, const char *tena
 		      struct pd_err *e)
 {
 	struct pd_ticker_cfg tc;
+	char host[64] = {0}, holder[128];
 
 	memset(c, 0, sizeof(*c));
 	pd_ticker_cfg_init(&tc);
@@ -83,7 +88,9 @@ int pd_cronserve_init(struct pd_cronserve *c, const char *path, const char *tena
 	c->ext.period = period;
 	c->ext.connect = connect_hook;
 	c->ext.period_ms = tc.interval_ms;
-	pd_ticker_lead_reset(&c->lead);
+	gethostname(host, sizeof(host) - 1);
+	snprintf(holder, sizeof(holder), "%s:%d:crontab", host, (int)getpid());
+	pd_ticker_lead_init(&c->lead, holder, tc.lease_ms);
 	return reload(&c->ext, e);
 }
 

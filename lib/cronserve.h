@@ -6,7 +6,9 @@
  * schedules), and the ticker (lib/ticker's election and tick) run inside
  * the worker's loop through struct pd_worker_ext: one loop, one
  * connection, no thread. Any number of workers may serve the same file:
- * one holds the ticker lock and ticks, and each occurrence is one job.
+ * one holds the ticker role (lib/elect, a lease of PD_TICKER_LEASE_MS) and
+ * ticks, and each occurrence is one job. A worker that stops holding it
+ * (stopped, frozen) leaves it to expire: another takes it within the lease.
  *
  * SIGHUP reads the file again (the worker's reload calls ext.reload): a
  * file that does not parse is logged and refused, and the worker goes on

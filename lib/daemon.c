@@ -89,6 +89,15 @@ int pd_daemon_timeout(long long deadline, long long now)
 	return deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now);
 }
 
+long long pd_idle_poll(long long cur, long long poll_ms, int idle)
+{
+	long long max = poll_ms * PD_IDLE_POLL_FACTOR;
+
+	if (!idle || cur < poll_ms)
+		return poll_ms;
+	return cur > max / 2 ? max : 2 * cur;
+}
+
 int pd_daemon_up(const struct pd_daemon *d)
 {
 	return d->db != NULL && d->link.up;

@@ -195,4 +195,17 @@ int pd_daemon_up(const struct pd_daemon *d);
  */
 int pd_daemon_timeout(long long deadline, long long now);
 
+/* An idle engine polls at most this many times less often than its poll interval. */
+#define PD_IDLE_POLL_FACTOR 4
+
+/*
+ * The interval until an engine's next poll, after one that found work
+ * (idle 0: poll_ms) or none (idle 1: twice cur, at most
+ * PD_IDLE_POLL_FACTOR x poll_ms). cur is the last interval (0 at first).
+ * Notifications wake the engine at once whatever the interval: the
+ * backoff delays only work that comes unannounced (a job whose run_at
+ * arrives, claimable again after a pause).
+ */
+long long pd_idle_poll(long long cur, long long poll_ms, int idle);
+
 #endif

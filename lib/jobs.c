@@ -237,10 +237,6 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 	    " FROM j LEFT JOIN pendulum.workers w ON w.id = j.lease_owner"
 	    " CROSS JOIN (SELECT count(*) FROM n) notified"
 	    " CROSS JOIN (SELECT count(*) FROM p) failed ORDER BY j.id";
-	static const char unblock_sql[] =
-	    "UPDATE pendulum.jobs b SET state = 'PENDING', run_at = greatest(b.run_at, now())"
-	    " WHERE b.state = 'BLOCKED' AND NOT EXISTS (SELECT 1 FROM pendulum.jobs d"
-	    "  WHERE d.id = ANY (b.depends_on) AND d.state <> 'SUCCEEDED')";
 	struct pd_lease *l;
 	PGresult *r;
 	int nl;
@@ -264,7 +260,7 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 	} else {
 		pd_leases_free(l, nl);
 	}
-	return pd_db_exec(db, unblock_sql, 0, NULL, PGRES_COMMAND_OK, NULL, e);
+	return 0;
 }
 
 int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
@@ -799,17 +795,37 @@ int pd_jobs_sync_wait(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 	return rc < 0 ? -1 : 0;
 }
 
-int pd_jobs_next_expiry(struct pd_db *db, long long *ms, struct pd_err *e)
+int pd_jobs_sweep(struct pd_db *db, long long *next_ms, int *unblocked, struct pd_err *e)
 {
-	/* jobs_lease_idx: the first entry of the index, however many leases are held */
+	/*
+	 * u walks jobs_blocked_id_idx (sql/016: BLOCKED rows only), the minimum
+	 * is the first entry of jobs_lease_idx: neither reads the finished
+	 * history. A NULL minimum (nothing leased) stays NULL.
+	 */
 	static const char sql[] =
-	    "SELECT greatest(ceil(extract(epoch FROM min(lease_expires_at) - now()) * 1000), 0)"
-	    "::bigint FROM pendulum.jobs WHERE state IN ('LEASED', 'RUNNING')";
-	char *v = NULL;
+	    "WITH u AS ("
+	    " UPDATE pendulum.jobs b SET state = 'PENDING', run_at = greatest(b.run_at, now())"
+	    " WHERE b.state = 'BLOCKED' AND NOT EXISTS (SELECT 1 FROM pendulum.jobs d"
+	    "  WHERE d.id = ANY (b.depends_on) AND d.state <> 'SUCCEEDED')"
+	    " RETURNING b.queue"
+	    "), n AS ("
+	    " SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT DISTINCT queue FROM u) q"
+	    ") "
+	    "SELECT ceil(extract(epoch FROM (SELECT min(lease_expires_at) FROM pendulum.jobs"
+	    "  WHERE state IN ('LEASED', 'RUNNING')) - now()) * 1000)::bigint,"
+	    " (SELECT count(*) FROM u), (SELECT count(*) FROM n)";
+	PGresult *r;
 
-	if (pd_db_value(db, sql, 0, NULL, &v, e) < 0)
+	if (pd_db_exec(db, sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
-	*ms = v ? strtoll(v, NULL, 10) : -1;
-	free(v);
+	*next_ms = -1;
+	if (!PQgetisnull(r, 0, 0)) {
+		*next_ms = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+		if (*next_ms < 0)
+			*next_ms = 0;
+	}
+	if (unblocked)
+		*unblocked = atoi(PQgetvalue(r, 0, 1));
+	PQclear(r);
 	return 0;
 }

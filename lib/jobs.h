@@ -161,8 +161,7 @@ void pd_leases_free(struct pd_lease *l, int n);
 /*
  * Give expired leases back: PENDING, or DEAD_LETTERED when attempts are
  * exhausted or delivery is at-most-once; the lost attempt is recorded as
- * lease_expired. Also unblocks BLOCKED jobs whose dependencies all
- * succeeded. Counts what it did. This is the statement alone: pd_reap_pass()
+ * lease_expired. Counts what it did. This is the statement alone: pd_reap_pass()
  * (reap.h) also deals with what the dead workers' handlers left running.
  */
 int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e);
@@ -215,10 +214,14 @@ int pd_worker_unregister(struct pd_db *db, const char *id, struct pd_err *e);
 void pd_pg_array(struct pd_buf *b, const char *const *v, int n);
 
 /*
- * The ms until the earliest lease held by anyone expires (0: one already
- * has), or -1 when no job is leased. For a reaper that wakes when there is
- * something to give back rather than on a fixed period.
+ * The reap pass's sweep, one statement: move to PENDING the BLOCKED jobs
+ * whose dependencies have all succeeded (normally done by the success
+ * itself, pendulum.unblock_dependents; this catches the rest), waking their
+ * queues, and *next_ms: the ms until the earliest lease held by anyone
+ * expires (0: one already has), -1 when no job is leased. *unblocked (may
+ * be NULL) counts the jobs unblocked. Reads no finished history (an index
+ * of the BLOCKED rows and one of the leased ones).
  */
-int pd_jobs_next_expiry(struct pd_db *db, long long *ms, struct pd_err *e);
+int pd_jobs_sweep(struct pd_db *db, long long *next_ms, int *unblocked, struct pd_err *e);
 
 #endif

@@ -410,12 +410,22 @@ static int same_lease(const struct pd_lease *a, const struct pd_lease *b)
 	return a->id == b->id && a->token == b->token;
 }
 
-static int reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
+/*
+ * The sweep, and when a lease has expired, the leftovers and the reap.
+ * *next_ms: when the next pass is due for the leases (pd_jobs_sweep's; 0
+ * after a reap: what is left is known at the next pass).
+ */
+static int reap_leases(struct pd_db *db, long long *next_ms, int *requeued, int *dead,
+		       struct pd_err *e)
 {
 	struct pd_lease *before = NULL, *after = NULL, *late;
 	int nb = 0, na = 0, nl = 0, rc;
 
 	*requeued = *dead = 0;
+	if (pd_jobs_sweep(db, next_ms, NULL, e) < 0)
+		return -1;
+	if (*next_ms != 0)
+		return 0; /* nothing has expired: an idle pass is this one statement */
 	/* Leftovers first, so that a job is never given back while they run. */
 	if (pd_jobs_expired(db, &before, &nb, e) < 0)
 		return -1;
@@ -457,13 +467,13 @@ static void log_pruned(const struct pd_prune_report *p)
 }
 
 int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, int prune_batches,
-		       int batch, int *requeued, int *dead, struct pd_prune_report *pruned,
-		       struct pd_err *e)
+		       int batch, long long *next_ms, int *requeued, int *dead,
+		       struct pd_prune_report *pruned, struct pd_err *e)
 {
 	struct pd_prune_opts o = {.batch = batch, .max_batches = prune_batches};
 
 	memset(pruned, 0, sizeof(*pruned));
-	if (reap_leases(db, requeued, dead, e) < 0)
+	if (reap_leases(db, next_ms, requeued, dead, e) < 0)
 		return -1;
 	if (prune_batches <= 0)
 		return 0;
@@ -474,14 +484,14 @@ int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, int pru
 }
 
 int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, long long *next_prune,
-		 int *requeued, int *dead, struct pd_err *e)
+		 long long *next_ms, int *requeued, int *dead, struct pd_err *e)
 {
 	long long now = pd_now_ms();
 	struct pd_prune_report p;
 	int due = now >= *next_prune;
 
-	if (pd_reap_pass_prune(db, ret, due ? PD_REAP_WORKER_BATCHES : 0, PD_PRUNE_BATCH, requeued,
-			       dead, &p, e) < 0)
+	if (pd_reap_pass_prune(db, ret, due ? PD_REAP_WORKER_BATCHES : 0, PD_PRUNE_BATCH, next_ms,
+			       requeued, dead, &p, e) < 0)
 		return -1;
 	if (due)
 		*next_prune = now + (p.more ? 0 : PD_REAP_PRUNE_EVERY_MS);

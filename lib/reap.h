@@ -38,13 +38,18 @@
 struct pd_err;
 
 /*
- * One pass: kill the leftovers of the expired leases of dead workers on
- * this host (each killed process is logged), then give the expired leases
- * back (pd_jobs_reap). *requeued and *dead count the jobs given back as
- * PENDING and DEAD_LETTERED. -1 with e filled on a database error.
+ * One pass: the sweep (pd_jobs_sweep: BLOCKED jobs whose dependencies all
+ * succeeded, and when the earliest lease expires); if a lease has expired,
+ * kill the leftovers of the expired leases of dead workers on this host
+ * (each killed process is logged), then give the expired leases back
+ * (pd_jobs_reap). *requeued and *dead count the jobs given back as PENDING
+ * and DEAD_LETTERED. *next_ms: the ms until the next pass is due for the
+ * leases (the earliest expiry; 0 after a reap: soon; -1 nothing leased).
+ * A pass with nothing expired and no prune due is one statement. -1 with e
+ * filled on a database error.
  */
 int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, long long *next_prune,
-		 int *requeued, int *dead, struct pd_err *e);
+		 long long *next_ms, int *requeued, int *dead, struct pd_err *e);
 
 /*
  * pd_reap_pass as a worker runs it also prunes finished history (lib/prune)
@@ -64,8 +69,8 @@ int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, long long *ne
  * anything was).
  */
 int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, int prune_batches,
-		       int batch, int *requeued, int *dead, struct pd_prune_report *pruned,
-		       struct pd_err *e);
+		       int batch, long long *next_ms, int *requeued, int *dead,
+		       struct pd_prune_report *pruned, struct pd_err *e);
 
 /*
  * Kill what is left on this host of the attempts l[0..n) whose workers ran

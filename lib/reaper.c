@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "daemon.h"
 #include "log.h"
 #include "reap.h"
@@ -12,6 +13,7 @@ struct reaper {
 	struct pd_reload_keep kept;	 /* the settings reloads replaced */
 	struct pd_reaper_stats *st;
 	struct pd_daemon d;
+	long long next_prune; /* pd_now_ms: the next pass prunes from then on */
 };
 
 void pd_reaper_cfg_init(struct pd_reaper_cfg *r)
@@ -35,13 +37,24 @@ void pd_reaper_settle(struct pd_reaper_cfg *r, const struct pd_config *cfg)
 #define PRUNE_BATCHES 20
 #define PRUNE_BATCH   5000
 
-/* One reap pass, counted into st. -1 with e filled as pd_reap_pass_prune fills it. */
+/*
+ * One reap pass, counted into st; it prunes when *next_prune (pd_now_ms)
+ * has come, and sets it to now while rows are left, else
+ * PD_REAP_PRUNE_EVERY_MS on. *next_ms as pd_reap_pass_prune sets it. -1
+ * with e filled as pd_reap_pass_prune fills it.
+ */
 static int pass(struct pd_db *db, const struct pd_reaper_cfg *cfg, struct pd_reaper_stats *st,
-		int *requeued, int *dead, struct pd_err *e)
+		long long *next_prune, long long *next_ms, int *requeued, int *dead,
+		struct pd_err *e)
 {
 	struct pd_prune_report p;
-	int rc = pd_reap_pass_prune(db, &cfg->retention, cfg->once ? 0 : PRUNE_BATCHES, PRUNE_BATCH,
-				    requeued, dead, &p, e);
+	long long now = pd_now_ms();
+	int due = !cfg->once && now >= *next_prune;
+	int rc = pd_reap_pass_prune(db, &cfg->retention, due ? PRUNE_BATCHES : 0, PRUNE_BATCH,
+				    next_ms, requeued, dead, &p, e);
+
+	if (rc == 0 && due)
+		*next_prune = now + (p.more ? 0 : PD_REAP_PRUNE_EVERY_MS);
 
 	if (rc == 0 && cfg->once) {
 		/* --once: every batch due, however many. */
@@ -61,18 +74,24 @@ static int pass(struct pd_db *db, const struct pd_reaper_cfg *cfg, struct pd_rea
 
 /*
  * A pass: at once after each (re)connect (leases may have expired
- * meanwhile), then each interval.
+ * meanwhile), then each interval, or sooner when a lease expires sooner
+ * (a little after, so that it has), or rows are left to prune.
  */
 static int on_period(struct pd_daemon *d, struct pd_err *e)
 {
 	struct reaper *r = d->ctx;
+	long long now = pd_now_ms(), next_ms;
 	int requeued, dead;
 
-	if (pass(d->db, r->cfg, r->st, &requeued, &dead, e) < 0)
+	if (pass(d->db, r->cfg, r->st, &r->next_prune, &next_ms, &requeued, &dead, e) < 0)
 		return pd_daemon_db_failed(d, e); /* lost: reconnect and pass again */
 	if (requeued || dead)
 		pd_log(PD_LOG_INFO, "expired leases given back", "requeued=%d dead=%d", requeued,
 		       dead);
+	if (next_ms >= 0)
+		d->next_period = pd_deadline_min(d->next_period, now + next_ms + 10);
+	if (r->next_prune <= now)
+		d->next_period = pd_deadline_min(d->next_period, now + 100);
 	return 0;
 }
 
@@ -119,10 +138,11 @@ int pd_reaper_run(const struct pd_reaper_cfg *cfg, struct pd_db *db, struct pd_r
 {
 	struct reaper r = {.cfg = cfg, .st = st};
 	int rc, requeued, dead;
+	long long next_ms;
 
 	memset(st, 0, sizeof(*st));
 	if (cfg->once)
-		return pass(db, cfg, st, &requeued, &dead, e);
+		return pass(db, cfg, st, &r.next_prune, &next_ms, &requeued, &dead, e);
 	pd_daemon_init(&r.d, &reaper_ops, db, &r, NULL, NULL);
 	r.d.period_ms = cfg->interval_ms;
 	rc = pd_daemon_open(&r.d, e);

@@ -26,6 +26,7 @@ struct relay {
 	struct pd_pool pool;
 	struct pd_outbox_msg *msgs; /* msgs[i]: the message in pool slot i */
 	long long next_claim;
+	long long poll_ms; /* the claim poll's interval now (pd_idle_poll) */
 };
 
 void pd_relay_cfg_init(struct pd_relay_cfg *r)
@@ -251,6 +252,11 @@ static int claim(struct relay *r, long long now, struct pd_err *e)
 	if (r->cfg->once)
 		pd_daemon_drain(&r->d);
 	r->d.idle = n == 0 && dead == 0;
+	/* with nothing publishing either, poll less often (woken by notifications) */
+	r->poll_ms =
+	    pd_idle_poll(r->poll_ms, r->cfg->engine.poll_ms,
+			 r->d.idle && pd_pool_count(&r->pool, PD_SLOT_FREE) == r->pool.size);
+	r->next_claim = now + r->poll_ms;
 	if (dead)
 		pd_log(PD_LOG_WARN, "dead-lettered: attempts used up and the last claim lapsed",
 		       "messages=%d", dead);

@@ -14,8 +14,7 @@
 #include "log.h"
 #include "sched.h"
 
-/* Session advisory lock of the active ticker, and transaction lock of apply. */
-#define LEAD_LOCK  "7311948214"
+/* Transaction advisory lock of apply. */
 #define APPLY_LOCK "7311948215"
 
 /* Schedules fetched per round of a tick (and as text for the query). */
@@ -645,18 +644,6 @@ void pd_fire_rows_free(struct pd_fire_row *rows, int n)
 		free(rows[i].state);
 	}
 	free(rows);
-}
-
-int pd_sched_try_lead(struct pd_db *db, struct pd_err *e)
-{
-	char *v = NULL;
-	int got;
-
-	if (pd_db_value(db, "SELECT pg_try_advisory_lock(" LEAD_LOCK ")", 0, NULL, &v, e) < 0)
-		return -1;
-	got = v && v[0] == 't';
-	free(v);
-	return got;
 }
 
 /* ---- the ticker ---- */

@@ -194,14 +194,6 @@ int pd_sched_history(struct pd_db *db, const char *tenant, const char *name, int
 		     struct pd_fire_row **rows, int *n, struct pd_err *e);
 void pd_fire_rows_free(struct pd_fire_row *rows, int n);
 
-/*
- * The ticker election: try to take the session advisory lock that marks
- * the active ticker. 1 taken (or already held), 0 another session holds
- * it, -1 error. It saves load and nothing else: correctness never
- * depends on it.
- */
-int pd_sched_try_lead(struct pd_db *db, struct pd_err *e);
-
 struct pd_tick_stats {
 	int schedules; /* schedules that were due and handled */
 	int enqueued;  /* jobs created */

@@ -1,14 +1,30 @@
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "daemon.h"
+#include "elect.h"
 #include "log.h"
 #include "ticker.h"
 
+/* The role's name in pendulum.leaders. */
+#define ROLE "ticker"
+
+/*
+ * The ms until the earliest fire (<= 0: due; NULL: no schedule enabled),
+ * asked in the election's statement: one round trip a step. The first
+ * entry of cron_schedules_due_idx.
+ */
+#define NEXT_SQL                                                                                   \
+	"ceil(extract(epoch FROM (SELECT min(next_fire_at) FROM pendulum.cron_schedules"           \
+	" WHERE enabled) - now()) * 1000)::bigint"
+
 /* Where a ticker stands in the election. */
 enum role {
-	ROLE_NONE,    /* not asked in this session yet: the lock is not held */
-	ROLE_STANDBY, /* another session holds the ticker lock */
-	ROLE_ACTIVE,  /* this session holds it: this ticker ticks */
+	ROLE_NONE,    /* not asked yet (since start or a reconnect) */
+	ROLE_STANDBY, /* another ticker holds the role */
+	ROLE_ACTIVE,  /* this ticker holds it: it ticks */
 };
 
 struct ticker {
@@ -16,6 +32,7 @@ struct ticker {
 	struct pd_tick_stats *st; /* summed over the ticks */
 	struct pd_daemon d;
 	struct pd_ticker_lead lead;
+	long long last_step; /* pd_now_ms of the last step's start */
 };
 
 void pd_ticker_cfg_init(struct pd_ticker_cfg *t)
@@ -23,6 +40,7 @@ void pd_ticker_cfg_init(struct pd_ticker_cfg *t)
 	memset(t, 0, sizeof(*t));
 	t->interval_ms = 1000;
 	t->grace_ms = 60000;
+	t->lease_ms = PD_TICKER_LEASE_MS;
 }
 
 static void add_stats(struct pd_tick_stats *sum, const struct pd_tick_stats *one)
@@ -36,69 +54,127 @@ static void add_stats(struct pd_tick_stats *sum, const struct pd_tick_stats *one
 }
 
 /*
- * Try to take the ticker lock unless this session holds it; log each move
- * into ACTIVE or STANDBY. -1 with e filled on a database error.
+ * Stand for the role (pd_elect_hold: take, renew, or find another holding
+ * it) and learn in the same statement when the next schedule fires
+ * (*fire_ms, -1: none); log each move into ACTIVE or STANDBY. -1 with e
+ * filled on a database error.
  */
-static int elect(struct pd_ticker_lead *t, struct pd_db *db, struct pd_err *e)
+static int elect(struct pd_ticker_lead *t, struct pd_db *db, long long *fire_ms, struct pd_err *e)
 {
-	int got;
+	char *next = NULL;
+	int held;
 
-	switch ((enum role)t->role) {
-	case ROLE_ACTIVE:
-		return 0; /* held for as long as the session lasts */
-	case ROLE_NONE:
-	case ROLE_STANDBY:
-		if ((got = pd_sched_try_lead(db, e)) < 0)
-			return -1;
-		if (got) {
-			t->role = ROLE_ACTIVE;
-			pd_log(PD_LOG_INFO, "ticker active: holding the ticker lock", NULL);
-		} else if (t->role == ROLE_NONE) {
-			t->role = ROLE_STANDBY;
-			pd_log(PD_LOG_INFO, "ticker on standby: another ticker holds the lock",
-			       NULL);
-		}
-		return 0;
-	}
+	if (pd_elect_hold(db, ROLE, t->holder, t->lease_ms, NEXT_SQL, &held, &next, e) < 0)
+		return -1;
+	*fire_ms = next ? strtoll(next, NULL, 10) : -1;
+	if (*fire_ms < -1)
+		*fire_ms = 0;
+	free(next);
+	if (held && t->role != ROLE_ACTIVE)
+		pd_log(PD_LOG_INFO, "ticker active: holding the ticker role", "lease_ms=%lld",
+		       t->lease_ms);
+	else if (!held && t->role == ROLE_ACTIVE)
+		pd_log(PD_LOG_WARN, "ticker role lost: another ticker holds it, on standby", NULL);
+	else if (!held && t->role == ROLE_NONE)
+		pd_log(PD_LOG_INFO, "ticker on standby: another ticker holds the role", NULL);
+	t->role = held ? ROLE_ACTIVE : ROLE_STANDBY;
 	return 0;
+}
+
+void pd_ticker_lead_init(struct pd_ticker_lead *l, const char *holder, long long lease_ms)
+{
+	memset(l, 0, sizeof(*l));
+	snprintf(l->holder, sizeof(l->holder), "%s", holder);
+	l->lease_ms = lease_ms;
+	l->role = ROLE_NONE;
 }
 
 void pd_ticker_lead_reset(struct pd_ticker_lead *l)
 {
+	if (l->role == ROLE_STANDBY)
+		l->role =
+		    ROLE_NONE; /* the next standby is logged again; an ACTIVE one's loss too */
+}
+
+void pd_ticker_lead_release(struct pd_ticker_lead *l, struct pd_db *db)
+{
+	struct pd_err e = PD_ERR_INIT;
+
+	if (l->role == ROLE_ACTIVE && pd_elect_release(db, ROLE, l->holder, &e) == 0)
+		pd_log(PD_LOG_INFO, "ticker role released", NULL);
 	l->role = ROLE_NONE;
+	pd_err_clear(&e);
 }
 
 int pd_ticker_step(struct pd_ticker_lead *l, struct pd_db *db, long long grace_ms,
-		   struct pd_tick_stats *st, struct pd_err *e)
+		   long long interval_ms, struct pd_tick_stats *st, long long *next_ms,
+		   struct pd_err *e)
 {
+	long long fire_ms;
+
 	memset(st, 0, sizeof(*st));
-	if (elect(l, db, e) < 0)
+	*next_ms = l->lease_ms / 3; /* renew, or look for an expired holder */
+	if (elect(l, db, &fire_ms, e) < 0)
 		return -1;
-	if (l->role == ROLE_ACTIVE)
+	if (l->role != ROLE_ACTIVE)
+		return 0;
+	if (fire_ms == 0) {
+		if (interval_ms < *next_ms)
+			*next_ms = interval_ms; /* what fires next is known at the next step */
 		return pd_sched_tick(db, grace_ms / 1000, st, e);
+	}
+	if (fire_ms > 0 && fire_ms < *next_ms)
+		*next_ms = fire_ms;
 	return 0;
 }
 
-/* A new session holds no lock: stand for election again (the daemon ticks at once). */
+/* After a reconnect: the role is in the database, held until it expires; log the next standing. */
 static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 {
 	struct ticker *t = d->ctx;
 
-	(void)first;
 	(void)e;
-	pd_ticker_lead_reset(&t->lead);
+	if (first)
+		pd_ticker_lead_init(&t->lead, d->id, t->cfg->lease_ms);
+	else
+		pd_ticker_lead_reset(&t->lead);
 	return 0;
 }
 
-/* A tick: every interval while connected, the first at once. */
+/* A step: the first at once after each connect, then when pd_ticker_step says. */
 static int on_period(struct pd_daemon *d, struct pd_err *e)
 {
 	struct ticker *t = d->ctx;
 	struct pd_tick_stats one;
+	long long next_ms;
 
-	if (pd_ticker_step(&t->lead, d->db, t->cfg->grace_ms, &one, e) < 0)
+	d->wake = 0;
+	t->last_step = pd_now_ms();
+	if (pd_ticker_step(&t->lead, d->db, t->cfg->grace_ms, t->cfg->interval_ms, &one, &next_ms,
+			   e) < 0)
 		return pd_daemon_db_failed(d, e); /* lost: reconnect, stand again */
 	add_stats(t->st, &one);
+	d->next_period = pd_now_ms() + next_ms;
+	return 0;
+}
+
+/*
+ * A schedule changed (pendulum_cron), a holder resigned (pendulum_leaders;
+ * both sql/016), or the link came back: step now, an interval after the
+ * last step at the soonest.
+ */
+static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
+{
+	struct ticker *t = d->ctx;
+	long long gap =
+	    t->cfg->interval_ms < t->cfg->lease_ms / 3 ? t->cfg->interval_ms : t->cfg->lease_ms / 3;
+	long long soon = t->last_step + gap;
+
+	(void)e;
+	if (d->wake) {
+		d->wake = 0;
+		d->next_period = pd_deadline_min(d->next_period, soon > now ? soon : now);
+	}
 	return 0;
 }
 
@@ -121,13 +197,18 @@ static void on_reload(struct pd_daemon *d)
 }
 
 /* No finished hook: without a pool the loop ends at the first stop signal. */
-static const struct pd_daemon_ops ticker_ops = {
-    .kind = {"ticker"}, .on_connect = on_connect, .on_period = on_period, .on_reload = on_reload};
+static const char *const ticker_channels[] = {"pendulum_cron", "pendulum_leaders", NULL};
+
+static const struct pd_daemon_ops ticker_ops = {.kind = {"ticker", ticker_channels},
+						.on_connect = on_connect,
+						.on_tick = on_tick,
+						.on_period = on_period,
+						.on_reload = on_reload};
 
 int pd_ticker_run(const struct pd_ticker_cfg *cfg, struct pd_db *db, struct pd_tick_stats *st,
 		  struct pd_err *e)
 {
-	struct ticker t = {.cfg = cfg, .st = st, .lead = {ROLE_NONE}};
+	struct ticker t = {.cfg = cfg, .st = st};
 	int rc;
 
 	memset(st, 0, sizeof(*st));
@@ -137,9 +218,12 @@ int pd_ticker_run(const struct pd_ticker_cfg *cfg, struct pd_db *db, struct pd_t
 	t.d.period_ms = cfg->interval_ms;
 	rc = pd_daemon_open(&t.d, e);
 	if (rc == 0) {
-		pd_log(PD_LOG_INFO, "ticker started", "interval_ms=%lld skip_grace_ms=%lld",
-		       cfg->interval_ms, cfg->grace_ms);
+		pd_log(PD_LOG_INFO, "ticker started",
+		       "interval_ms=%lld skip_grace_ms=%lld lease_ms=%lld", cfg->interval_ms,
+		       cfg->grace_ms, cfg->lease_ms);
 		rc = pd_daemon_run(&t.d, e);
+		if (pd_daemon_up(&t.d))
+			pd_ticker_lead_release(&t.lead, db);
 		pd_log(PD_LOG_INFO, "ticker stopped", NULL);
 	}
 	pd_daemon_close(&t.d);

@@ -145,6 +145,7 @@ struct worker {
 	char **flow_types; /* the workflow job types in types (owned), NULL-terminated */
 	long long next_claim, next_beat, next_reap, next_due, next_ext;
 	long long next_prune; /* the reap pass prunes from then on (pd_reap_pass) */
+	long long poll_ms;    /* the claim poll's interval now (pd_idle_poll) */
 	/* moving averages, 0 until measured: a batch's round trip, a handler's run time */
 	long long rtt_us, run_us;
 	struct batch *flight; /* the batch in flight, or NULL */
@@ -1234,8 +1235,13 @@ static void batch_done(struct worker *w)
 	}
 	fin_written(w);
 	/* Idle: the claim found nothing after every outcome so far was written. */
-	if (s->claim > 0)
+	if (s->claim > 0) {
 		w->d.idle = s->nclaimed == 0 && w->nready == 0 && w->nfin == 0;
+		/* with nothing running either, poll less often (woken by notifications) */
+		w->poll_ms = pd_idle_poll(w->poll_ms, w->cfg->engine.poll_ms,
+					  w->d.idle && runs_free(w) == w->pool.size);
+		w->next_claim = b->sent_ms + w->poll_ms;
+	}
 	for (int k = 0; k < s->nbeat; k++)
 		if (!s->held[k])
 			lease_lost(w, s->beat_ids[k], s->beat_tokens[k]);
@@ -1373,22 +1379,25 @@ static void sync_final(struct worker *w)
 static int reap_pass(struct worker *w, long long now, struct pd_err *e)
 {
 	int requeued, dead;
-
 	long long next_ms;
 
-	w->next_reap = now + w->cfg->lease_ms / 2;
-	if (pd_reap_pass(w->d.db, &w->cfg->retention, &w->next_prune, &requeued, &dead, e) < 0 ||
-	    pd_jobs_next_expiry(w->d.db, &next_ms, e) < 0)
+	if (pd_reap_pass(w->d.db, &w->cfg->retention, &w->next_prune, &next_ms, &requeued, &dead,
+			 e) < 0)
 		return pd_daemon_db_failed(&w->d, e);
 	if (requeued || dead)
 		pd_log(PD_LOG_INFO, "expired leases given back", "requeued=%d dead=%d", requeued,
 		       dead);
 	/*
-	 * Wake when the earliest lease expires (a little after, so that it has;
-	 * not sooner than 50 ms), and at least every half lease.
+	 * Next when the earliest lease expires (a little after, so that it has;
+	 * not sooner than 50 ms), or a lease from now when nothing is leased (a
+	 * lease this worker claims meanwhile expires later than that), and at
+	 * the latest when the prune is due (soon while rows are left).
 	 */
+	w->next_reap = now + w->cfg->lease_ms;
 	if (next_ms >= 0 && now + next_ms + 10 < w->next_reap)
 		w->next_reap = now + (next_ms + 10 > 50 ? next_ms + 10 : 50);
+	if (w->next_prune < w->next_reap)
+		w->next_reap = w->next_prune > now ? w->next_prune : now + 100;
 	return 0;
 }
 
@@ -1443,8 +1452,8 @@ static int release_unheld(struct worker *w, struct pd_err *e)
 }
 
 /*
- * A new session: the program's hook (the ticker lock went with the old
- * one), the workers row, and after a reconnect the leases it does not hold.
+ * A new session: the program's hook, the workers row, and after a
+ * reconnect the leases it does not hold.
  */
 static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 {
@@ -1496,9 +1505,12 @@ static int ext_pass(struct worker *w, long long now, struct pd_err *e)
 {
 	struct pd_worker_ext *x = w->cfg->ext;
 
-	w->next_ext = now + x->period_ms;
-	if (x->period && x->period(x, w->d.db, e) < 0)
+	x->next_ms = 0;
+	if (x->period && x->period(x, w->d.db, e) < 0) {
+		w->next_ext = now + x->period_ms;
 		return pd_daemon_db_failed(&w->d, e);
+	}
+	w->next_ext = now + (x->next_ms > 0 ? x->next_ms : x->period_ms);
 	return 0;
 }
 
@@ -1859,6 +1871,8 @@ static int reload_apply(void *arg, const struct pd_config *c, struct pd_buf *sum
 	pd_reload_pin_concurrency(&next->engine, &c->worker.engine, w->pool.size, "worker");
 	if (next->ext && next->ext->reload && next->ext->reload(next->ext, e) < 0)
 		goto refuse;
+	if (next->ext)
+		w->next_ext = now; /* the new version applied at the next pass */
 	if (pd_worker_settle(next, c, e) < 0)
 		goto refuse;
 	if (next->nhandlers == 0 && next->nflows == 0) {

@@ -45,8 +45,10 @@
  *            again; on success handlers/nhandlers are the new ones (the old
  *            stay valid until the worker returns); -1 with e filled: the
  *            reload is refused, nothing changed;
- *   period   every period_ms while serving, between batches (no query in
- *            flight on db); -1 with e filled when the database failed;
+ *   period   while serving, between batches (no query in flight on db),
+ *            next_ms after the last (it may set next_ms; 0 or less:
+ *            period_ms), and at once after a reload; -1 with e filled when
+ *            the database failed;
  *   connect  on each new session.
  */
 struct pd_worker_ext {
@@ -56,6 +58,7 @@ struct pd_worker_ext {
 	int (*period)(struct pd_worker_ext *x, struct pd_db *db, struct pd_err *e);
 	void (*connect)(struct pd_worker_ext *x);
 	long long period_ms;
+	long long next_ms; /* set by period (or reload: 0, at once): until the next */
 };
 
 /* What a worker does. -1 (or NULL) in a field given to pd_worker_settle: unset. */

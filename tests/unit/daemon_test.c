@@ -222,6 +222,14 @@ int main(void)
 	is_int(pd_daemon_timeout(100, 100), 0, "a deadline now: do not wait");
 	is_int(pd_daemon_timeout(350, 100), 250, "the ms left");
 	is_int(pd_daemon_timeout(100 + (long long)INT_MAX * 4, 100), INT_MAX, "capped at INT_MAX");
+	is_int((int)pd_idle_poll(0, 1000, 1), 1000, "idle poll: the poll interval first");
+	is_int((int)pd_idle_poll(1000, 1000, 1), 2000, "idle poll: doubles after an empty claim");
+	is_int((int)pd_idle_poll(2000, 1000, 1), 4000, "idle poll: up to four times");
+	is_int((int)pd_idle_poll(4000, 1000, 1), 4000, "idle poll: no further");
+	is_int((int)pd_idle_poll(3000, 1000, 1), 4000, "idle poll: capped, not past the cap");
+	is_int((int)pd_idle_poll(4000, 1000, 0), 1000, "idle poll: work found: the poll interval");
+	is_int((int)pd_idle_poll(4000, 500, 1), 2000,
+	       "idle poll: a lower poll interval lowers the cap");
 	test_deadlines();
 	test_signals();
 	test_period();
