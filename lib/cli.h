@@ -47,8 +47,16 @@ int pd_cli_int(const char *opt, const char *s, long long min, long long max, lon
 int pd_cli_dur(const char *opt, const char *s, long long *ms, struct pd_err *e);
 
 /*
- * A repeatable option's value (what: "queues", "topics"): s, not empty,
- * appended to list (*n of max used). Errors name the option; code 64.
+ * Option opt's value s is a name: not empty (64), and valid as
+ * pd_name_check says (65, "option -q: invalid name: ..."): a name is data
+ * whatever brought it, and a flag's is refused as one from a job would be.
+ */
+int pd_cli_name(const char *opt, const char *s, struct pd_err *e);
+
+/*
+ * A repeatable option's value (what: "queues", "topics"): s, a name
+ * (pd_cli_name), appended to list (*n of max used). Errors name the
+ * option; code 64, or 65 for a bad name.
  */
 int pd_cli_push(const char *opt, const char *what, const char *s, const char **list, int *n,
 		int max, struct pd_err *e);
