@@ -106,6 +106,14 @@ static int fail(struct pd_db *db, PGresult *r, struct pd_err *e)
 	if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK ||
 	    (state && strncmp(state, "08", 2) == 0) || (state && strncmp(state, "57P", 3) == 0))
 		code = PD_EX_UNAVAILABLE;
+	/*
+	 * Data exceptions (class 22: a value out of range, invalid text, a
+	 * name pendulum.check_name refused) and integrity violations (23) are
+	 * about the values a statement was given, which Pendulum's statements
+	 * take from their input: bad data, 65, not an internal error.
+	 */
+	else if (state && (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0))
+		code = PD_EX_DATAERR;
 	if (e && e->code == 0 && state)
 		snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", state);
 	if (r)
