@@ -201,6 +201,10 @@ static void both(long long t, const char *zone, char *utc, char *local, size_t n
 /* A usage error from a value check: the message, the synopsis, 64. */
 static int bad_value(const struct pd_err *e2)
 {
+	if (e2->code == PD_EX_DATAERR) { /* a duration beyond the maximum: data, not a misuse */
+		pd_die_msg(e2->msg);
+		return e2->code;
+	}
 	return pd_cli_usage(sub_synopsis(), "%s", e2->msg);
 }
 

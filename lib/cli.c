@@ -131,8 +131,12 @@ int pd_cli_dur(const char *opt, const char *s, long long *ms, struct pd_err *e)
 {
 	struct pd_err e2 = PD_ERR_INIT;
 
-	if (pd_dur_parse(s, ms, &e2) < 0)
-		return pd_errf(e, PD_EX_USAGE, "option %s: %s", opt, e2.msg);
+	int rc = pd_dur_parse(s, ms, &e2);
+
+	/* Well-formed but beyond the maximum: bad data (65), not a misuse. */
+	if (rc < 0)
+		return pd_errf(e, rc == -2 ? PD_EX_DATAERR : PD_EX_USAGE, "option %s: %s", opt,
+			       e2.msg);
 	return 0;
 }
 

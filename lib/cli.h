@@ -41,7 +41,10 @@ int pd_cli_getopt(int argc, char **argv, const char *optstring, const struct opt
  */
 int pd_cli_bad_option(const char *synopsis, int ch, char **argv);
 
-/* Option values, each checked; errors name the option and are code 64. */
+/*
+ * Option values, each checked; errors name the option and are code 64, but
+ * 65 for a well-formed duration beyond the maximum (PD_DUR_MAX_MS).
+ */
 int pd_cli_int(const char *opt, const char *s, long long min, long long max, long long *out,
 	       struct pd_err *e);
 int pd_cli_dur(const char *opt, const char *s, long long *ms, struct pd_err *e);
