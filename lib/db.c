@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,8 +200,11 @@ int pd_db_copy_end(struct pd_db *db, int *line, struct pd_err *e)
 		return 0;
 	}
 	ctx = r ? PQresultErrorField(r, PG_DIAG_CONTEXT) : NULL;
-	if (line && ctx && strncmp(ctx, "COPY ", 5) == 0 && (at = strstr(ctx, ", line ")) != NULL)
-		*line = atoi(at + 7);
+	if (line && ctx && strncmp(ctx, "COPY ", 5) == 0 && (at = strstr(ctx, ", line ")) != NULL) {
+		long v = strtol(at + 7, NULL, 10); /* a row number of the COPY: saturates */
+
+		*line = v > 0 && v <= INT_MAX ? (int)v : 0;
+	}
 	return fail(db, r, e);
 }
 
