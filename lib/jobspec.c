@@ -86,17 +86,6 @@ static int parse_after(const struct pd_json *j, int t, struct pd_jobspec *s,
 	return 0;
 }
 
-/* 1 when the JSON string token t holds an escaped NUL (\u0000), where unescaping cuts it. */
-static int has_nul_escape(const struct pd_json *j, int t)
-{
-	const char *p = j->src + j->tok[t].start, *end = j->src + j->tok[t].end;
-
-	for (; p < end; p++)
-		if (*p == '\\' && ++p < end && end - p >= 5 && strncmp(p, "u0000", 5) == 0)
-			return 1;
-	return 0;
-}
-
 /*
  * A string key's value: a non-empty string, kept in mem; delivery one of
  * two; the others but traceparent names (pd_name_check).
@@ -112,12 +101,9 @@ static int parse_string(const struct pd_json *j, int t, const char *key, const c
 	pd_jobspec_mem_keep(mem, v);
 	if (*v == '\0')
 		return pd_errf(e, PD_EX_DATAERR, "must not be empty");
-	if (strcmp(key, "delivery") != 0 && strcmp(key, "traceparent") != 0) {
-		if (has_nul_escape(j, t))
-			return pd_errf(e, PD_EX_DATAERR, "invalid name: control character U+0000");
-		if (pd_name_check("name", v, e) < 0)
-			return -1;
-	}
+	if (strcmp(key, "delivery") != 0 && strcmp(key, "traceparent") != 0 &&
+	    pd_name_check("name", v, e) < 0) /* \u0000 the JSON parser refused */
+		return -1;
 	if (strcmp(key, "delivery") == 0 && strcmp(v, "at-least-once") != 0 &&
 	    strcmp(v, "at-most-once") != 0)
 		return pd_errf(e, PD_EX_DATAERR, "expected \"at-least-once\" or \"at-most-once\"");

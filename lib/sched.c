@@ -139,8 +139,8 @@ int pd_sched_check(const struct pd_sched *s, struct pd_err *e)
 		return pd_errf(e, PD_EX_DATAERR, "invalid job type '': empty");
 	if (s->queue && *s->queue == '\0')
 		return pd_errf(e, PD_EX_DATAERR, "invalid queue '': empty");
-	if (pd_name_check("tenant", s->tenant, e) < 0 || pd_name_check("job type", s->type, e) < 0 ||
-	    pd_name_check("queue", s->queue, e) < 0)
+	if (pd_name_check("tenant", s->tenant, e) < 0 ||
+	    pd_name_check("job type", s->type, e) < 0 || pd_name_check("queue", s->queue, e) < 0)
 		return -1;
 	if (s->payload && pd_json_parse(&j, s->payload, strlen(s->payload), &je) < 0)
 		return pd_errf(e, PD_EX_DATAERR, "invalid payload: %s", je.msg);

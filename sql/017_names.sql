@@ -52,6 +52,37 @@ BEGIN
 END
 $$;
 
+-- Durations are at most 100 years (36525 days) as lib/dur reads them
+-- (DESIGN: durations and instants have documented maxima): beyond, NULL,
+-- which enqueue_parse reports as an invalid duration. Otherwise as sql/009.
+CREATE OR REPLACE FUNCTION pendulum.parse_duration(d text) RETURNS interval
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+    m  text[];
+    ms numeric;
+BEGIN
+    IF d ~ '^[0-9]+(\.[0-9]+)?$' THEN
+        ms := floor(d::numeric * 1000);
+    ELSE
+        m := regexp_match(d, '^(?:([0-9]+(?:\.[0-9]+)?)d)?(?:([0-9]+(?:\.[0-9]+)?)h)?'
+                             '(?:([0-9]+(?:\.[0-9]+)?)m(?!s))?(?:([0-9]+(?:\.[0-9]+)?)s)?'
+                             '(?:([0-9]+(?:\.[0-9]+)?)ms)?$');
+        IF m IS NULL OR d = '' THEN
+            RETURN NULL;
+        END IF;
+        ms := COALESCE(floor(m[1]::numeric * 86400000), 0)
+              + COALESCE(floor(m[2]::numeric * 3600000), 0)
+              + COALESCE(floor(m[3]::numeric * 60000), 0)
+              + COALESCE(floor(m[4]::numeric * 1000), 0)
+              + COALESCE(floor(m[5]::numeric), 0);
+    END IF;
+    IF ms > 36525::numeric * 86400000 THEN
+        RETURN NULL;
+    END IF;
+    RETURN make_interval(secs => ms / 1000);
+END
+$$;
+
 ALTER TABLE pendulum.outbox ALTER COLUMN max_attempts SET DEFAULT 25;
 
 DO $migration$

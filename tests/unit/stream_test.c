@@ -384,10 +384,11 @@ static void test_exit_and_timeout(void)
 static void test_abandon_and_stderr(void)
 {
 	/* 18446744073709551617 is 2^64 + 1: an id that overflows, not job 1. */
-	struct pd_handler h = sh("while IFS= read -r l; do echo 'job=18446744073709551617 wraps' >&2; "
-				 "echo 'job=99999999999999999999 too big' >&2; "
-				 "echo \"job=1 working on it\" >&2; "
-				 "echo 'unnamed line' >&2; printf '%s\\n' \"$l\"; done");
+	struct pd_handler h =
+	    sh("while IFS= read -r l; do echo 'job=18446744073709551617 wraps' >&2; "
+	       "echo 'job=99999999999999999999 too big' >&2; "
+	       "echo \"job=1 working on it\" >&2; "
+	       "echo 'unnamed line' >&2; printf '%s\\n' \"$l\"; done");
 	struct pd_stream s;
 	struct pd_pool_exit x;
 	int tag;
