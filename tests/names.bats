@@ -208,7 +208,7 @@ ndjson() {
 	[ "$status" -eq 78 ]
 }
 
-@test "a database data exception is 65, not 70: pd-admin flow signal with a number jsonb cannot hold" {
+@test "a database data exception is 65, not 70: a number jsonb cannot hold, a reason that is not UTF-8" {
 	run --separate-stderr pd-enqueue --workflow w '{}'
 	[ "$status" -eq 0 ]
 	run_id=$output
@@ -216,4 +216,10 @@ ndjson() {
 	echo "$status $stderr"
 	[ "$status" -eq 65 ]
 	[ "$stderr" = "pd-admin: value overflows numeric format" ]
+	# a reason (free text, no name) that is not UTF-8: PostgreSQL's 22021
+	run --separate-stderr pd-admin job cancel "$(sql "SELECT job_id FROM pendulum.workflow_runs")" --reason $'\xff'
+	echo "$status $stderr"
+	[ "$status" -eq 65 ]
+	[ "$stderr" = 'pd-admin: database error: invalid byte sequence for encoding "UTF8": 0xff' ]
+	[ "$(sql "SELECT state FROM pendulum.jobs")" = PENDING ]
 }
