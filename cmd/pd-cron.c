@@ -18,6 +18,7 @@
 #include "jobspec.h"
 #include "json.h"
 #include "log.h"
+#include "text.h"
 #include "sched.h"
 #include "ticker.h"
 
@@ -172,6 +173,17 @@ static int sub_getopt(struct pd_app *a, int argc, char **argv, const char *optst
 	while ((ch = pd_cli_getopt(argc, argv, optstring, all)) == O_JSON)
 		a->json = 1;
 	return ch;
+}
+
+/* -t TENANT's value is a name (pd_name_check): 0, else 65 after saying so. */
+static int bad_tenant(const char *v)
+{
+	struct pd_err e = PD_ERR_INIT;
+
+	if (pd_name_check("tenant (-t)", v, &e) == 0)
+		return 0;
+	pd_die_msg(e.msg);
+	return e.code;
 }
 
 /* Exactly one operand is left (what: "NAME", "FILE"): 0, else the usage error's status. */
@@ -329,6 +341,8 @@ static int cmd_by_name(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	int ch, rc;
 
 	while ((ch = sub_getopt(a, argc, argv, ":t:h", opts)) != -1) {
+		if (ch == 't' && (rc = bad_tenant(optarg)) != 0)
+			return rc;
 		if (ch == 't')
 			tenant = optarg;
 		else if (ch == 'h')
@@ -406,9 +420,11 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	struct pd_sched_row *rows;
 	struct pd_table t;
 	const char *tenant = NULL;
-	int ch, n;
+	int ch, n, rc;
 
 	while ((ch = sub_getopt(a, argc, argv, ":t:h", opts)) != -1) {
+		if (ch == 't' && (rc = bad_tenant(optarg)) != 0)
+			return rc;
 		if (ch == 't')
 			tenant = optarg;
 		else if (ch == 'h')
@@ -509,6 +525,10 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 static int tenant_opt(int ch, const char **tenant, char **argv)
 {
 	if (ch == 't') {
+		int rc = bad_tenant(optarg);
+
+		if (rc != 0)
+			return rc;
 		*tenant = optarg;
 		return TENANT_TAKEN;
 	}
@@ -763,6 +783,8 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 			crontab = 1;
 			break;
 		case 't':
+			if ((rc = bad_tenant(optarg)) != 0)
+				return rc;
 			tenant = optarg;
 			break;
 		case 'h':

@@ -192,6 +192,11 @@ ndjson() {
 		run --separate-stderr pd-cron add s --cron '0 0 1 1 *' --tz UTC --type "$v"
 		[ "$status" -eq 65 ]
 		[ "$stderr" = "pd-cron: invalid job type: $why" ]
+		for c in pause history; do
+			run --separate-stderr pd-cron "$c" -t "$v" s
+			[ "$status" -eq 65 ]
+			[ "$stderr" = "pd-cron: invalid tenant (-t): $why" ]
+		done
 	done < <(bad_names)
 	[ "$(sql "SELECT count(*) FROM pendulum.workers")" -eq 0 ]
 	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules")" -eq 0 ]
