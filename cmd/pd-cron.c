@@ -213,10 +213,6 @@ static void both(long long t, const char *zone, char *utc, char *local, size_t n
 /* A usage error from a value check: the message, the synopsis, 64. */
 static int bad_value(const struct pd_err *e2)
 {
-	if (e2->code == PD_EX_DATAERR) { /* a duration beyond the maximum: data, not a misuse */
-		pd_die_msg(e2->msg);
-		return e2->code;
-	}
 	return pd_cli_usage(sub_synopsis(), "%s", e2->msg);
 }
 
@@ -297,7 +293,12 @@ static int cmd_add(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 		case O_JITTER:
 		case O_TIMEOUT:
 			if (pd_cli_dur(ch == O_JITTER ? "--jitter" : "--timeout", optarg,
-				       ch == O_JITTER ? &s.jitter_ms : &s.timeout_ms, &e2) < 0)
+				       ch == O_JITTER ? &s.jitter_ms : &s.timeout_ms, &e2) < 0 &&
+			    e2.code == PD_EX_DATAERR) { /* longer than 100 years: data */
+				pd_die_msg(e2.msg);
+				return e2.code;
+			}
+			if (e2.code)
 				return bad_value(&e2);
 			break;
 		case O_ATTEMPTS:
