@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "prune.h"
 #include "migrate.h"
+#include "text.h"
 #include "top.h"
 
 #define SYNOPSIS "usage: pd-admin [-hVv] [-c file] [-d conninfo] [--json] command [args]\n"
@@ -295,9 +296,26 @@ static int add_states(struct pd_admin_filter *f, const char *list, const char *c
 	return rc;
 }
 
+/* A name filter's value into f, checked as a name (65 naming the option). */
+static int filter_name(struct pd_admin_filter *f, int ch, const char *v, struct pd_err *e)
+{
+	const char **to = ch == O_TENANT  ? &f->tenant
+			  : ch == O_TYPE  ? &f->type
+			  : ch == O_QUEUE ? &f->queue
+			  : ch == O_TOPIC ? &f->topic
+					  : &f->workflow;
+	struct pd_err ne = PD_ERR_INIT;
+
+	for (int i = 0; i < NOPTDEFS; i++)
+		if (optdefs[i].id == ch && pd_name_check("name", v, &ne) < 0)
+			return pd_errf(e, ne.code, "option --%s: %s", optdefs[i].name, ne.msg);
+	*to = v;
+	return 0;
+}
+
 /*
  * Parse a subcommand's options into x. Returns 0, 1 after --help, or -1
- * with e filled (code 64).
+ * with e filled (code 64, or 65 for a bad name).
  */
 static int parse(struct pd_app *a, const struct command *c, int argc, char **argv, struct args *x,
 		 struct pd_err *e)
@@ -334,19 +352,11 @@ static int parse(struct pd_app *a, const struct command *c, int argc, char **arg
 			x->state = x->f.states[0];
 			break;
 		case O_TENANT:
-			x->f.tenant = optarg;
-			break;
 		case O_TYPE:
-			x->f.type = optarg;
-			break;
 		case O_QUEUE:
-			x->f.queue = optarg;
-			break;
 		case O_TOPIC:
-			x->f.topic = optarg;
-			break;
 		case O_WORKFLOW:
-			x->f.workflow = optarg;
+			rc = filter_name(&x->f, ch, optarg, e);
 			break;
 		case O_LIMIT:
 			rc = pd_cli_int("--limit", optarg, 1, c->limit_max, &x->f.limit, e);
@@ -403,6 +413,8 @@ static int parse(struct pd_app *a, const struct command *c, int argc, char **arg
 									       : "job id");
 	if (c->max_args >= 0 && x->argc > c->max_args)
 		return pd_errf(e, PD_EX_USAGE, "unexpected argument '%s'", x->argv[c->max_args]);
+	if (c->fn == cmd_depth)
+		return pd_name_check("QUEUE", x->argv[0], e);
 	return 0;
 }
 
@@ -882,6 +894,10 @@ static int run(struct pd_app *a, const struct command *c, int argc, char **argv)
 		rc = pd_errf(&e, PD_EX_USAGE, "missing --older-than DURATION");
 	if (rc < 0 && e.code == PD_EX_USAGE)
 		return pd_cli_usage(sub_synopsis(c), "%s", e.msg);
+	if (rc < 0) {
+		pd_die_msg(e.msg);
+		return e.code;
+	}
 	fmt.json = a->json;
 	fmt.color = !a->json && pd_cli_color(stdout);
 	rc = pd_app_connect(a, 1, &e);

@@ -18,6 +18,7 @@
 #include "jobspec.h"
 #include "json.h"
 #include "log.h"
+#include "text.h"
 #include "sched.h"
 #include "ticker.h"
 
@@ -176,6 +177,17 @@ static int sub_getopt(struct pd_app *a, int argc, char **argv, const char *optst
 	return ch;
 }
 
+/* -t TENANT's value is a name (pd_name_check): 0, else 65 after saying so. */
+static int bad_tenant(const char *v)
+{
+	struct pd_err e = PD_ERR_INIT;
+
+	if (pd_name_check("tenant (-t)", v, &e) == 0)
+		return 0;
+	pd_die_msg(e.msg);
+	return e.code;
+}
+
 /* Exactly one operand is left (what: "NAME", "FILE"): 0, else the usage error's status. */
 static int one_operand(int argc, char **argv, const char *what)
 {
@@ -283,7 +295,12 @@ static int cmd_add(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 		case O_JITTER:
 		case O_TIMEOUT:
 			if (pd_cli_dur(ch == O_JITTER ? "--jitter" : "--timeout", optarg,
-				       ch == O_JITTER ? &s.jitter_ms : &s.timeout_ms, &e2) < 0)
+				       ch == O_JITTER ? &s.jitter_ms : &s.timeout_ms, &e2) < 0 &&
+			    e2.code == PD_EX_DATAERR) { /* longer than 100 years: data */
+				pd_die_msg(e2.msg);
+				return e2.code;
+			}
+			if (e2.code)
 				return bad_value(&e2);
 			break;
 		case O_ATTEMPTS:
@@ -327,6 +344,8 @@ static int cmd_by_name(struct pd_app *a, int argc, char **argv, struct pd_err *e
 	int ch, rc;
 
 	while ((ch = sub_getopt(a, argc, argv, ":t:h", opts)) != -1) {
+		if (ch == 't' && (rc = bad_tenant(optarg)) != 0)
+			return rc;
 		if (ch == 't')
 			tenant = optarg;
 		else if (ch == 'h')
@@ -404,9 +423,11 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 	struct pd_sched_row *rows;
 	struct pd_table t;
 	const char *tenant = NULL;
-	int ch, n;
+	int ch, n, rc;
 
 	while ((ch = sub_getopt(a, argc, argv, ":t:h", opts)) != -1) {
+		if (ch == 't' && (rc = bad_tenant(optarg)) != 0)
+			return rc;
 		if (ch == 't')
 			tenant = optarg;
 		else if (ch == 'h')
@@ -507,6 +528,10 @@ static int cmd_list(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 static int tenant_opt(int ch, const char **tenant, char **argv)
 {
 	if (ch == 't') {
+		int rc = bad_tenant(optarg);
+
+		if (rc != 0)
+			return rc;
 		*tenant = optarg;
 		return TENANT_TAKEN;
 	}
@@ -761,6 +786,8 @@ static int cmd_apply(struct pd_app *a, int argc, char **argv, struct pd_err *e)
 			crontab = 1;
 			break;
 		case 't':
+			if ((rc = bad_tenant(optarg)) != 0)
+				return rc;
 			tenant = optarg;
 			break;
 		case 'h':

@@ -15,6 +15,7 @@
 #include "enqueue.h"
 #include "flowdb.h"
 #include "log.h"
+#include "text.h"
 
 #define SYNOPSIS                                                                                   \
 	"usage: pd-enqueue [-hVv] [-c file] [-d conninfo] [options] TYPE [PAYLOAD]\n"              \
@@ -167,6 +168,26 @@ static int check_workflow(int argc, char **argv, struct opts *o, struct pd_err *
 	return 0;
 }
 
+/* The names the command line gives: code 65 naming the first bad one (pd_name_check). */
+static int check_names(const struct opts *o, struct pd_err *e)
+{
+	const struct pd_jobspec *s = &o->spec;
+	const struct {
+		const char *what, *v;
+	} names[] = {
+	    {"TYPE", s->type},
+	    {"workflow NAME", o->workflow},
+	    {"tenant (-t)", s->tenant},
+	    {"queue (-q)", s->queue},
+	    {"idempotency key (-k)", s->idempotency_key},
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (pd_name_check(names[i].what, names[i].v, e) < 0)
+			return -1;
+	return 0;
+}
+
 /* The arguments after the options, and the combinations that cannot be. */
 static int check_args(int argc, char **argv, struct opts *o, struct pd_err *e)
 {
@@ -184,7 +205,7 @@ static int check_args(int argc, char **argv, struct opts *o, struct pd_err *e)
 		return pd_errf(e, PD_EX_USAGE, "%s applies to --wait only",
 			       o->print_id ? "--print-id" : "--wait-timeout");
 	if (o->workflow)
-		return 0;
+		return check_names(o, e);
 	if (o->ndjson) {
 		if (argc - optind > 1)
 			return pd_errf(e, PD_EX_USAGE,
@@ -207,7 +228,7 @@ static int check_args(int argc, char **argv, struct opts *o, struct pd_err *e)
 	if (argc > optind && *argv[optind] == '\0')
 		return pd_errf(e, PD_EX_USAGE, "TYPE must not be empty");
 	s->type = argc > optind ? argv[optind] : NULL;
-	return 0;
+	return check_names(o, e);
 }
 
 /* Options into o; returns -1 after printing a usage error, 1 after --help/--version, 0 to go on. */
@@ -427,6 +448,10 @@ int main(int argc, char **argv)
 		return pd_cli_finish_stdout();
 	if (rc == -2)
 		return PD_EX_USAGE;
+	if (rc < 0 && e.code == PD_EX_DATAERR) { /* a bad name: data, not a misuse */
+		pd_die_msg(e.msg);
+		return e.code;
+	}
 	if (rc < 0) {
 		pd_cli_usage(SYNOPSIS, "%s", e.msg);
 		return e.code;

@@ -77,6 +77,10 @@ static int add_handler(struct handlers *hs, const char *option, const char *arg,
 			       exec ? "PATH" : "COMMAND");
 	}
 	*eq = '\0';
+	if (pd_cli_name(option, owned, e) < 0) {
+		free(owned);
+		return -1;
+	}
 	h = &hs->v[hs->n];
 	memset(h, 0, sizeof(*h));
 	hs->owned[hs->n] = owned;

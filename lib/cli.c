@@ -14,6 +14,7 @@
 #include "dur.h"
 #include "json.h"
 #include "log.h"
+#include "text.h"
 
 void pd_cli_init(const char *argv0)
 {
@@ -103,11 +104,22 @@ int pd_cli_int(const char *opt, const char *s, long long min, long long max, lon
 	return 0;
 }
 
+int pd_cli_name(const char *opt, const char *s, struct pd_err *e)
+{
+	struct pd_err ne = PD_ERR_INIT;
+
+	if (*s == '\0')
+		return pd_errf(e, PD_EX_USAGE, "option %s: must not be empty", opt);
+	if (pd_name_check("name", s, &ne) < 0)
+		return pd_errf(e, ne.code, "option %s: %s", opt, ne.msg);
+	return 0;
+}
+
 int pd_cli_push(const char *opt, const char *what, const char *s, const char **list, int *n,
 		int max, struct pd_err *e)
 {
-	if (*s == '\0')
-		return pd_errf(e, PD_EX_USAGE, "option %s: must not be empty", opt);
+	if (pd_cli_name(opt, s, e) < 0)
+		return -1;
 	if (*n == max)
 		return pd_errf(e, PD_EX_USAGE, "option %s '%s': too many %s (at most %d)", opt, s,
 			       what, max);
@@ -119,8 +131,12 @@ int pd_cli_dur(const char *opt, const char *s, long long *ms, struct pd_err *e)
 {
 	struct pd_err e2 = PD_ERR_INIT;
 
-	if (pd_dur_parse(s, ms, &e2) < 0)
-		return pd_errf(e, PD_EX_USAGE, "option %s: %s", opt, e2.msg);
+	int rc = pd_dur_parse(s, ms, &e2);
+
+	/* Well-formed but beyond the maximum: bad data (65), not a misuse. */
+	if (rc < 0)
+		return pd_errf(e, rc == -2 ? PD_EX_DATAERR : PD_EX_USAGE, "option %s: %s", opt,
+			       e2.msg);
 	return 0;
 }
 

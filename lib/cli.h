@@ -41,14 +41,25 @@ int pd_cli_getopt(int argc, char **argv, const char *optstring, const struct opt
  */
 int pd_cli_bad_option(const char *synopsis, int ch, char **argv);
 
-/* Option values, each checked; errors name the option and are code 64. */
+/*
+ * Option values, each checked; errors name the option and are code 64, but
+ * 65 for a well-formed duration beyond the maximum (PD_DUR_MAX_MS).
+ */
 int pd_cli_int(const char *opt, const char *s, long long min, long long max, long long *out,
 	       struct pd_err *e);
 int pd_cli_dur(const char *opt, const char *s, long long *ms, struct pd_err *e);
 
 /*
- * A repeatable option's value (what: "queues", "topics"): s, not empty,
- * appended to list (*n of max used). Errors name the option; code 64.
+ * Option opt's value s is a name: not empty (64), and valid as
+ * pd_name_check says (65, "option -q: invalid name: ..."): a name is data
+ * whatever brought it, and a flag's is refused as one from a job would be.
+ */
+int pd_cli_name(const char *opt, const char *s, struct pd_err *e);
+
+/*
+ * A repeatable option's value (what: "queues", "topics"): s, a name
+ * (pd_cli_name), appended to list (*n of max used). Errors name the
+ * option; code 64, or 65 for a bad name.
  */
 int pd_cli_push(const char *opt, const char *what, const char *s, const char **list, int *n,
 		int max, struct pd_err *e);

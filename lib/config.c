@@ -18,6 +18,7 @@
 #include "config.h"
 #include "dur.h"
 #include "log.h"
+#include "text.h"
 
 #define CODE PD_EX_CONFIG
 
@@ -138,12 +139,24 @@ static int nonempty(const struct pd_ydoc *d, const struct pd_ynode *n, const cha
 	return 0;
 }
 
+/* value, node n's, is a name (pd_name_check); what says which ("a queue name"). */
+static int name_ok(const struct pd_ydoc *d, const struct pd_ynode *n, const char *what,
+		   const char *value, struct pd_err *e)
+{
+	struct pd_err ne = PD_ERR_INIT;
+
+	if (pd_name_check("name", value, &ne) < 0)
+		return pd_y_errf(d, n, CODE, e, "%s: %s", what, ne.msg);
+	return 0;
+}
+
 /*
  * A non-empty sequence of non-empty strings, or one string, into a
- * NULL-terminated vector. what names one item, "a queue name".
+ * NULL-terminated vector. what names one item, "a queue name"; with
+ * names, each is checked as a name.
  */
-static int strv(const struct pd_ydoc *d, const struct pd_ynode *n, const char *what, char ***out,
-		int *count, struct pd_err *e)
+static int strv(const struct pd_ydoc *d, const struct pd_ynode *n, const char *what, int names,
+		char ***out, int *count, struct pd_err *e)
 {
 	const struct pd_ynode *const *items = (const struct pd_ynode *const *)&n;
 	char desc[160], **v;
@@ -160,7 +173,8 @@ static int strv(const struct pd_ydoc *d, const struct pd_ynode *n, const char *w
 		k = n->n;
 	}
 	for (int i = 0; i < k; i++)
-		if (nonempty(d, items[i], what, &s, e) < 0)
+		if (nonempty(d, items[i], what, &s, e) < 0 ||
+		    (names && name_ok(d, items[i], what, s, e) < 0))
 			return -1;
 	v = pd_xcalloc((size_t)k + 1, sizeof(*v));
 	for (int i = 0; i < k; i++)
@@ -287,7 +301,7 @@ static int decode_fields(struct pd_config *c, const struct pd_ynode *map, const 
 
 static int dec_queues(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
 {
-	return strv(&c->doc, n, "a queue name", &c->worker.queues, &c->worker.nqueues, e);
+	return strv(&c->doc, n, "a queue name", 1, &c->worker.queues, &c->worker.nqueues, e);
 }
 
 static const struct field worker_fields[] = {
@@ -425,7 +439,7 @@ static int dec_command(const struct pd_ydoc *d, const struct pd_ynode *n, struct
 		h->run = pd_xstrdup(s);
 	}
 	if ((v = pd_y_get(n, "exec")) != NULL &&
-	    strv(d, v, "a program", &h->exec_argv, NULL, e) < 0)
+	    strv(d, v, "a program", 0, &h->exec_argv, NULL, e) < 0)
 		return -1;
 	if ((v = pd_y_get(n, "timeout")) != NULL &&
 	    dur_range(d, v, 1, DUR_MAX, &h->timeout_ms, e) < 0)
@@ -519,6 +533,8 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 	h->timeout_ms = -1;
 	if (key->value[0] == '\0')
 		return pd_y_errf(d, key, CODE, e, "a handler's job type must not be empty");
+	if (name_ok(d, key, "a handler's job type", key->value, e) < 0)
+		return -1;
 	if (pd_y_check_keys(d, n, known, CODE, e) < 0 ||
 	    one_of(d, key, n, run_exec, "handler", key->value, e) < 0 ||
 	    dec_command(d, n, h, e) < 0)
@@ -557,6 +573,8 @@ static int dec_topic(struct pd_config *c, const struct pd_ynode *key, const stru
 	t->timeout_ms = -1;
 	if (key->value[0] == '\0')
 		return pd_y_errf(d, key, CODE, e, "a relay topic must not be empty");
+	if (name_ok(d, key, "a relay topic", key->value, e) < 0)
+		return -1;
 	if (pd_y_check_keys(d, n, known, CODE, e) < 0 ||
 	    one_of(d, key, n, run_exec, "relay topic", key->value, e) < 0)
 		return -1;

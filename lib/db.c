@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,14 @@ static int fail(struct pd_db *db, PGresult *r, struct pd_err *e)
 	if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK ||
 	    (state && strncmp(state, "08", 2) == 0) || (state && strncmp(state, "57P", 3) == 0))
 		code = PD_EX_UNAVAILABLE;
+	/*
+	 * Data exceptions (class 22: a value out of range, invalid text, a
+	 * name pendulum.check_name refused) and integrity violations (23) are
+	 * about the values a statement was given, which Pendulum's statements
+	 * take from their input: bad data, 65, not an internal error.
+	 */
+	else if (state && (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0))
+		code = PD_EX_DATAERR;
 	if (e && e->code == 0 && state)
 		snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", state);
 	if (r)
@@ -191,8 +200,11 @@ int pd_db_copy_end(struct pd_db *db, int *line, struct pd_err *e)
 		return 0;
 	}
 	ctx = r ? PQresultErrorField(r, PG_DIAG_CONTEXT) : NULL;
-	if (line && ctx && strncmp(ctx, "COPY ", 5) == 0 && (at = strstr(ctx, ", line ")) != NULL)
-		*line = atoi(at + 7);
+	if (line && ctx && strncmp(ctx, "COPY ", 5) == 0 && (at = strstr(ctx, ", line ")) != NULL) {
+		long v = strtol(at + 7, NULL, 10); /* a row number of the COPY: saturates */
+
+		*line = v > 0 && v <= INT_MAX ? (int)v : 0;
+	}
 	return fail(db, r, e);
 }
 

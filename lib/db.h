@@ -2,8 +2,9 @@
  * db: the one way Pendulum talks to PostgreSQL.
  *
  * Every query goes through pd_db_exec() with text parameters (never string
- * interpolation). Connection failures and SQLSTATE class 08 map to exit 69;
- * other query errors keep their SQLSTATE in e->sqlstate for callers that
+ * interpolation). Connection failures and SQLSTATE class 08 map to exit 69,
+ * classes 22 (data exception) and 23 (integrity violation) to 65; other
+ * query errors keep their SQLSTATE in e->sqlstate for callers that
  * want to tell a unique violation from the rest.
  */
 #ifndef PD_DB_H
@@ -47,8 +48,8 @@ void pd_db_close(struct pd_db *db);
  * the result status is want (PGRES_COMMAND_OK or PGRES_TUPLES_OK); then *res
  * holds the result (caller PQclear()s it) if res is not NULL, else it is
  * cleared here. On failure *res is NULL and e is filled: code 69 when the
- * connection is gone (or SQLSTATE class 08), else 70 with the server's
- * message; e->sqlstate holds the SQLSTATE.
+ * connection is gone (or SQLSTATE class 08), 65 for SQLSTATE class 22 or
+ * 23, else 70 with the server's message; e->sqlstate holds the SQLSTATE.
  */
 int pd_db_exec(struct pd_db *db, const char *sql, int n, const char *const *params,
 	       ExecStatusType want, PGresult **res, struct pd_err *e);

@@ -55,6 +55,12 @@ static int dur_err(struct pd_err *e, const char *s, const char *why)
 
 static const char dur_expected[] = "expected a number with ms, s, m, h or d";
 
+static int dur_too_large(struct pd_err *e, const char *s)
+{
+	dur_err(e, s, "more than 100 years (36525d)");
+	return -2;
+}
+
 int pd_dur_parse(const char *s, long long *ms, struct pd_err *e)
 {
 	const char *p = s;
@@ -110,12 +116,13 @@ int pd_dur_parse(const char *s, long long *ms, struct pd_err *e)
 		}
 		last = k;
 		unit = units[k].ms;
-		if (overflow || ip > LLONG_MAX / unit)
-			return dur_err(e, s, "too large");
+		/* ip * unit <= PD_DUR_MAX_MS and the fraction < unit: no sum overflows. */
+		if (overflow || ip > PD_DUR_MAX_MS / unit)
+			return dur_too_large(e, s);
 		part = ip * unit + fnum * unit / fden;
-		if (part > LLONG_MAX - total)
-			return dur_err(e, s, "too large");
 		total += part;
+		if (total > PD_DUR_MAX_MS)
+			return dur_too_large(e, s);
 	}
 	*ms = total;
 	return 0;
@@ -269,6 +276,8 @@ int pd_instant_parse(const char *s, long long *epoch_us, struct pd_err *e)
 	tm.tm_sec = sec; /* timegm carries a leap second 60 into the next minute */
 	t = timegm(&tm);
 	t -= (time_t)sign * (oh * 3600 + om * 60);
+	if (y < 1 || (long long)t * 1000000LL + us < PD_INSTANT_MIN_US)
+		return inst_err(e, s, "out of range: years 0001 to 9999 (in UTC from 0001)");
 	*epoch_us = (long long)t * 1000000LL + us;
 	return 0;
 }

@@ -400,6 +400,7 @@ static int run_direct(struct pd_enqueue *q, struct pd_db *db, long long now_us, 
 		return -1;
 	for (int i = 0; i < q->n && rc == 0; i++) {
 		const struct pd_jobspec *s = &q->jobs[i];
+		/* No overflow: run_at is before year 10000, a delay at most 100 years (dur.h). */
 		long long run_at = (s->has_run_at ? s->run_at_us : now_us) +
 				   (s->delay_ms > 0 ? s->delay_ms * 1000 : 0);
 

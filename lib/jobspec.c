@@ -4,6 +4,7 @@
 
 #include "dur.h"
 #include "jobspec.h"
+#include "text.h"
 
 void pd_jobspec_mem_keep(struct pd_jobspec_mem *m, void *p)
 {
@@ -85,7 +86,10 @@ static int parse_after(const struct pd_json *j, int t, struct pd_jobspec *s,
 	return 0;
 }
 
-/* A string key's value: a non-empty string, kept in mem; delivery one of two. */
+/*
+ * A string key's value: a non-empty string, kept in mem; delivery one of
+ * two; the others but traceparent names (pd_name_check).
+ */
 static int parse_string(const struct pd_json *j, int t, const char *key, const char **out,
 			struct pd_jobspec_mem *mem, struct pd_err *e)
 {
@@ -97,6 +101,9 @@ static int parse_string(const struct pd_json *j, int t, const char *key, const c
 	pd_jobspec_mem_keep(mem, v);
 	if (*v == '\0')
 		return pd_errf(e, PD_EX_DATAERR, "must not be empty");
+	if (strcmp(key, "delivery") != 0 && strcmp(key, "traceparent") != 0 &&
+	    pd_name_check("name", v, e) < 0) /* \u0000 the JSON parser refused */
+		return -1;
 	if (strcmp(key, "delivery") == 0 && strcmp(v, "at-least-once") != 0 &&
 	    strcmp(v, "at-most-once") != 0)
 		return pd_errf(e, PD_EX_DATAERR, "expected \"at-least-once\" or \"at-most-once\"");

@@ -13,6 +13,7 @@
 #include "json.h"
 #include "log.h"
 #include "sched.h"
+#include "text.h"
 
 /* Transaction advisory lock of apply. */
 #define APPLY_LOCK "7311948215"
@@ -137,6 +138,9 @@ int pd_sched_check(const struct pd_sched *s, struct pd_err *e)
 		return pd_errf(e, PD_EX_DATAERR, "invalid job type '': empty");
 	if (s->queue && *s->queue == '\0')
 		return pd_errf(e, PD_EX_DATAERR, "invalid queue '': empty");
+	if (pd_name_check("tenant", s->tenant, e) < 0 ||
+	    pd_name_check("job type", s->type, e) < 0 || pd_name_check("queue", s->queue, e) < 0)
+		return -1;
 	if (s->payload && pd_json_parse(&j, s->payload, strlen(s->payload), &je) < 0)
 		return pd_errf(e, PD_EX_DATAERR, "invalid payload: %s", je.msg);
 	pd_json_release(&j);
@@ -990,6 +994,12 @@ static int file_str(const struct pd_ydoc *d, const struct pd_ynode *n, const cha
 		return -1;
 	if (**out == '\0')
 		return pd_y_errf(d, n, PD_EX_DATAERR, e, "'%s': must not be empty", key);
+	if (strcmp(key, "type") == 0 || strcmp(key, "queue") == 0 || strcmp(key, "tenant") == 0) {
+		struct pd_err ne = PD_ERR_INIT;
+
+		if (pd_name_check("name", *out, &ne) < 0)
+			return pd_y_errf(d, n, PD_EX_DATAERR, e, "'%s': %s", key, ne.msg);
+	}
 	return 0;
 }
 

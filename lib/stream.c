@@ -1,3 +1,4 @@
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,7 +401,10 @@ static void on_stdout(void *ctx, const char *data, size_t n)
 	}
 }
 
-/* The job in flight a stderr line names ("job=ID" and a space, or the end): its index, or -1. */
+/*
+ * The job in flight a stderr line names ("job=ID" and a space, or the end):
+ * its index, or -1. An ID beyond LLONG_MAX names no job.
+ */
 static int named(const struct pd_stream *s, const char *line, size_t n, size_t *skip)
 {
 	long long id = 0;
@@ -408,8 +412,11 @@ static int named(const struct pd_stream *s, const char *line, size_t n, size_t *
 
 	if (n < 5 || memcmp(line, "job=", 4) != 0)
 		return -1;
-	while (i < n && i < 24 && line[i] >= '0' && line[i] <= '9')
+	while (i < n && i < 24 && line[i] >= '0' && line[i] <= '9') {
+		if (id > (LLONG_MAX - (line[i] - '0')) / 10)
+			return -1;
 		id = id * 10 + (line[i++] - '0');
+	}
 	if (i == 4 || (i < n && line[i] != ' '))
 		return -1;
 	*skip = i < n ? i + 1 : i;

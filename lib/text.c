@@ -1,3 +1,5 @@
+#include <string.h>
+
 #include "text.h"
 
 static const char replacement[] = "\xEF\xBF\xBD";
@@ -52,4 +54,34 @@ void pd_utf8_sanitize(struct pd_buf *out, const char *s, size_t n)
 		i++;
 	}
 	pd_buf_append(out, s + i - run, run);
+}
+
+int pd_name_check(const char *field, const char *value, struct pd_err *e)
+{
+	const unsigned char *p = (const unsigned char *)value;
+	size_t n, i = 0;
+
+	if (value == NULL)
+		return 0;
+	n = strlen(value);
+	if (n > PD_NAME_MAX)
+		return pd_errf(e, PD_EX_DATAERR, "invalid %s: %zu bytes, at most %d", field, n,
+			       PD_NAME_MAX);
+	while (i < n) {
+		size_t len = seq_len(p + i, n - i);
+		unsigned int cp;
+
+		if (len == 0)
+			return pd_errf(e, PD_EX_DATAERR, "invalid %s: invalid UTF-8 at byte %zu",
+				       field, i + 1);
+		cp = len == 1	? p[i]
+		     : len == 2 ? ((p[i] & 0x1Fu) << 6) | (p[i + 1] & 0x3Fu)
+				: 0xFFFF;
+		if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))
+			return pd_errf(e, PD_EX_DATAERR,
+				       "invalid %s: control character U+%04X at byte %zu", field,
+				       cp, i + 1);
+		i += len;
+	}
+	return 0;
 }

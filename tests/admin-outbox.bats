@@ -119,7 +119,7 @@ published() {
 	[ "$status" -eq 0 ]
 	[[ "${lines[0]}" == "ID"*"TOPIC"*"STATE"*"KEY"*"ATTEMPTS"*"REPLAYS"*"TENANT"*"AGE"*"NEXT"*"NOTE" ]]
 	[[ "${lines[1]}" == "$((first + 7)) "*"orders"*"PENDING"*"acme"* ]]
-	[[ "${lines[8]}" == "$first "*"orders"*"DEAD_LETTERED"*"k1"*"10/10"*"attempts exhausted" ]]
+	[[ "${lines[8]}" == "$first "*"orders"*"DEAD_LETTERED"*"k1"*"25/25"*"attempts exhausted" ]]
 	[ "${lines[9]}" = "1-8 of 8 messages" ]
 
 	ids() { pd-admin --json outbox list "$@" | jq -r .id | tr '\n' ' '; }
@@ -143,7 +143,7 @@ published() {
 	printf '%s\n' "$output" | jq -e -s --argjson id "$first" '
 		length == 1 and .[0].id == $id and .[0].state == "DEAD_LETTERED"
 		and .[0].message_key == "k1" and .[0].payload == {n: 1} and .[0].headers == {}
-		and .[0].attempts == 10 and .[0].max_attempts == 10 and .[0].replay_count == 0
+		and .[0].attempts == 25 and .[0].max_attempts == 25 and .[0].replay_count == 0
 		and .[0].dead_reason == "attempts exhausted" and .[0].last_error == "exit 1"
 		and .[0].claimed_by == "relay-x" and .[0].total == 1 and (.[0].age_s | type) == "number"
 		and .[0].next_attempt_in_s == null and (.[0].dead_lettered_at | test("Z$"))'

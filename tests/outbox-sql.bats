@@ -81,7 +81,7 @@ counts() {
 	[ "$(sql "SELECT tenant_id || ' ' || topic || ' ' || message_key || ' ' || state || ' '
 	          || attempts || '/' || max_attempts || ' ' || headers::text || ' ' || payload::text
 	          FROM pendulum.outbox WHERE id = $msg")" = \
-		'acme orders order-2 PENDING 0/10 {"ce-type": "order.created"} {"order": 2}' ]
+		'acme orders order-2 PENDING 0/25 {"ce-type": "order.created"} {"order": 2}' ]
 	# a repeated idempotency key returns the first job's id, inside a transaction too
 	run --separate-stderr app -c "SELECT pendulum.enqueue('acme', 'send-email', '{}', idempotency_key => 'order-2')"
 	[ "$output" = "$job" ]

@@ -127,12 +127,17 @@ int main(void)
 	 * max_attempts, timeout, delivery, traceparent, depends_on; NULL is \N. */
 	written(1, "{\"type\":\"a\"}",
 		"7\t\\N\t\\N\ta\t{}\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\n");
-	written(
-	    1,
-	    "{\"type\":\"a\\tb\",\"tenant\":\"x\\\\y\",\"queue\":\"l1\\nl2\\r\","
-	    "\"payload\":{\"s\":\"a\\\\b\",\t\"t\":1}}",
-	    "7\tx\\\\y\tl1\\nl2\\r\ta\\tb\t{\"s\":\"a\\\\\\\\b\",\\t\"t\":1}\t\\N\t\\N\t\\N\t\\N\t"
-	    "\\N\t\\N\t\\N\t\\N\t\\N\n");
+	/* Names hold no control character (pd_name_check); a traceparent may. */
+	refused("{\"type\":\"a\\tb\"}",
+		"stdin line 1: key 'type': invalid name: control character U+0009 at byte 2");
+	refused("{\"type\":\"a\",\"queue\":\"l1\\nl2\"}",
+		"stdin line 1: key 'queue': invalid name: control character U+000A at byte 3");
+	written(1,
+		"{\"type\":\"a\",\"tenant\":\"x\\\\y\",\"queue\":\"q\",\"traceparent\":"
+		"\"l1\\nl2\\r\\tb\","
+		"\"payload\":{\"s\":\"a\\\\b\",\t\"t\":1}}",
+		"7\tx\\\\y\tq\ta\t{\"s\":\"a\\\\\\\\b\",\\t\"t\":1}\t\\N\t\\N\t\\N\t\\N\t"
+		"\\N\t\\N\t\\N\tl1\\nl2\\r\\tb\t\\N\n");
 	written(
 	    1,
 	    "{\"type\":\"a\",\"priority\":\"high\",\"run_at\":\"2026-03-29T03:30:00+02:00\","

@@ -424,8 +424,12 @@ static void test_exit_and_timeout(void)
 
 static void test_abandon_and_stderr(void)
 {
-	struct pd_handler h = sh("while IFS= read -r l; do echo \"job=1 working on it\" >&2; "
-				 "echo 'unnamed line' >&2; printf '%s\\n' \"$l\"; done");
+	/* 18446744073709551617 is 2^64 + 1: an id that overflows, not job 1. */
+	struct pd_handler h =
+	    sh("while IFS= read -r l; do echo 'job=18446744073709551617 wraps' >&2; "
+	       "echo 'job=99999999999999999999 too big' >&2; "
+	       "echo \"job=1 working on it\" >&2; "
+	       "echo 'unnamed line' >&2; printf '%s\\n' \"$l\"; done");
 	struct pd_stream s;
 	struct pd_pool_exit x;
 	int tag;
@@ -434,7 +438,8 @@ static void test_abandon_and_stderr(void)
 	send(&s, 1, 1, 0, "{\"id\":1,\"result\":true}");
 	ok(drive(&s, none_in_flight, 5000), "answered");
 	is_int(take(&s, &tag, &x), PD_EXIT_OK, "succeeded");
-	is_str(x.tail.data, "working on it\n", "the stderr line naming the job is its tail");
+	is_str(x.tail.data, "working on it\n",
+	       "the stderr line naming the job is its tail; an id beyond 64 bits names none");
 	pd_pool_exit_release(&x);
 
 	send(&s, 2, 2, 0, "{\"id\":2}");
