@@ -1,3 +1,5 @@
+#include <string.h>
+
 #include "clock.h"
 #include "link.h"
 #include "log.h"
@@ -47,6 +49,22 @@ int pd_link_failed(struct pd_link *l, const struct pd_err *e)
 
 	if (e->code == PD_EX_UNAVAILABLE) {
 		pd_link_down(l, e);
+		return 0;
+	}
+	/*
+	 * A transaction the server rolled back (class 40: a deadlock between
+	 * two daemons' statements, a serialization failure) changed nothing
+	 * and may well pass when sent again; so may a statement that ran out
+	 * of a resource (class 53: memory, disk, locks). Neither is the
+	 * daemon's fault: the link goes down and comes back after its backoff,
+	 * and whatever the statement carried is sent again then.
+	 */
+	if (strncmp(e->sqlstate, "40", 2) == 0 || strncmp(e->sqlstate, "53", 2) == 0) {
+		pd_log(PD_LOG_WARN, "transaction rolled back by the database, will retry",
+		       "retry_ms=%lld sqlstate=%s error=%s", l->backoff_ms, e->sqlstate,
+		       pd_log_quote(q, sizeof(q), e->msg));
+		l->up = 0;
+		l->next_connect = pd_now_ms() + l->backoff_ms;
 		return 0;
 	}
 	pd_log(PD_LOG_ERROR, "database error", "error=%s", pd_log_quote(q, sizeof(q), e->msg));

@@ -25,8 +25,10 @@ void pd_link_down(struct pd_link *l, const struct pd_err *e);
 /* A reconnect attempt failed: log it and try again after a longer wait. */
 void pd_link_retry(struct pd_link *l, const struct pd_err *e);
 /*
- * A query failed with e: code 69 marks the link down and returns 0 (the
- * loop goes on); anything else is logged and returns -1 (fatal).
+ * A query failed with e: code 69, or a transaction the server rolled back
+ * (SQLSTATE class 40) or a resource it ran out of (53), marks the link down
+ * and returns 0 (the loop goes on, reconnecting after the backoff); anything
+ * else is logged and returns -1 (fatal).
  */
 int pd_link_failed(struct pd_link *l, const struct pd_err *e);
 /* Read what the socket has (after poll said so); marks the link down if it is closed. */

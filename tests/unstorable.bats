@@ -15,6 +15,7 @@ pd_db_hooks
 teardown() {
 	kill_all_bg
 	sql "DROP TRIGGER IF EXISTS t_refuse ON pendulum.jobs"
+	sql "DROP TRIGGER IF EXISTS t_rollback ON pendulum.jobs"
 }
 
 setup() {
@@ -165,6 +166,33 @@ EOF
 	grep -q 'the database refused a batch: its outcomes go again one at a time" outcomes=[0-9]* sqlstate=22023 error="refused by the test trigger"' "$BATS_FILE_TMPDIR/w.log"
 	grep -q "the database refused a job's outcome: written as a failure\" job=$(kind_id refuse) attempt=1 sqlstate=22023" "$BATS_FILE_TMPDIR/w.log"
 	still_serving
+}
+
+@test "a round trip the database rolls back (a deadlock) is sent again after a reconnect: the worker stays, the job succeeds once" {
+	# The first finish of the job raises 40P01, as a deadlock between two
+	# workers' statements would; a sequence is not rolled back with it.
+	sql "CREATE SEQUENCE IF NOT EXISTS public.t_rollback_n;
+	     CREATE OR REPLACE FUNCTION public.t_rollback() RETURNS trigger LANGUAGE plpgsql AS \$\$
+	     BEGIN IF nextval('public.t_rollback_n') = 1 THEN
+	       RAISE EXCEPTION 'rolled back by the test trigger' USING ERRCODE = '40P01'; END IF;
+	     RETURN NEW; END \$\$;
+	     CREATE TRIGGER t_rollback BEFORE UPDATE ON pendulum.jobs FOR EACH ROW
+	     WHEN (NEW.state = 'SUCCEEDED') EXECUTE FUNCTION public.t_rollback()"
+	handler "$H" <<'EOF'
+#!/bin/sh
+echo '{"ok":true}'
+EOF
+	id=$(pd-enqueue t '{"kind": "first"}')
+	start_worker w -c "$CFG" -j 2 --poll 200ms --handler "t=$H"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
+	grep -q 'transaction rolled back by the database, will retry" retry_ms=[0-9]* sqlstate=40P01' "$BATS_FILE_TMPDIR/w.log"
+	# the outcome went again: one attempt, one success
+	[ "$(sql "SELECT attempt FROM pendulum.jobs WHERE id = $id")" = 1 ]
+	# and serves on (the rollback is logged, so still_serving's grep does not apply)
+	alive "$(bg_pid w)"
+	id=$(pd-enqueue t '{"kind": "good"}')
+	wait_for 20 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
+	alive "$(bg_pid w)"
 }
 
 @test "a workflow step printing JSON jsonb cannot store: its job fails with the reason, no step output is written" {
