@@ -37,15 +37,15 @@ keyed_lines() {
 	[ "$(njobs)" -eq 0 ]
 }
 
-@test "100,000 lines, line 99,999 refused by the database during the COPY: exit 65 naming line 99999, zero rows" {
-	# the number parses as JSON but not as a PostgreSQL numeric: the rows
-	# before it were copied already when the server refuses it
+@test "100,000 lines, line 99,999 a number PostgreSQL cannot store: exit 65 naming line 99999, zero rows" {
+	# the number is JSON but not a PostgreSQL numeric: refused while the
+	# input is read (pd_json_storable), before any row is copied
 	awk 'BEGIN { for (i = 1; i <= 100000; i++)
 		print (i == 99999 ? "{\"x\": 1e200000}" : "{\"i\": " i "}") }' >"$BATS_TEST_TMPDIR/in.ndjson"
 	run --separate-stderr pd-enqueue --ndjson t <"$BATS_TEST_TMPDIR/in.ndjson"
 	[ "$status" -eq 65 ]
 	[ -z "$output" ]
-	[[ "$stderr" == "pd-enqueue: stdin line 99999: "* ]]
+	[ "$stderr" = "pd-enqueue: invalid JSON on stdin line 99999, column 7: number out of range (PostgreSQL numeric cannot store it)" ]
 	[ "$(njobs)" -eq 0 ]
 }
 

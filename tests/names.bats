@@ -213,14 +213,15 @@ ndjson() {
 	[ "$status" -eq 78 ]
 }
 
-@test "a database data exception is 65, not 70: a number jsonb cannot hold, a reason that is not UTF-8" {
+@test "a number jsonb cannot hold and a reason that is not UTF-8 are bad data, 65 not 70" {
 	run --separate-stderr pd-enqueue --workflow w '{}'
 	[ "$status" -eq 0 ]
 	run_id=$output
+	# refused while the payload is read, before the database sees it
 	run --separate-stderr pd-admin flow signal "$run_id" go '1e200000'
 	echo "$status $stderr"
 	[ "$status" -eq 65 ]
-	[ "$stderr" = "pd-admin: value overflows numeric format" ]
+	[ "$stderr" = "pd-admin: invalid JSON in PAYLOAD at line 1, column 1: number out of range (PostgreSQL numeric cannot store it)" ]
 	# a reason (free text, no name) that is not UTF-8: PostgreSQL's 22021
 	run --separate-stderr pd-admin job cancel "$(sql "SELECT job_id FROM pendulum.workflow_runs")" --reason $'\xff'
 	echo "$status $stderr"
