@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "flow.h"
+#include "jobrun.h"
 #include "jobs.h"
 #include "json.h"
 #include "log.h"
@@ -25,8 +26,6 @@
  * array then, and a stream's process points back at its slot).
  */
 #define MAX_STREAMS 64
-
-extern char **environ;
 
 /* Whether the database knows that a slot's handler started. */
 enum start_record {
@@ -241,162 +240,6 @@ int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struc
 	return 0;
 }
 
-static char *envvar(const char *k, const char *v)
-{
-	size_t n = strlen(k) + strlen(v) + 2;
-	char *s = pd_xmalloc(n);
-
-	snprintf(s, n, "%s=%s", k, v);
-	return s;
-}
-
-/*
- * The worker's environment without the variables the handler contract sets
- * (DESIGN.md), with room for extra more and the NULL; *k: how many are set.
- */
-static char **env_base(size_t extra, size_t *k)
-{
-	static const char *ours[] = {"PD_JOB_ID",	   "PD_JOB_TYPE", "PD_QUEUE",
-				     "PD_TENANT",	   "PD_ATTEMPT",  "PD_MAX_ATTEMPTS",
-				     "PD_LEASE_TOKEN",	   "PD_RUN_AT",	  "PD_IDEMPOTENCY_KEY",
-				     "PD_REPLAY_COUNT",	   "TRACEPARENT", "PD_WORKER_ID",
-				     "PD_WORKFLOW_RUN_ID", "PD_WORKFLOW", "PD_STEP_NAME",
-				     "PD_STEP_INDEX",	   NULL};
-	size_t n = 0;
-	char **env;
-
-	while (environ[n])
-		n++;
-	env = pd_xcalloc(n + extra + 1, sizeof(*env));
-	*k = 0;
-	for (size_t i = 0; i < n; i++) {
-		int skip = 0;
-
-		for (int o = 0; ours[o] && !skip; o++) {
-			size_t l = strlen(ours[o]);
-
-			skip = strncmp(environ[i], ours[o], l) == 0 && environ[i][l] == '=';
-		}
-		if (!skip)
-			env[(*k)++] = pd_xstrdup(environ[i]);
-	}
-	return env;
-}
-
-/*
- * The worker's environment plus the job's PD_* variables (DESIGN.md, the
- * handler contract), and a workflow step's (plan not NULL).
- */
-/* Set h's variables ("NAME=value") in env[0..*k), replacing the worker's of the same name. */
-static void handler_env(const struct pd_handler *h, char **env, size_t *k)
-{
-	for (int i = 0; h && h->env && h->env[i]; i++) {
-		size_t l = strcspn(h->env[i], "="), o = 0;
-
-		while (o < *k && !(strncmp(env[o], h->env[i], l) == 0 && env[o][l] == '='))
-			o++;
-		if (o == *k)
-			(*k)++;
-		else
-			free(env[o]);
-		env[o] = pd_xstrdup(h->env[i]);
-	}
-}
-
-static char **build_env(const struct pd_claimed *j, const char *worker,
-			const struct pd_flow_plan *plan, const struct pd_handler *h)
-{
-	size_t k, nh = 0;
-	char num[24], **env;
-
-	while (h && h->env && h->env[nh])
-		nh++;
-	env = env_base(19 + nh, &k);
-	handler_env(h, env, &k); /* first: a job's PD_* variable is never replaced */
-
-	snprintf(num, sizeof(num), "%lld", j->id);
-	env[k++] = envvar("PD_JOB_ID", num);
-	env[k++] = envvar("PD_JOB_TYPE", j->type);
-	env[k++] = envvar("PD_QUEUE", j->queue);
-	env[k++] = envvar("PD_TENANT", j->tenant);
-	snprintf(num, sizeof(num), "%d", j->attempt);
-	env[k++] = envvar("PD_ATTEMPT", num);
-	snprintf(num, sizeof(num), "%d", j->max_attempts);
-	env[k++] = envvar("PD_MAX_ATTEMPTS", num);
-	snprintf(num, sizeof(num), "%lld", j->token);
-	env[k++] = envvar("PD_LEASE_TOKEN", num);
-	env[k++] = envvar("PD_RUN_AT", j->run_at ? j->run_at : "");
-	if (j->idempotency_key)
-		env[k++] = envvar("PD_IDEMPOTENCY_KEY", j->idempotency_key);
-	snprintf(num, sizeof(num), "%d", j->replay_count);
-	env[k++] = envvar("PD_REPLAY_COUNT", num);
-	if (j->traceparent)
-		env[k++] = envvar("TRACEPARENT", j->traceparent);
-	env[k++] = envvar("PD_WORKER_ID", worker);
-	if (plan) {
-		snprintf(num, sizeof(num), "%lld", plan->run);
-		env[k++] = envvar("PD_WORKFLOW_RUN_ID", num);
-		env[k++] = envvar("PD_WORKFLOW", plan->def->name);
-		env[k++] = envvar("PD_STEP_NAME", plan->s->name);
-		snprintf(num, sizeof(num), "%d", plan->step);
-		env[k++] = envvar("PD_STEP_INDEX", num);
-	}
-	env[k] = NULL;
-	return env;
-}
-
-/* A stream handler's environment: the worker's, with PD_WORKER_ID; no job's. */
-static char **stream_env(const char *worker)
-{
-	size_t k;
-	char **env = env_base(1, &k);
-
-	env[k++] = envvar("PD_WORKER_ID", worker);
-	env[k] = NULL;
-	return env;
-}
-
-static void env_free(char **env)
-{
-	for (char **e = env; e && *e; e++)
-		free(*e);
-	free(env);
-}
-
-/*
- * The job's line for a stream handler (pd-worker(1), "Stream handlers"):
- * one JSON object, no newline (the payload is jsonb's text, which has none).
- */
-static void job_line(struct pd_buf *b, const struct pd_claimed *j)
-{
-	pd_buf_reset(b);
-	pd_buf_printf(b, "{\"id\":%lld,\"attempt\":%d,\"lease_token\":%lld,\"type\":", j->id,
-		      j->attempt, j->token);
-	pd_json_quote_or_null(b, j->type);
-	pd_json_member_str(b, "queue", j->queue);
-	pd_json_member_str(b, "tenant", j->tenant);
-	pd_json_member_str(b, "traceparent", j->traceparent);
-	pd_json_member_raw(b, "payload", j->payload);
-	pd_buf_printf(b, ",\"max_attempts\":%d,\"replay_count\":%d,\"run_at\":", j->max_attempts,
-		      j->replay_count);
-	pd_json_quote_or_null(b, j->run_at);
-	pd_json_member_str(b, "idempotency_key", j->idempotency_key);
-	pd_buf_putc(b, '}');
-}
-
-static void job_clear(struct pd_claimed *j)
-{
-	free(j->type);
-	free(j->queue);
-	free(j->tenant);
-	free(j->payload);
-	free(j->run_at);
-	free(j->idempotency_key);
-	free(j->traceparent);
-	free(j->flow);
-	memset(j, 0, sizeof(*j));
-}
-
 static void plan_free(struct pd_flow_plan **p)
 {
 	if (*p == NULL)
@@ -510,7 +353,7 @@ static void fin_written(struct worker *w)
 
 	for (int i = 0; i < w->nfin; i++) {
 		if (w->fin[i].sending) {
-			job_clear(&w->fin[i].job);
+			pd_jobrun_clear(&w->fin[i].job);
 			pd_pool_exit_release(&w->fin[i].exit);
 			plan_free(&w->fin[i].plan);
 			continue;
@@ -634,7 +477,7 @@ static void start_job(struct worker *w, struct held *r, enum start_record rec)
 
 	if (i < 0) { /* cannot happen: the callers look first */
 		pd_log(PD_LOG_ERROR, "no free run for a claimed job", "job=%lld", r->job.id);
-		job_clear(&r->job);
+		pd_jobrun_clear(&r->job);
 		return;
 	}
 	run = &w->runs[i];
@@ -650,7 +493,7 @@ static void start_job(struct worker *w, struct held *r, enum start_record rec)
 	if (r->stream >= 0) {
 		run->kind = RUN_STREAM;
 		run->stream = r->stream;
-		job_line(&w->line, j);
+		pd_jobrun_line(&w->line, j);
 		pd_stream_send(&w->streams[r->stream], j->id, i, prefix, timeout, w->line.data,
 			       w->line.len);
 		return;
@@ -658,7 +501,7 @@ static void start_job(struct worker *w, struct held *r, enum start_record rec)
 	run->kind = RUN_PROCESS;
 	memset(&pj, 0, sizeof(pj));
 	pj.h = r->h;
-	pj.envp = build_env(j, w->d.id, run->plan, r->h);
+	pj.envp = pd_jobrun_env(j, w->d.id, run->plan, r->h);
 	pj.input = run->plan ? run->plan->stdin_json.data : j->payload;
 	pj.input_len = strlen(pj.input);
 	pj.timeout_ms = timeout;
@@ -720,7 +563,7 @@ static void ready_add(struct worker *w, const struct held *r)
 /* Drop ready job k (its strings freed); the later ones move up. */
 static void ready_drop(struct worker *w, int k)
 {
-	job_clear(&w->ready[k].job);
+	pd_jobrun_clear(&w->ready[k].job);
 	plan_free(&w->ready[k].plan);
 	memmove(w->ready + k, w->ready + k + 1, (size_t)(w->nready - k - 1) * sizeof(*w->ready));
 	w->nready--;
@@ -941,7 +784,7 @@ static void fin_drop(struct worker *w)
 
 	for (int i = 0; i < w->nfin; i++) {
 		if (w->fin[i].fate == WRITE_DROP) {
-			job_clear(&w->fin[i].job);
+			pd_jobrun_clear(&w->fin[i].job);
 			pd_pool_exit_release(&w->fin[i].exit);
 			plan_free(&w->fin[i].plan);
 			continue;
@@ -1782,7 +1625,7 @@ static int streams_map(struct worker *w, struct pd_err *e)
 /* The stream slots, and the current stream handlers' streams. */
 static int streams_init(struct worker *w, struct pd_err *e)
 {
-	w->stream_env = stream_env(w->d.id);
+	w->stream_env = pd_jobrun_stream_env(w->d.id);
 	w->streams = pd_xcalloc(MAX_STREAMS, sizeof(*w->streams));
 	w->stream_old = pd_xcalloc(MAX_STREAMS, 1);
 	w->pool.adopt = adopt;
@@ -1953,13 +1796,13 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	for (int k = 0; k < w.nstreams; k++)
 		pd_stream_release(&w.streams[k]);
 	for (int i = 0; i < w.pool.size; i++) {
-		job_clear(&w.runs[i].job);
+		pd_jobrun_clear(&w.runs[i].job);
 		plan_free(&w.runs[i].plan);
 	}
 	while (w.nready > 0)
 		ready_drop(&w, w.nready - 1);
 	for (int k = 0; k < w.nfin; k++) {
-		job_clear(&w.fin[k].job);
+		pd_jobrun_clear(&w.fin[k].job);
 		pd_pool_exit_release(&w.fin[k].exit);
 		plan_free(&w.fin[k].plan);
 	}
@@ -1972,7 +1815,7 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	free(w.streams);
 	free(w.stream_old);
 	free(w.stream_of);
-	env_free(w.stream_env);
+	pd_jobrun_env_free(w.stream_env);
 	pd_buf_release(&w.line);
 	claim_types_free(&w);
 	if (w.own) {
