@@ -277,23 +277,26 @@ void pd_trip_written(struct pd_trip *t, struct pd_holdings *hs, long long *next_
 {
 	for (int k = 0; k < t->n; k++) {
 		const struct pd_trip_item *it = &t->items[k];
-		const struct pd_hold *f = it->fin >= 0 ? &hs->fin[it->fin] : NULL;
 
-		if (f == NULL)
-			continue; /* a start, a beat, a ready job released */
-		if (it->kind == PD_TRIP_LOST) {
-			pd_log(PD_LOG_WARN,
-			       f->stream >= 0 ? "lease lost: the answer dropped, nothing written"
-					      : "lease lost: handler stopped, nothing written",
-			       "job=%lld attempt=%d", f->job.id, f->job.attempt);
-			continue;
-		}
-		log_outcome(&f->job, &it->out);
+		if (it->kind != PD_TRIP_OUTCOME || it->fin < 0)
+			continue; /* a ready job released has nothing to log */
+		log_outcome(&hs->fin[it->fin].job, &it->out);
 		if (it->out.applied && it->out.due_in_ms >= 0) {
 			long long due = pd_now_ms() + it->out.due_in_ms;
 
 			*next_due = *next_due < 0 || due < *next_due ? due : *next_due;
 		}
+	}
+	for (int k = 0; k < t->n; k++) {
+		const struct pd_hold *f;
+
+		if (t->items[k].kind != PD_TRIP_LOST)
+			continue;
+		f = &hs->fin[t->items[k].fin];
+		pd_log(PD_LOG_WARN,
+		       f->stream >= 0 ? "lease lost: the answer dropped, nothing written"
+				      : "lease lost: handler stopped, nothing written",
+		       "job=%lld attempt=%d", f->job.id, f->job.attempt);
 	}
 	pd_holdings_apply(hs, PD_HOLD_WRITTEN);
 }

@@ -42,7 +42,11 @@ struct pd_trip_item {
 };
 
 struct pd_trip {
-	struct pd_trip_item *items; /* n of them: starts, outcomes, lost, beats, in that order */
+	/*
+	 * n of them: the starts, then the outcomes and lease_lost records in
+	 * the order their handlers ended, the releases, the beats
+	 */
+	struct pd_trip_item *items;
 	int n, cap;
 	int nstart, noutcomes, nlost, nbeat, nrel; /* by kind; nrel: releases among outcomes */
 	int beat;				   /* send the heartbeat */
