@@ -1,3 +1,8 @@
+/*
+ * worker: pd-worker's engine (worker.h): its settings, SIGHUP's reload, the
+ * stream handlers' slots, and the hooks the daemon loop calls. The jobs it
+ * holds are lib/hold's; its round trips lib/worksync's, each one a lib/trip.
+ */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -5,19 +10,8 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "daemon.h"
-#include "flow.h"
-#include "hold.h"
 #include "jobrun.h"
-#include "jobs.h"
-#include "json.h"
 #include "log.h"
-#include "pool.h"
-#include "reap.h"
-#include "retry.h"
-#include "stream.h"
-#include "text.h"
-#include "trip.h"
 #include "worker-internal.h"
 
 void pd_worker_cfg_init(struct pd_worker_cfg *w)
