@@ -91,7 +91,7 @@ struct pd_outcome {
 struct pd_job_outcome {
 	long long id, token;
 	struct pd_outcome o;
-	/* set by pd_jobs_sync */
+	/* set by pd_jobs_sync_collect */
 	int applied;	     /* 0: fenced off (the token no longer holds the lease) */
 	char state[16];	     /* the job's new state when applied */
 	long long due_in_ms; /* PENDING: ms until its run_at; else -1 */
