@@ -14,6 +14,7 @@
  *   READY --LOST--> NONE;  RELEASING --FAILED--> READY
  *   RUNNING --LOST--> ABANDONED --OVER--> FINISHED     (a stream job: its answer dropped)
  *   SENDING --WRITTEN--> NONE;  SENDING --FAILED--> FINISHED;  SENDING --DROP--> NONE
+ *   SENDING --REFUSED, REFUSED_ALONE--> SENDING   (its fate moves);  FINISHED --DROP--> NONE
  *
  * WRITTEN and FAILED (the batch in flight is in, or failed) go to every
  * entry; the others to one. A process handler's lost lease is its pool
@@ -156,7 +157,7 @@ struct pd_hold *pd_holdings_ready_add(struct pd_holdings *hs, struct pd_hold *x)
 void pd_holdings_ready_drop(struct pd_holdings *hs, int k);
 
 /*
- * x (a new entry, or a ready one: the caller drops it from the list) STARTs
+ * x (a new entry, or a ready one: the caller takes it out of the list) STARTs
  * in free run i (taken: x is zeroed): its process in pool slot i, or its
  * line to its stream handler.
  */
