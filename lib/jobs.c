@@ -5,6 +5,7 @@
 #include "jobs.h"
 #include "json.h"
 #include "log.h"
+#include "trip.h"
 
 void pd_pg_array(struct pd_buf *b, const char *const *v, int n)
 {
@@ -638,7 +639,7 @@ static void flow_json(struct pd_buf *b, const struct pd_job_outcome *x)
 		      f->output_is_text ? "true" : "false", f->output_truncated ? "true" : "false");
 }
 
-int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
+int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 {
 	struct pd_db_stmt *st = s->st;
 	struct pd_buf batch = PD_BUF_INIT, lost_ids = PD_BUF_INIT, lost_tokens = PD_BUF_INIT;
@@ -656,17 +657,18 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 	s->fi = s->bi = s->ci = -1;
 	memset(&ca, 0, sizeof(ca));
 	if (s->nstart > 0) {
-		id_array(&start_ids, s->start_ids, s->nstart);
-		id_array(&start_tokens, s->start_tokens, s->nstart);
+		pd_trip_array(&start_ids, s, PD_TRIP_START, PD_TRIP_ID);
+		pd_trip_array(&start_tokens, s, PD_TRIP_START, PD_TRIP_TOKEN);
 		sp[0] = start_ids.data;
 		sp[1] = start_tokens.data;
 		st[n++] = (struct pd_db_stmt){"pd_start", start_sql, 2, sp, PGRES_COMMAND_OK, NULL};
 	}
-	for (int i = 0; i < s->noutcomes; i++) {
-		if (s->outcomes[i].o.flow.kind == PD_FLOW_WRITE_NONE)
+	for (int i = 0; i < s->n; i++) {
+		if (s->items[i].kind != PD_TRIP_OUTCOME ||
+		    s->items[i].out.o.flow.kind == PD_FLOW_WRITE_NONE)
 			continue;
 		pd_buf_putc(&flows, flows.len ? ',' : '[');
-		flow_json(&flows, &s->outcomes[i]);
+		flow_json(&flows, &s->items[i].out);
 	}
 	if (flows.len > 0) {
 		pd_buf_putc(&flows, ']');
@@ -674,11 +676,11 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 		st[n++] = (struct pd_db_stmt){"pd_flow", flow_sql, 1, wp, PGRES_COMMAND_OK, NULL};
 	}
 	if (s->noutcomes > 0) {
-		pd_buf_putc(&batch, '[');
-		for (int i = 0; i < s->noutcomes; i++) {
-			if (i)
-				pd_buf_putc(&batch, ',');
-			outcome_json(&batch, &s->outcomes[i]);
+		for (int i = 0; i < s->n; i++) {
+			if (s->items[i].kind != PD_TRIP_OUTCOME)
+				continue;
+			pd_buf_putc(&batch, batch.len ? ',' : '[');
+			outcome_json(&batch, &s->items[i].out);
 		}
 		pd_buf_putc(&batch, ']');
 		fp[0] = batch.data;
@@ -688,10 +690,10 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 		    (struct pd_db_stmt){"pd_finish", finish_sql, 2, fp, PGRES_TUPLES_OK, NULL};
 	}
 	if (s->nlost > 0) {
-		id_array(&lost_ids, s->lost_ids, s->nlost);
-		id_array(&lost_tokens, s->lost_tokens, s->nlost);
-		id_array(&lost_attempts, s->lost_attempts, s->nlost);
-		id_array(&lost_ago, s->lost_ago_ms, s->nlost);
+		pd_trip_array(&lost_ids, s, PD_TRIP_LOST, PD_TRIP_ID);
+		pd_trip_array(&lost_tokens, s, PD_TRIP_LOST, PD_TRIP_TOKEN);
+		pd_trip_array(&lost_attempts, s, PD_TRIP_LOST, PD_TRIP_ATTEMPT);
+		pd_trip_array(&lost_ago, s, PD_TRIP_LOST, PD_TRIP_AGO);
 		lp[0] = lost_ids.data;
 		lp[1] = lost_tokens.data;
 		lp[2] = lost_attempts.data;
@@ -701,8 +703,8 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 		    (struct pd_db_stmt){"pd_lease_lost", lost_sql, 5, lp, PGRES_COMMAND_OK, NULL};
 	}
 	if (s->beat) {
-		id_array(&beat_ids, s->beat_ids, s->nbeat);
-		id_array(&beat_tokens, s->beat_tokens, s->nbeat);
+		pd_trip_array(&beat_ids, s, PD_TRIP_BEAT, PD_TRIP_ID);
+		pd_trip_array(&beat_tokens, s, PD_TRIP_BEAT, PD_TRIP_TOKEN);
 		snprintf(lease, sizeof(lease), "%lld", s->lease_ms);
 		snprintf(inflight, sizeof(inflight), "%d", s->nbeat);
 		bp[0] = beat_ids.data;
@@ -737,7 +739,7 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 	return rc;
 }
 
-int pd_jobs_sync_collect(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
+int pd_jobs_sync_collect(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 {
 	int rc = s->nst > 0 ? pd_db_pipeline_collect(db, e) : 1;
 
@@ -749,10 +751,10 @@ int pd_jobs_sync_collect(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err
 		for (int row = 0; row < PQntuples(r); row++) {
 			long long id = strtoll(PQgetvalue(r, row, 0), NULL, 10);
 
-			for (int i = 0; i < s->noutcomes; i++) {
-				struct pd_job_outcome *x = &s->outcomes[i];
+			for (int i = 0; i < s->n; i++) {
+				struct pd_job_outcome *x = &s->items[i].out;
 
-				if (x->id != id)
+				if (s->items[i].kind != PD_TRIP_OUTCOME || x->id != id)
 					continue;
 				x->applied = !PQgetisnull(r, row, 1);
 				snprintf(x->state, sizeof(x->state), "%s",
@@ -767,14 +769,14 @@ int pd_jobs_sync_collect(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err
 	if (s->bi >= 0) {
 		PGresult *r = s->st[s->bi].res;
 
-		for (int i = 0; i < s->nbeat; i++)
-			s->held[i] = 0;
+		for (int i = 0; i < s->n; i++)
+			s->items[i].held = 0;
 		for (int row = 0; row < PQntuples(r); row++) {
 			long long t = strtoll(PQgetvalue(r, row, 0), NULL, 10);
 
-			for (int i = 0; i < s->nbeat; i++)
-				if (s->beat_tokens[i] == t)
-					s->held[i] = 1;
+			for (int i = 0; i < s->n; i++)
+				if (s->items[i].kind == PD_TRIP_BEAT && s->items[i].token == t)
+					s->items[i].held = 1;
 		}
 	}
 	if (s->ci >= 0)
@@ -785,7 +787,7 @@ int pd_jobs_sync_collect(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err
 	return 1;
 }
 
-int pd_jobs_sync_wait(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e)
+int pd_jobs_sync_wait(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 {
 	int rc;
 

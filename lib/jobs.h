@@ -91,50 +91,25 @@ struct pd_outcome {
 struct pd_job_outcome {
 	long long id, token;
 	struct pd_outcome o;
-	/* set by pd_jobs_sync */
+	/* set by pd_jobs_sync_collect */
 	int applied;	     /* 0: fenced off (the token no longer holds the lease) */
 	char state[16];	     /* the job's new state when applied */
 	long long due_in_ms; /* PENDING: ms until its run_at; else -1 */
 };
 
 /*
- * One loop iteration's writes in one round trip (pipeline mode, one
- * transaction), in this order: the outcomes (each fenced by its own token;
- * the fenced-off ones counted in writes_fenced by the same statement, and
- * BLOCKED jobs unblocked by the successes), lease_lost attempt records, the
- * heartbeat (extend the leases, mark the worker seen), and a claim of up to
- * claim jobs straight into RUNNING. Each part is skipped when empty (the
- * heartbeat unless beat). Statements are prepared once per connection.
+ * One loop iteration's writes in one round trip (struct pd_trip, lib/trip:
+ * pipeline mode, one transaction), in this order: the start records
+ * (LEASED jobs whose handlers started: RUNNING, fenced), the outcomes (each
+ * fenced by its own token; the fenced-off ones counted in writes_fenced by
+ * the same statement, and BLOCKED jobs unblocked by the successes),
+ * lease_lost attempt records, the heartbeat (extend the leases, mark the
+ * worker seen; each beat item's held set), and a claim of up to claim jobs,
+ * straight into RUNNING with claim_start, else LEASED. Each part is skipped
+ * when empty (the heartbeat unless beat). Statements are prepared once per
+ * connection.
  */
-struct pd_jobs_sync {
-	/* LEASED jobs whose handlers this worker started: RUNNING, fenced (written first) */
-	const long long *start_ids, *start_tokens;
-	int nstart;
-	struct pd_job_outcome *outcomes;
-	int noutcomes;
-	/* attempts ended by a lost lease: job, token, attempt number, ms since its start */
-	const long long *lost_ids, *lost_tokens, *lost_attempts, *lost_ago_ms;
-	int nlost;
-	int beat; /* send the heartbeat */
-	const long long *beat_ids, *beat_tokens;
-	int nbeat;
-	int *held; /* out: held[i] 1 while beat_ids[i]'s lease is still ours, 0 lost */
-	const char *worker;
-	long long lease_ms;
-	int claim;	 /* how many to claim; 0: none */
-	int claim_start; /* claim straight to RUNNING (handlers start at once), else LEASED */
-	const char *const *queues;
-	int nqueues;
-	const char *const *types; /* NULL: any */
-	int ntypes;
-	/* out */
-	struct pd_claimed *claimed; /* malloc'd, pd_claimed_free */
-	int nclaimed;
-	int fenced; /* outcomes fenced off */
-	/* private: the pipeline in flight */
-	struct pd_db_stmt st[6];
-	int nst, fi, bi, ci;
-};
+struct pd_trip;
 
 /*
  * One round trip in two halves (pd_db_pipeline_send/collect): send returns 0
@@ -142,10 +117,10 @@ struct pd_jobs_sync {
  * their way, -1 on failure: then nothing was written (or, on 69, maybe all
  * was). s, and what its pointers point to, must stay valid between.
  */
-int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e);
-int pd_jobs_sync_collect(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e);
+int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e);
+int pd_jobs_sync_collect(struct pd_db *db, struct pd_trip *s, struct pd_err *e);
 /* Collect, waiting for the results: 0, or -1 as collect fails. */
-int pd_jobs_sync_wait(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e);
+int pd_jobs_sync_wait(struct pd_db *db, struct pd_trip *s, struct pd_err *e);
 
 /* A lease that expired: its job, its token and the worker that held it. */
 struct pd_lease {

@@ -1,3 +1,8 @@
+/*
+ * worker: pd-worker's engine (worker.h): its settings, SIGHUP's reload, the
+ * stream handlers' slots, and the hooks the daemon loop calls. The jobs it
+ * holds are lib/hold's; its round trips lib/worksync's, each one a lib/trip.
+ */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -5,151 +10,9 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "daemon.h"
-#include "flow.h"
-#include "jobs.h"
-#include "json.h"
+#include "jobrun.h"
 #include "log.h"
-#include "pool.h"
-#include "reap.h"
-#include "retry.h"
-#include "stream.h"
-#include "text.h"
-#include "worker.h"
-
-#define MAX_BATCH_BYTES (16 * 1024 * 1024) /* outcome bytes sent in one round trip */
-
-/*
- * Stream handlers at once, old ones still answering after a reload
- * included: their slots are allocated at start (the loop sizes its poll
- * array then, and a stream's process points back at its slot).
- */
-#define MAX_STREAMS 64
-
-extern char **environ;
-
-/* Whether the database knows that a slot's handler started. */
-enum start_record {
-	START_RECORDED,	 /* claimed straight to RUNNING, or the start was written */
-	START_TO_SEND,	 /* started from the ready jobs (LEASED): the next batch writes RUNNING,
-			    or, once the handler is over, its outcome records the start too */
-	START_IN_FLIGHT, /* in the batch in flight */
-};
-
-/* Where a job in flight runs. */
-enum run_kind {
-	RUN_FREE,    /* no job */
-	RUN_PROCESS, /* in the pool slot of the same index */
-	RUN_STREAM,  /* written to a stream handler (lib/stream), not answered yet */
-};
-
-/*
- * A job in flight: the concurrency is how many of these a worker has, for
- * process and stream handlers alike. runs[i] of kind RUN_PROCESS is pool
- * slot i's job (a pool slot is busy only while its run is).
- */
-struct run {
-	enum run_kind kind;
-	int stream; /* RUN_STREAM: its index in streams */
-	int lost;   /* RUN_STREAM: the lease is lost, the answer will be dropped */
-	enum start_record started;
-	long long since_us; /* pd_now_us() at start */
-	struct pd_claimed job;
-	struct pd_flow_plan *plan; /* a workflow job's (owned), else NULL */
-};
-
-/* A job claimed ahead of a free run (LEASED), with its handler looked up once. */
-struct held {
-	struct pd_claimed job;
-	const struct pd_handler *h; /* NULL: none (cannot happen: the claim filters on types) */
-	int stream;		    /* h's stream, or -1: a process per job */
-	struct pd_flow_plan *plan;  /* a workflow job's (owned): h is its step's, or NULL */
-};
-
-/*
- * How a finished job's outcome goes to the database. A batch the database
- * refuses for its data (batch_refused) is no reason to stop: its outcomes go
- * again one per round trip, and one refused on its own is written as a
- * retryable failure with the database's reason.
- */
-enum write_fate {
-	WRITE_BATCHED, /* with the others */
-	WRITE_ALONE,   /* in a refused batch: alone in its round trip */
-	WRITE_REFUSED, /* refused alone: a failure, exit.error the reason, nothing else */
-	WRITE_DROP,    /* refused even so: not written (the lease expires; the reaper) */
-};
-
-/*
- * A job whose handler is over, taken out of its run (which is free again at
- * once) until its outcome is written.
- */
-struct finished {
-	struct pd_claimed job;
-	struct pd_pool_exit exit; /* out: the result as judge_result settled it */
-	int out_is_text;	  /* out is the handler's text as a JSON string */
-	enum start_record started;
-	enum write_fate fate;
-	int stream;		   /* run by a stream handler */
-	int sending;		   /* in the batch in flight */
-	struct pd_flow_plan *plan; /* a workflow job's (owned), else NULL */
-};
-
-/*
- * One round trip's worth of writes, sent with pd_jobs_sync_send and collected
- * later while the loop goes on: what it refers to stays put until its
- * results are in (batch_done).
- */
-struct batch {
-	struct pd_jobs_sync s;
-	struct pd_job_outcome *outs;
-	int *out_fin;	   /* outs[k] is fin[out_fin[k]]'s; -1: a ready job released */
-	int *lost_fin;	   /* the finished jobs whose lease_lost records are in it */
-	long long *ids;	   /* lost, beat and start ids, tokens (and lost attempts, ages) */
-	int nrel;	   /* ready jobs released in it */
-	long long sent_us; /* pd_now_us() at send */
-	long long sent_ms; /* pd_now_ms() at send */
-};
-
-/*
- * Ready jobs: claimed LEASED ahead of a free run, so that a run that comes
- * free starts its next job without waiting for a round trip. How many are
- * held is the prefetch depth, sized from what was measured: as many as the
- * runs that come free during two round trips (concurrency x 2 x rtt /
- * handler run time), at most the concurrency, or, with stream handlers, at
- * most twice the batch (so that every round trip can carry a whole batch of
- * outcomes and claims while the handler works through the previous one).
- * Handlers that run long compared with a round trip get none: their jobs
- * stay claimable by idle workers, and claims go straight to RUNNING.
- */
-struct worker {
-	const struct pd_worker_cfg *cfg; /* the caller's, or own after a reload */
-	struct pd_worker_cfg *own;	 /* the settings of the last reload, or NULL */
-	struct pd_reload_keep kept;	 /* the settings reloads replaced (work may point in) */
-	int reregister;			 /* a reload changed what the workers row says */
-	struct pd_daemon d;
-	struct pd_pool pool;
-	struct run *runs;   /* concurrency of them */
-	struct held *ready; /* claimed LEASED, not started; FIFO but for jobs that must wait */
-	int nready, capready;
-	struct finished *fin; /* outcomes to write, in the order the handlers ended */
-	int nfin, capfin;
-	struct pd_stream *streams; /* MAX_STREAMS slots; one per stream handler, started at
-				      its first job, and old ones a reload left (streams_map) */
-	int nstreams;
-	char *stream_old;   /* stream_old[k]: no current handler uses stream k: closed once idle */
-	int *stream_of;	    /* stream_of[h]: handler h's stream, or -1 */
-	char **stream_env;  /* the stream handlers' environment */
-	struct pd_buf line; /* a job's line for a stream handler, reused */
-	const char **types; /* the claim's filter; NULL: any type */
-	int ntypes;
-	char **flow_types; /* the workflow job types in types (owned), NULL-terminated */
-	long long next_claim, next_beat, next_reap, next_due, next_ext;
-	long long next_prune; /* the reap pass prunes from then on (pd_reap_pass) */
-	long long poll_ms;    /* the claim poll's interval now (pd_idle_poll) */
-	/* moving averages, 0 until measured: a batch's round trip, a handler's run time */
-	long long rtt_us, run_us;
-	struct batch *flight; /* the batch in flight, or NULL */
-};
+#include "worker-internal.h"
 
 void pd_worker_cfg_init(struct pd_worker_cfg *w)
 {
@@ -241,1216 +104,6 @@ int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struc
 	return 0;
 }
 
-static char *envvar(const char *k, const char *v)
-{
-	size_t n = strlen(k) + strlen(v) + 2;
-	char *s = pd_xmalloc(n);
-
-	snprintf(s, n, "%s=%s", k, v);
-	return s;
-}
-
-/*
- * The worker's environment without the variables the handler contract sets
- * (DESIGN.md), with room for extra more and the NULL; *k: how many are set.
- */
-static char **env_base(size_t extra, size_t *k)
-{
-	static const char *ours[] = {"PD_JOB_ID",	   "PD_JOB_TYPE", "PD_QUEUE",
-				     "PD_TENANT",	   "PD_ATTEMPT",  "PD_MAX_ATTEMPTS",
-				     "PD_LEASE_TOKEN",	   "PD_RUN_AT",	  "PD_IDEMPOTENCY_KEY",
-				     "PD_REPLAY_COUNT",	   "TRACEPARENT", "PD_WORKER_ID",
-				     "PD_WORKFLOW_RUN_ID", "PD_WORKFLOW", "PD_STEP_NAME",
-				     "PD_STEP_INDEX",	   NULL};
-	size_t n = 0;
-	char **env;
-
-	while (environ[n])
-		n++;
-	env = pd_xcalloc(n + extra + 1, sizeof(*env));
-	*k = 0;
-	for (size_t i = 0; i < n; i++) {
-		int skip = 0;
-
-		for (int o = 0; ours[o] && !skip; o++) {
-			size_t l = strlen(ours[o]);
-
-			skip = strncmp(environ[i], ours[o], l) == 0 && environ[i][l] == '=';
-		}
-		if (!skip)
-			env[(*k)++] = pd_xstrdup(environ[i]);
-	}
-	return env;
-}
-
-/*
- * The worker's environment plus the job's PD_* variables (DESIGN.md, the
- * handler contract), and a workflow step's (plan not NULL).
- */
-/* Set h's variables ("NAME=value") in env[0..*k), replacing the worker's of the same name. */
-static void handler_env(const struct pd_handler *h, char **env, size_t *k)
-{
-	for (int i = 0; h && h->env && h->env[i]; i++) {
-		size_t l = strcspn(h->env[i], "="), o = 0;
-
-		while (o < *k && !(strncmp(env[o], h->env[i], l) == 0 && env[o][l] == '='))
-			o++;
-		if (o == *k)
-			(*k)++;
-		else
-			free(env[o]);
-		env[o] = pd_xstrdup(h->env[i]);
-	}
-}
-
-static char **build_env(const struct pd_claimed *j, const char *worker,
-			const struct pd_flow_plan *plan, const struct pd_handler *h)
-{
-	size_t k, nh = 0;
-	char num[24], **env;
-
-	while (h && h->env && h->env[nh])
-		nh++;
-	env = env_base(19 + nh, &k);
-	handler_env(h, env, &k); /* first: a job's PD_* variable is never replaced */
-
-	snprintf(num, sizeof(num), "%lld", j->id);
-	env[k++] = envvar("PD_JOB_ID", num);
-	env[k++] = envvar("PD_JOB_TYPE", j->type);
-	env[k++] = envvar("PD_QUEUE", j->queue);
-	env[k++] = envvar("PD_TENANT", j->tenant);
-	snprintf(num, sizeof(num), "%d", j->attempt);
-	env[k++] = envvar("PD_ATTEMPT", num);
-	snprintf(num, sizeof(num), "%d", j->max_attempts);
-	env[k++] = envvar("PD_MAX_ATTEMPTS", num);
-	snprintf(num, sizeof(num), "%lld", j->token);
-	env[k++] = envvar("PD_LEASE_TOKEN", num);
-	env[k++] = envvar("PD_RUN_AT", j->run_at ? j->run_at : "");
-	if (j->idempotency_key)
-		env[k++] = envvar("PD_IDEMPOTENCY_KEY", j->idempotency_key);
-	snprintf(num, sizeof(num), "%d", j->replay_count);
-	env[k++] = envvar("PD_REPLAY_COUNT", num);
-	if (j->traceparent)
-		env[k++] = envvar("TRACEPARENT", j->traceparent);
-	env[k++] = envvar("PD_WORKER_ID", worker);
-	if (plan) {
-		snprintf(num, sizeof(num), "%lld", plan->run);
-		env[k++] = envvar("PD_WORKFLOW_RUN_ID", num);
-		env[k++] = envvar("PD_WORKFLOW", plan->def->name);
-		env[k++] = envvar("PD_STEP_NAME", plan->s->name);
-		snprintf(num, sizeof(num), "%d", plan->step);
-		env[k++] = envvar("PD_STEP_INDEX", num);
-	}
-	env[k] = NULL;
-	return env;
-}
-
-/* A stream handler's environment: the worker's, with PD_WORKER_ID; no job's. */
-static char **stream_env(const char *worker)
-{
-	size_t k;
-	char **env = env_base(1, &k);
-
-	env[k++] = envvar("PD_WORKER_ID", worker);
-	env[k] = NULL;
-	return env;
-}
-
-static void env_free(char **env)
-{
-	for (char **e = env; e && *e; e++)
-		free(*e);
-	free(env);
-}
-
-/*
- * The job's line for a stream handler (pd-worker(1), "Stream handlers"):
- * one JSON object, no newline (the payload is jsonb's text, which has none).
- */
-static void job_line(struct pd_buf *b, const struct pd_claimed *j)
-{
-	pd_buf_reset(b);
-	pd_buf_printf(b, "{\"id\":%lld,\"attempt\":%d,\"lease_token\":%lld,\"type\":", j->id,
-		      j->attempt, j->token);
-	pd_json_quote_or_null(b, j->type);
-	pd_json_member_str(b, "queue", j->queue);
-	pd_json_member_str(b, "tenant", j->tenant);
-	pd_json_member_str(b, "traceparent", j->traceparent);
-	pd_json_member_raw(b, "payload", j->payload);
-	pd_buf_printf(b, ",\"max_attempts\":%d,\"replay_count\":%d,\"run_at\":", j->max_attempts,
-		      j->replay_count);
-	pd_json_quote_or_null(b, j->run_at);
-	pd_json_member_str(b, "idempotency_key", j->idempotency_key);
-	pd_buf_putc(b, '}');
-}
-
-static void job_clear(struct pd_claimed *j)
-{
-	free(j->type);
-	free(j->queue);
-	free(j->tenant);
-	free(j->payload);
-	free(j->run_at);
-	free(j->idempotency_key);
-	free(j->traceparent);
-	free(j->flow);
-	memset(j, 0, sizeof(*j));
-}
-
-static void plan_free(struct pd_flow_plan **p)
-{
-	if (*p == NULL)
-		return;
-	pd_flow_plan_release(*p);
-	free(*p);
-	*p = NULL;
-}
-
-static void average(long long *avg, long long sample);
-
-/* A new zeroed entry at the end of the finished list. */
-static struct finished *fin_add(struct worker *w)
-{
-	struct finished *f;
-
-	if (w->nfin == w->capfin) {
-		w->capfin = w->capfin ? 2 * w->capfin : 2 * w->pool.size;
-		w->fin = pd_xrealloc(w->fin, (size_t)w->capfin * sizeof(*w->fin));
-	}
-	f = &w->fin[w->nfin++];
-	w->d.idle = 0; /* its outcome may make work runnable (dependencies, retries) */
-	memset(f, 0, sizeof(*f));
-	return f;
-}
-
-/*
- * Settle once what a handler that exited 0 printed (DESIGN.md, the handler
- * contract): JSON that jsonb can store is the result as it is; text that is
- * not JSON, or was cut at the limit, becomes a JSON string (invalid UTF-8 as
- * U+FFFD); JSON that jsonb cannot store (a number out of numeric's range, a
- * \u0000, invalid UTF-8 in a string), or more than jsonb holds in one value
- * (a worker.result_limit set above PD_JSON_JSONB_MAX), fails the attempt,
- * retryable, with the reason, and nothing of it is written.
- */
-static void judge_result(struct finished *f)
-{
-	struct pd_pool_exit *ex = &f->exit;
-	struct pd_err e = PD_ERR_INIT;
-	int rc;
-
-	if (ex->cls != PD_EXIT_OK || ex->out.len == 0)
-		return;
-	rc = ex->out_truncated ? -1 : pd_json_storable(ex->out.data, ex->out.len, &e);
-	if (rc < 0) {
-		struct pd_buf clean = PD_BUF_INIT, quoted = PD_BUF_INIT;
-
-		pd_utf8_sanitize(&clean, pd_buf_str(&ex->out), ex->out.len);
-		pd_json_quote(&quoted, pd_buf_str(&clean), clean.len);
-		pd_buf_release(&clean);
-		pd_buf_release(&ex->out);
-		ex->out = quoted;
-		f->out_is_text = 1;
-	}
-	if (rc != 0 && ex->out.len <= PD_JSON_JSONB_MAX)
-		return;
-	if (rc != 0) { /* a worker.result_limit above what jsonb holds */
-		pd_err_clear(&e);
-		pd_errf(&e, PD_EX_DATAERR, "%zu bytes, more than jsonb holds (%d)", ex->out.len,
-			PD_JSON_JSONB_MAX);
-	}
-	ex->cls = PD_EXIT_FAILED;
-	pd_buf_reset(&ex->error);
-	pd_buf_printf(&ex->error, "result cannot be stored: %s", e.msg);
-	pd_buf_release(&ex->out);
-	ex->out_truncated = 0;
-	f->out_is_text = 0;
-}
-
-/* Run i's handler is over with exit x (taken): its job to the finished list, the run free. */
-static void run_over(struct worker *w, int i, const struct pd_pool_exit *x)
-{
-	struct run *r = &w->runs[i];
-	struct finished *f = fin_add(w);
-
-	f->job = r->job;
-	f->started = r->started;
-	f->stream = r->kind == RUN_STREAM;
-	f->exit = *x;
-	f->plan = r->plan;
-	memset(r, 0, sizeof(*r));
-	r->kind = RUN_FREE;
-	r->started = START_RECORDED;
-	if (f->exit.cls == PD_EXIT_OK || f->exit.cls == PD_EXIT_FAILED ||
-	    f->exit.cls == PD_EXIT_TERMINAL)
-		average(&w->run_us, f->exit.ran_us > 0 ? f->exit.ran_us : 1);
-	judge_result(f);
-}
-
-/* Move the jobs of DONE pool slots and the stream handlers' outcomes to the finished list. */
-static void harvest(struct worker *w)
-{
-	struct pd_pool_exit x;
-	int tag;
-
-	for (int i = 0; i < w->pool.size; i++) {
-		if (w->pool.slots[i].state != PD_SLOT_DONE)
-			continue;
-		pd_pool_take(&w->pool, i, &x);
-		run_over(w, i, &x);
-	}
-	for (int k = 0; k < w->nstreams; k++)
-		while (pd_stream_take(&w->streams[k], &tag, &x))
-			run_over(w, tag, &x);
-}
-
-/* Drop the finished jobs whose outcomes the batch just written carried. */
-static void fin_written(struct worker *w)
-{
-	int k = 0;
-
-	for (int i = 0; i < w->nfin; i++) {
-		if (w->fin[i].sending) {
-			job_clear(&w->fin[i].job);
-			pd_pool_exit_release(&w->fin[i].exit);
-			plan_free(&w->fin[i].plan);
-			continue;
-		}
-		w->fin[k++] = w->fin[i];
-	}
-	w->nfin = k;
-}
-
-static int fin_unsent(const struct worker *w)
-{
-	for (int i = 0; i < w->nfin; i++)
-		if (!w->fin[i].sending)
-			return 1;
-	return 0;
-}
-
-/* A moving average with weight 1/4 for the new sample; 0 means none yet. */
-static void average(long long *avg, long long sample)
-{
-	*avg = *avg == 0 ? sample : (3 * *avg + sample) / 4;
-}
-
-/* How many ready jobs to hold (see struct worker). */
-static int prefetch_depth(const struct worker *w)
-{
-	long long conc = w->cfg->engine.concurrency, cap = conc, d;
-
-	if (w->nstreams > 0 && 2 * w->cfg->engine.batch > cap)
-		cap = 2 * w->cfg->engine.batch;
-	if (w->rtt_us == 0 || w->run_us == 0)
-		return 0;
-	d = (2 * conc * w->rtt_us + w->run_us / 2) / w->run_us;
-	return d > cap ? (int)cap : (int)d;
-}
-
-/* The index of a free run, or -1. */
-static int run_free(const struct worker *w)
-{
-	for (int i = 0; i < w->pool.size; i++)
-		if (w->runs[i].kind == RUN_FREE)
-			return i;
-	return -1;
-}
-
-static int runs_free(const struct worker *w)
-{
-	int n = 0;
-
-	for (int i = 0; i < w->pool.size; i++)
-		n += w->runs[i].kind == RUN_FREE;
-	return n;
-}
-
-/* Ready job r can start in a free run now: its stream handler (if any) takes it. */
-static int can_start(const struct worker *w, const struct held *r)
-{
-	return r->stream < 0 || pd_stream_can_take(&w->streams[r->stream], r->job.id);
-}
-
-/*
- * The handler for a claimed job, and its stream: into a held job, which
- * takes c's strings. A workflow job gets its plan, and its step's handler
- * when the plan is to run one (else none: see finish_now).
- */
-static void hold(const struct worker *w, struct held *r, const struct pd_claimed *c)
-{
-	int hi;
-
-	memset(r, 0, sizeof(*r));
-	r->job = *c;
-	if (strncmp(c->type, PD_FLOW_JOB_PREFIX, strlen(PD_FLOW_JOB_PREFIX)) == 0) {
-		const char *name = c->type + strlen(PD_FLOW_JOB_PREFIX);
-
-		r->plan = pd_xcalloc(1, sizeof(*r->plan));
-		*r->plan = (struct pd_flow_plan)PD_FLOW_PLAN_INIT;
-		pd_flow_plan(pd_flow_find(w->cfg->flows, w->cfg->nflows, name), name, c->flow,
-			     r->plan);
-		r->h = r->plan->action == PD_FLOW_RUN ? &r->plan->s->h : NULL;
-		r->stream = -1;
-		return;
-	}
-	r->h = pd_handler_find(w->cfg->handlers, w->cfg->nhandlers, c->type);
-	hi = r->h ? (int)(r->h - w->cfg->handlers) : -1;
-	r->stream = hi >= 0 ? w->stream_of[hi] : -1;
-}
-
-/* Held job r is a workflow job with no handler to run this time (its plan's action). */
-static int needs_no_run(const struct held *r)
-{
-	return r->plan && r->plan->action != PD_FLOW_RUN;
-}
-
-/*
- * Held job r (needs_no_run) is over at once: to the finished list as if a
- * handler had ended now, its outcome from its plan (flow_outcome). Takes r's
- * strings and plan.
- */
-static void finish_now(struct worker *w, struct held *r)
-{
-	struct finished *f = fin_add(w);
-
-	f->job = r->job;
-	f->plan = r->plan;
-	f->started = START_RECORDED;
-	f->exit.started_us = pd_now_us();
-	f->exit.exit_code = -1;
-	f->exit.cls = r->plan->action == PD_FLOW_RETRY ? PD_EXIT_FAILED : PD_EXIT_OK;
-	memset(r, 0, sizeof(*r));
-}
-
-/* Start ready job r in a free run (there is one); the run takes r's strings. */
-static void start_job(struct worker *w, struct held *r, enum start_record rec)
-{
-	int i = run_free(w);
-	const struct pd_claimed *j;
-	struct pd_pool_job pj;
-	struct run *run;
-	long long timeout;
-	char prefix[64];
-
-	if (i < 0) { /* cannot happen: the callers look first */
-		pd_log(PD_LOG_ERROR, "no free run for a claimed job", "job=%lld", r->job.id);
-		job_clear(&r->job);
-		return;
-	}
-	run = &w->runs[i];
-	run->job = r->job;
-	run->plan = r->plan;
-	run->started = rec;
-	run->lost = 0;
-	run->since_us = pd_now_us();
-	j = &run->job;
-	timeout = j->timeout_ms >= 0 ? j->timeout_ms : r->h ? r->h->timeout_ms : 0;
-	snprintf(prefix, sizeof(prefix), "job=%lld attempt=%d", j->id, j->attempt);
-	pd_log(PD_LOG_DEBUG, "job started", "%s type=%s token=%lld", prefix, j->type, j->token);
-	if (r->stream >= 0) {
-		run->kind = RUN_STREAM;
-		run->stream = r->stream;
-		job_line(&w->line, j);
-		pd_stream_send(&w->streams[r->stream], j->id, i, prefix, timeout, w->line.data,
-			       w->line.len);
-		return;
-	}
-	run->kind = RUN_PROCESS;
-	memset(&pj, 0, sizeof(pj));
-	pj.h = r->h;
-	pj.envp = build_env(j, w->d.id, run->plan, r->h);
-	pj.input = run->plan ? run->plan->stdin_json.data : j->payload;
-	pj.input_len = strlen(pj.input);
-	pj.timeout_ms = timeout;
-	pj.prefix = prefix;
-	if (r->h == NULL) {
-		/* The claim filters on the handled types; a '*' handler takes all. */
-		static const struct pd_handler none = {
-		    (char *)"?", (char *)"exit 70", NULL, -1, {0}, 0};
-
-		pj.h = &none;
-	}
-	pd_pool_start(&w->pool, i, &pj);
-}
-
-/*
- * Start ready jobs, oldest first, while runs are free; a job whose stream
- * handler cannot take it now (restarting) waits, and the later ones go on.
- */
-static void start_ready(struct worker *w)
-{
-	int kept = 0, nfree, k;
-
-	if (w->d.phase != PD_DAEMON_SERVING || w->nready == 0)
-		return;
-	nfree = runs_free(w);
-	for (k = 0; k < w->nready && nfree > 0; k++) {
-		if (can_start(w, &w->ready[k])) {
-			start_job(w, &w->ready[k], START_TO_SEND);
-			nfree--;
-			continue;
-		}
-		w->ready[kept++] = w->ready[k];
-	}
-	memmove(w->ready + kept, w->ready + k, (size_t)(w->nready - k) * sizeof(*w->ready));
-	w->nready = kept + (w->nready - k);
-}
-
-/* A ready job would start now. */
-static int startable(const struct worker *w)
-{
-	if (w->d.phase != PD_DAEMON_SERVING || w->nready == 0 || run_free(w) < 0)
-		return 0;
-	for (int k = 0; k < w->nready; k++)
-		if (can_start(w, &w->ready[k]))
-			return 1;
-	return 0;
-}
-
-/* Add held job r to the ready jobs (which take its strings and plan). */
-static void ready_add(struct worker *w, const struct held *r)
-{
-	if (w->nready == w->capready) {
-		w->capready = w->capready ? 2 * w->capready : 64;
-		w->ready = pd_xrealloc(w->ready, (size_t)w->capready * sizeof(*w->ready));
-	}
-	w->ready[w->nready++] = *r;
-}
-
-/* Drop ready job k (its strings freed); the later ones move up. */
-static void ready_drop(struct worker *w, int k)
-{
-	job_clear(&w->ready[k].job);
-	plan_free(&w->ready[k].plan);
-	memmove(w->ready + k, w->ready + k + 1, (size_t)(w->nready - k - 1) * sizeof(*w->ready));
-	w->nready--;
-}
-
-/*
- * What workflow job f's outcome x (as outcome_of made it from the exit)
- * writes to its run, and what its plan makes of the job's own outcome.
- * Strings point into f.
- */
-static void flow_outcome(const struct finished *f, struct pd_job_outcome *x)
-{
-	static const char *const step_kinds[] = {"run", "sleep", "wait_for"};
-	const struct pd_flow_plan *p = f->plan;
-	struct pd_outcome *o = &x->o;
-	struct pd_flow_write *fw = &o->flow;
-
-	fw->run = p->run;
-	fw->step = p->step;
-	fw->attempts = f->job.attempt;
-	fw->steps = p->steps.len ? p->steps.data : NULL;
-	fw->wait_ms = -1;
-	if (p->s) {
-		fw->step_name = p->s->name;
-		fw->step_kind = step_kinds[p->s->kind];
-	}
-	switch (p->action) {
-	case PD_FLOW_RUN:
-		if (o->kind != PD_VERDICT_DONE)
-			return; /* a failed step: the job's retry or dead letter alone */
-		fw->kind = PD_FLOW_WRITE_STEP;
-		fw->output = o->result ? o->result : "null";
-		fw->output_is_text = o->result_is_text;
-		fw->output_truncated = o->result_truncated;
-		fw->ran_ms = f->exit.ran_us / 1000;
-		fw->last = p->last;
-		return;
-	case PD_FLOW_ADVANCE:
-		fw->kind = PD_FLOW_WRITE_STEP;
-		fw->output = p->output.data;
-		fw->sleep_ms = p->s->kind == PD_FLOW_STEP_SLEEP ? p->s->sleep_ms : 0;
-		fw->signal = p->consumes_signal ? p->s->signal : NULL;
-		fw->last = p->last && fw->sleep_ms == 0;
-		o->backoff_ms = fw->sleep_ms; /* the next step is due after the sleep */
-		o->result = fw->last ? fw->output : NULL;
-		return;
-	case PD_FLOW_PARK:
-		fw->kind = PD_FLOW_WRITE_PARK;
-		fw->signal = p->s->signal;
-		fw->wait_ms = p->s->wait_ms;
-		o->kind = PD_VERDICT_RELEASE;
-		o->outcome = pd_exit_class_name(PD_EXIT_DRAINED);
-		return;
-	case PD_FLOW_FINISH:
-		o->result = p->output.data;
-		return;
-	case PD_FLOW_FAIL:
-		fw->kind = p->unpark ? PD_FLOW_WRITE_UNPARK : PD_FLOW_WRITE_NONE;
-		o->kind = PD_VERDICT_DEAD;
-		o->outcome = pd_exit_class_name(PD_EXIT_TERMINAL);
-		o->error = o->dead_reason = p->reason.data;
-		return;
-	case PD_FLOW_RETRY:
-		o->error = p->reason.data; /* the exit (PD_EXIT_FAILED) made it a retry */
-		return;
-	}
-}
-
-/*
- * The outcome of finished job f (DESIGN.md, the handler contract).
- * Strings point into f: valid until it is released.
- */
-static void outcome_of(struct worker *w, struct finished *f, struct pd_job_outcome *x)
-{
-	struct pd_pool_exit *ex = &f->exit;
-	struct pd_outcome *o = &x->o;
-
-	memset(x, 0, sizeof(*x));
-	x->id = f->job.id;
-	x->token = f->job.token;
-	o->started_ago_ms = -1;
-	o->exit_code = ex->exit_code;
-	o->signal = ex->signal;
-	o->outcome = pd_exit_class_name(ex->cls);
-	o->stderr_tail = ex->tail.len && f->fate != WRITE_REFUSED ? ex->tail.data : NULL;
-	o->error = ex->error.len ? ex->error.data : NULL;
-	o->kind = pd_exit_verdict(ex->cls);
-	switch (o->kind) {
-	case PD_VERDICT_DONE:
-		o->result = ex->out.len ? ex->out.data : NULL; /* judge_result settled it */
-		o->result_is_text = f->out_is_text;
-		o->result_truncated = ex->out_truncated;
-		break;
-	case PD_VERDICT_RETRY:
-		o->backoff_ms = pd_backoff_ms(&w->d.rng, w->cfg->retry.base_ms,
-					      w->cfg->retry.cap_ms, f->job.attempt);
-		break;
-	case PD_VERDICT_DEAD:
-		o->dead_reason = ex->cls == PD_EXIT_CANNOT_RUN ? o->error
-				 : f->stream		       ? "terminal error"
-							       : "terminal exit code";
-		break;
-	case PD_VERDICT_RELEASE:
-		break;
-	}
-	if (f->plan && f->fate != WRITE_REFUSED)
-		flow_outcome(f, x);
-}
-
-static void log_outcome(const struct pd_claimed *j, const struct pd_job_outcome *x)
-{
-	const struct pd_flow_write *fw = &x->o.flow;
-	char q[300], name[160], step[200] = "";
-
-	if (fw->run > 0) /* a workflow job: which run, and the step it was at */
-		snprintf(step, sizeof(step), " run=%lld step=%s", fw->run,
-			 fw->step_name ? pd_log_quote(name, sizeof(name), fw->step_name) : "-");
-	if (!x->applied) {
-		pd_log(PD_LOG_WARN, "fenced: the lease was taken over, outcome not written",
-		       "job=%lld attempt=%d outcome=%s%s", j->id, j->attempt, x->o.outcome, step);
-		return;
-	}
-	pd_log(PD_LOG_INFO, "job done", "job=%lld attempt=%d outcome=%s state=%s%s%s%s", j->id,
-	       j->attempt, x->o.outcome, x->state, step, x->o.error ? " error=" : "",
-	       x->o.error ? pd_log_quote(q, sizeof(q), x->o.error) : "");
-}
-
-/*
- * The leases to heartbeat: runs in RUNNING slots, and in STOPPING ones not
- * stopped for a lost lease; stream jobs in flight whose lease is not known
- * lost. A handler that has already exited is left out: its outcome is on
- * its way, and that write goes through the fence (and is counted if fenced)
- * rather than being dropped as a lost lease.
- */
-static int holds_lease(const struct worker *w, int i)
-{
-	const struct pd_pool_slot *s = &w->pool.slots[i];
-
-	switch (w->runs[i].kind) {
-	case RUN_FREE:
-		return 0;
-	case RUN_STREAM:
-		return !w->runs[i].lost;
-	case RUN_PROCESS:
-		break;
-	}
-	if (s->proc.reaped)
-		return 0;
-	return s->state == PD_SLOT_RUNNING ||
-	       (s->state == PD_SLOT_STOPPING && s->stop != PD_STOP_LEASE_LOST);
-}
-
-/*
- * When run i's start is to be written (pd_now_us), or -1: not to be. A
- * handler process's at once; a stream job's once it has been in flight for
- * a round trip, since most are answered sooner and their outcome records
- * the start too, in the same write.
- */
-static long long start_due(const struct worker *w, int i)
-{
-	const struct run *r = &w->runs[i];
-
-	if (r->kind == RUN_FREE || r->started != START_TO_SEND || r->lost)
-		return -1;
-	return r->kind == RUN_STREAM ? r->since_us + w->rtt_us : r->since_us;
-}
-
-static int want_claim(const struct worker *w, long long now)
-{
-	if (w->d.phase != PD_DAEMON_SERVING)
-		return 0;
-	if (!w->d.wake && now < w->next_claim && (w->next_due < 0 || now < w->next_due))
-		return 0;
-	return 1;
-}
-
-/* The release of ready job k, which never started: given back, the attempt refunded. */
-static void ready_release(const struct pd_claimed *j, struct pd_job_outcome *x)
-{
-	memset(x, 0, sizeof(*x));
-	x->id = j->id;
-	x->token = j->token;
-	x->o.kind = PD_VERDICT_RELEASE;
-	x->o.outcome = pd_exit_class_name(PD_EXIT_DRAINED);
-	x->o.started_ago_ms = -1;
-	x->o.exit_code = -1;
-}
-
-static void batch_free(struct batch *b)
-{
-	free(b->outs);
-	free(b->out_fin);
-	free(b->lost_fin);
-	free(b->ids);
-	free(b->s.held);
-	free(b);
-}
-
-/* The batch in flight failed: its start records go in the next one. */
-static void batch_failed(struct worker *w)
-{
-	for (int i = 0; i < w->pool.size; i++)
-		if (w->runs[i].started == START_IN_FLIGHT)
-			w->runs[i].started = START_TO_SEND;
-	for (int k = 0; k < w->nfin; k++) {
-		w->fin[k].sending = 0;
-		if (w->fin[k].started == START_IN_FLIGHT)
-			w->fin[k].started = START_TO_SEND;
-	}
-	batch_free(w->flight);
-	w->flight = NULL;
-}
-
-/* Drop the finished jobs whose outcomes will not be written (WRITE_DROP). */
-static void fin_drop(struct worker *w)
-{
-	int k = 0;
-
-	for (int i = 0; i < w->nfin; i++) {
-		if (w->fin[i].fate == WRITE_DROP) {
-			job_clear(&w->fin[i].job);
-			pd_pool_exit_release(&w->fin[i].exit);
-			plan_free(&w->fin[i].plan);
-			continue;
-		}
-		w->fin[k++] = w->fin[i];
-	}
-	w->nfin = k;
-}
-
-/*
- * The batch in flight failed with e. When the database refused its data
- * (SQLSTATE class 22 data exception, 23 integrity, 54 program limit: an
- * outcome it cannot store that judge_result let through) and it carried
- * outcomes, the worker goes on: each outcome goes again in a round trip of
- * its own; one refused alone is written as a retryable failure whose reason
- * is the database's message, without result, stderr or workflow write; one
- * refused even so is not written (its lease expires and the reaper gives it
- * back). Returns 1 when so (the batch is dropped, e stays to be cleared),
- * 0 when e stands.
- */
-static int batch_refused(struct worker *w, const struct pd_err *e)
-{
-	static const char prefix[] = "database error: ";
-	struct batch *b = w->flight;
-	const char *why = e->msg;
-	int nout = 0, last = -1;
-	char q[600];
-
-	if (e->code == PD_EX_UNAVAILABLE ||
-	    (strncmp(e->sqlstate, "22", 2) != 0 && strncmp(e->sqlstate, "23", 2) != 0 &&
-	     strncmp(e->sqlstate, "54", 2) != 0))
-		return 0;
-	for (int k = 0; k < b->s.noutcomes; k++) {
-		if (b->out_fin[k] >= 0) {
-			nout++;
-			last = b->out_fin[k];
-		}
-	}
-	if (nout == 0)
-		return 0;
-	if (strncmp(why, prefix, sizeof(prefix) - 1) == 0)
-		why += sizeof(prefix) - 1;
-	pd_log_quote(q, sizeof(q), why);
-	if (nout > 1) {
-		pd_log(PD_LOG_WARN,
-		       "the database refused a batch: its outcomes go again one at a time",
-		       "outcomes=%d sqlstate=%s error=%s", nout, e->sqlstate, q);
-		for (int k = 0; k < b->s.noutcomes; k++)
-			if (b->out_fin[k] >= 0)
-				w->fin[b->out_fin[k]].fate = WRITE_ALONE;
-	} else if (w->fin[last].fate == WRITE_REFUSED) {
-		w->fin[last].fate = WRITE_DROP;
-		pd_log(PD_LOG_ERROR,
-		       "the database refused a job's outcome even as a failure: not written, "
-		       "the lease will expire",
-		       "job=%lld attempt=%d sqlstate=%s error=%s", w->fin[last].job.id,
-		       w->fin[last].job.attempt, e->sqlstate, q);
-	} else {
-		struct finished *f = &w->fin[last];
-
-		pd_log(PD_LOG_WARN, "the database refused a job's outcome: written as a failure",
-		       "job=%lld attempt=%d sqlstate=%s error=%s", f->job.id, f->job.attempt,
-		       e->sqlstate, q);
-		f->fate = WRITE_REFUSED;
-		f->exit.cls = PD_EXIT_FAILED;
-		pd_buf_reset(&f->exit.error);
-		pd_buf_printf(&f->exit.error, "outcome cannot be stored: %s", why);
-	}
-	batch_failed(w);
-	fin_drop(w);
-	w->d.wake = 1;
-	return 1;
-}
-
-/*
- * Send what is ready to be written: start records, outcomes (and the release
- * of the ready jobs once the worker no longer serves), lease_lost records,
- * the heartbeat when due, and a claim. Nothing to send: no batch.
- */
-static int batch_send(struct worker *w, long long now, struct pd_err *e)
-{
-	int size = w->pool.size, cap = size + w->nready + w->nfin, nout = 0, nlost = 0, nbeat = 0;
-	int nstart = 0, free_now, depth;
-	struct batch *b = pd_xcalloc(1, sizeof(*b));
-	struct pd_jobs_sync *s = &b->s;
-	long long *lost_ids, *lost_tokens, *lost_attempts, *lost_ago, *beat_ids, *beat_tokens;
-	long long *start_ids, *start_tokens;
-	size_t bytes = 0;
-	long long now_us = pd_now_us();
-	int alone = 0; /* a refused batch's outcomes are being sent one at a time */
-
-	for (int k = 0; k < w->nfin && !alone; k++)
-		alone = w->fin[k].fate != WRITE_BATCHED;
-
-	b->outs = pd_xcalloc((size_t)cap, sizeof(*b->outs));
-	b->out_fin = pd_xcalloc((size_t)cap, sizeof(int));
-	b->lost_fin = pd_xcalloc((size_t)cap, sizeof(int));
-	b->ids = pd_xcalloc((size_t)cap * 8, sizeof(long long));
-	s->held = pd_xcalloc((size_t)cap, sizeof(int));
-	lost_ids = b->ids, lost_tokens = b->ids + cap, beat_ids = b->ids + 2 * cap;
-	beat_tokens = b->ids + 3 * cap, start_ids = b->ids + 4 * cap;
-	start_tokens = b->ids + 5 * cap, lost_attempts = b->ids + 6 * cap;
-	lost_ago = b->ids + 7 * cap;
-	for (int i = 0; i < size; i++) {
-		long long due = start_due(w, i);
-
-		if (due >= 0 && due <= now_us) {
-			start_ids[nstart] = w->runs[i].job.id;
-			start_tokens[nstart++] = w->runs[i].job.token;
-			w->runs[i].started = START_IN_FLIGHT;
-		}
-	}
-	for (int k = 0; k < w->nfin; k++) {
-		struct finished *f = &w->fin[k];
-
-		long long ago_ms;
-
-		if (bytes > MAX_BATCH_BYTES || (alone && nout + nlost > 0))
-			break; /* the rest in the next batch */
-		if (alone && f->fate == WRITE_BATCHED)
-			continue;
-		f->sending = 1;
-		ago_ms = (now_us - f->exit.started_us) / 1000; /* since its handler started */
-		if (f->exit.cls == PD_EXIT_LEASE_LOST) {
-			/* the job row gets nothing, its start neither: lease_lost only */
-			if (f->started == START_TO_SEND)
-				f->started = START_IN_FLIGHT;
-			lost_ids[nlost] = f->job.id;
-			lost_tokens[nlost] = f->job.token;
-			lost_attempts[nlost] = f->job.attempt;
-			lost_ago[nlost] = ago_ms;
-			b->lost_fin[nlost++] = k;
-			continue;
-		}
-		outcome_of(w, f, &b->outs[nout]);
-		if (f->started == START_TO_SEND) {
-			/* over before its start was written: the outcome records both */
-			b->outs[nout].o.started_ago_ms = ago_ms;
-			f->started = START_IN_FLIGHT;
-		}
-		bytes += f->exit.out.len + f->exit.tail.len + 256;
-		b->out_fin[nout++] = k;
-	}
-	if (w->d.phase != PD_DAEMON_SERVING && !alone) {
-		for (int k = 0; k < w->nready; k++) {
-			ready_release(&w->ready[k].job, &b->outs[nout]);
-			b->out_fin[nout++] = -1;
-			b->nrel++;
-		}
-	}
-	s->beat = now >= w->next_beat;
-	if (s->beat) {
-		for (int i = 0; i < size; i++) {
-			if (!holds_lease(w, i))
-				continue;
-			beat_ids[nbeat] = w->runs[i].job.id;
-			beat_tokens[nbeat++] = w->runs[i].job.token;
-		}
-		for (int k = 0; k < w->nready && b->nrel == 0; k++) {
-			beat_ids[nbeat] = w->ready[k].job.id;
-			beat_tokens[nbeat++] = w->ready[k].job.token;
-		}
-	}
-	/* The runs free now, less the ready jobs waiting for them. */
-	free_now = runs_free(w) - w->nready;
-	depth = prefetch_depth(w);
-	if (!alone && want_claim(w, now) && free_now + depth > 0) {
-		s->claim = free_now + depth;
-		if (s->claim > w->cfg->engine.batch)
-			s->claim = (int)w->cfg->engine.batch;
-		s->claim_start = depth == 0 && w->nready == 0;
-	}
-	if (nstart + nout + nlost == 0 && !s->beat && s->claim == 0) {
-		batch_free(b);
-		return 0;
-	}
-	s->start_ids = start_ids;
-	s->start_tokens = start_tokens;
-	s->nstart = nstart;
-	s->outcomes = b->outs;
-	s->noutcomes = nout;
-	s->lost_ids = lost_ids;
-	s->lost_tokens = lost_tokens;
-	s->lost_attempts = lost_attempts;
-	s->lost_ago_ms = lost_ago;
-	s->nlost = nlost;
-	s->beat_ids = beat_ids;
-	s->beat_tokens = beat_tokens;
-	s->nbeat = nbeat;
-	s->worker = w->d.id;
-	s->lease_ms = w->cfg->lease_ms;
-	s->queues = w->cfg->queues;
-	s->nqueues = w->cfg->nqueues;
-	s->types = w->types;
-	s->ntypes = w->ntypes;
-	b->sent_us = pd_now_us();
-	b->sent_ms = now;
-	w->flight = b;
-	if (s->claim > 0) {
-		w->d.wake = 0;
-		w->next_claim = now + w->cfg->engine.poll_ms;
-	}
-	if (s->beat)
-		w->next_beat = now + w->cfg->heartbeat_ms;
-	if (pd_jobs_sync_send(w->d.db, s, e) < 0) {
-		batch_failed(w);
-		w->d.wake = 1;
-		return pd_daemon_db_failed(&w->d, e);
-	}
-	return 0;
-}
-
-/*
- * The lease of token t is lost: stop the handler holding it, or abandon the
- * stream job (its answer will be dropped), or drop the ready job.
- */
-static void lease_lost(struct worker *w, long long id, long long t)
-{
-	for (int i = 0; i < w->pool.size; i++) {
-		struct run *r = &w->runs[i];
-
-		if (r->kind == RUN_FREE || r->job.token != t)
-			continue;
-		if (r->kind == RUN_STREAM) {
-			pd_log(PD_LOG_WARN,
-			       "lease lost: the stream handler's answer will be dropped",
-			       "job=%lld attempt=%d", id, r->job.attempt);
-			r->lost = 1;
-			pd_stream_abandon(&w->streams[r->stream], i);
-			return;
-		}
-		pd_log(PD_LOG_WARN, "lease lost: stopping the handler", "job=%lld attempt=%d", id,
-		       r->job.attempt);
-		pd_pool_stop(&w->pool, i, PD_STOP_LEASE_LOST);
-		return;
-	}
-	for (int k = 0; k < w->nready; k++) {
-		if (w->ready[k].job.token != t)
-			continue;
-		pd_log(PD_LOG_WARN, "lease lost: a ready job dropped before it started",
-		       "job=%lld attempt=%d", id, w->ready[k].job.attempt);
-		ready_drop(w, k);
-		return;
-	}
-}
-
-/* The batch in flight is in: log, free its slots, take what it claimed. */
-static void batch_done(struct worker *w)
-{
-	struct batch *b = w->flight;
-	struct pd_jobs_sync *s = &b->s;
-
-	w->flight = NULL;
-	pd_log(PD_LOG_DEBUG, "batch written",
-	       "starts=%d outcomes=%d lost=%d beat=%d claim=%d claimed=%d rtt_us=%lld "
-	       "avg_rtt_us=%lld avg_run_us=%lld ready=%d",
-	       s->nstart, s->noutcomes, s->nlost, s->beat, s->claim, s->nclaimed,
-	       pd_now_us() - b->sent_us, w->rtt_us, w->run_us, w->nready);
-	if (s->claim > 0)
-		average(&w->rtt_us, pd_now_us() - b->sent_us);
-	for (int i = 0; i < w->pool.size; i++)
-		if (w->runs[i].started == START_IN_FLIGHT)
-			w->runs[i].started = START_RECORDED;
-	for (int k = 0; k < w->nfin; k++)
-		if (w->fin[k].started == START_IN_FLIGHT)
-			w->fin[k].started = START_RECORDED;
-	if (s->claim > 0) {
-		w->d.wake = w->d.wake || s->nclaimed == s->claim; /* there may be more */
-		if (w->next_due >= 0 && w->next_due <= b->sent_ms)
-			w->next_due = -1;
-	}
-	for (int k = 0; k < s->noutcomes; k++) {
-		struct pd_job_outcome *x = &b->outs[k];
-
-		if (b->out_fin[k] < 0)
-			continue; /* a ready job released */
-		log_outcome(&w->fin[b->out_fin[k]].job, x);
-		if (x->applied && x->due_in_ms >= 0) {
-			long long due = pd_now_ms() + x->due_in_ms;
-
-			w->next_due = w->next_due < 0 || due < w->next_due ? due : w->next_due;
-		}
-	}
-	for (int k = 0; k < s->nlost; k++) {
-		const struct finished *f = &w->fin[b->lost_fin[k]];
-
-		pd_log(PD_LOG_WARN,
-		       f->stream ? "lease lost: the answer dropped, nothing written"
-				 : "lease lost: handler stopped, nothing written",
-		       "job=%lld attempt=%d", f->job.id, f->job.attempt);
-	}
-	fin_written(w);
-	/* Idle: the claim found nothing after every outcome so far was written. */
-	if (s->claim > 0) {
-		w->d.idle = s->nclaimed == 0 && w->nready == 0 && w->nfin == 0;
-		/* with nothing running either, poll less often (woken by notifications) */
-		w->poll_ms = pd_idle_poll(w->poll_ms, w->cfg->engine.poll_ms,
-					  w->d.idle && runs_free(w) == w->pool.size);
-		w->next_claim = b->sent_ms + w->poll_ms;
-	}
-	for (int k = 0; k < s->nbeat; k++)
-		if (!s->held[k])
-			lease_lost(w, s->beat_ids[k], s->beat_tokens[k]);
-	if (b->nrel > 0) {
-		pd_log(PD_LOG_INFO, "ready jobs released", "jobs=%d", b->nrel);
-		for (int k = 0; k < b->nrel && w->nready > 0; k++)
-			ready_drop(w, 0);
-	}
-	for (int k = 0; k < s->nclaimed; k++) {
-		struct held r;
-
-		hold(w, &r, &s->claimed[k]);
-		if (needs_no_run(&r)) {
-			finish_now(w, &r);
-			continue;
-		}
-		if (s->claim_start && w->d.phase == PD_DAEMON_SERVING && run_free(w) >= 0 &&
-		    can_start(w, &r)) {
-			start_job(w, &r, START_RECORDED);
-			continue;
-		}
-		/* Held until a run is free; released if the worker stops serving. */
-		ready_add(w, &r);
-	}
-	free(s->claimed); /* the strings now belong to the slots and the ready jobs */
-	if (s->noutcomes > 0 || s->nlost > 0)
-		w->d.wake = 1; /* slots came free */
-	batch_free(b);
-}
-
-static int register_row(struct pd_daemon *d, int first, struct pd_err *e);
-
-/* The workers row again after a reload (queues, job types): nothing in flight. */
-static int reregister(struct worker *w, struct pd_err *e)
-{
-	if (register_row(&w->d, 0, e) < 0)
-		return pd_daemon_db_failed(&w->d, e);
-	return 0;
-}
-
-/*
- * The worker's part of a pass: start ready jobs in free slots, collect the
- * batch in flight if its results are in, and send the next one.
- */
-/* The reap pass or the program's periodic work (ext) is due. */
-static int side_due(const struct worker *w, long long now)
-{
-	if (w->cfg->reap && now >= w->next_reap)
-		return 1;
-	return w->cfg->ext && w->d.phase == PD_DAEMON_SERVING && now >= w->next_ext;
-}
-
-static int sync_db(struct worker *w, long long now, struct pd_err *e)
-{
-	/*
-	 * Before a heartbeat, the answers stream handlers have written already
-	 * (a worker resumed after SIGSTOP): those jobs are over, and their
-	 * outcomes go through the fence rather than being dropped as lost leases.
-	 */
-	if (now >= w->next_beat)
-		for (int k = 0; k < w->nstreams; k++)
-			pd_stream_read(&w->streams[k]);
-	harvest(w);
-	start_ready(w);
-	if (w->flight) {
-		int rc = pd_jobs_sync_collect(w->d.db, &w->flight->s, e);
-
-		if (rc == 0)
-			return 0;
-		if (rc < 0 && batch_refused(w, e)) {
-			pd_err_clear(e);
-			return 0;
-		}
-		if (rc < 0) {
-			batch_failed(w);
-			w->d.wake = 1;
-			return pd_daemon_db_failed(&w->d, e);
-		}
-		batch_done(w);
-	}
-	if (w->reregister && reregister(w, e) < 0)
-		return -1;
-	/*
-	 * The reap pass and the program's periodic work need the connection
-	 * without a batch in flight: when one is due, this pass sends nothing
-	 * (on_tick runs it, and the next pass sends). Otherwise, with round trips
-	 * as long as the poll interval, a batch would always be in flight and
-	 * they would never run.
-	 */
-	if (side_due(w, now)) {
-		start_ready(w);
-		return 0;
-	}
-	/* Send first: the database works on it while the handlers are started. */
-	if (batch_send(w, now, e) < 0)
-		return -1;
-	start_ready(w);
-	return 0;
-}
-
-/* Wait for the batch in flight and take its results. */
-static int flight_wait(struct worker *w, struct pd_err *e)
-{
-	if (pd_jobs_sync_wait(w->d.db, &w->flight->s, e) < 0) {
-		if (batch_refused(w, e)) {
-			pd_err_clear(e);
-			return 0;
-		}
-		batch_failed(w);
-		return -1;
-	}
-	batch_done(w);
-	return 0;
-}
-
-/*
- * The last writes before the worker exits (the phase is past SERVING: no
- * claim): the batch in flight, then the outcomes of the handlers the drain
- * stopped and the release of the ready jobs.
- */
-static void sync_final(struct worker *w)
-{
-	struct pd_err e = PD_ERR_INIT;
-	int rounds = 4 + 3 * w->nfin; /* a refused batch's outcomes go one at a time */
-
-	for (int round = 0; round < rounds && pd_daemon_up(&w->d); round++) {
-		if (w->flight == NULL && batch_send(w, pd_now_ms(), &e) < 0)
-			break;
-		if (w->flight == NULL || flight_wait(w, &e) < 0)
-			break;
-	}
-	pd_err_clear(&e);
-}
-
-static int reap_pass(struct worker *w, long long now, struct pd_err *e)
-{
-	int requeued, dead;
-	long long next_ms;
-
-	if (pd_reap_pass(w->d.db, &w->cfg->retention, &w->next_prune, &next_ms, &requeued, &dead,
-			 e) < 0)
-		return pd_daemon_db_failed(&w->d, e);
-	if (requeued || dead)
-		pd_log(PD_LOG_INFO, "expired leases given back", "requeued=%d dead=%d", requeued,
-		       dead);
-	/*
-	 * Next when the earliest lease expires (a little after, so that it has;
-	 * not sooner than 50 ms), or a lease from now when nothing is leased (a
-	 * lease this worker claims meanwhile expires later than that), and at
-	 * the latest when the prune is due (soon while rows are left).
-	 */
-	w->next_reap = now + w->cfg->lease_ms;
-	if (next_ms >= 0 && now + next_ms + 10 < w->next_reap)
-		w->next_reap = now + (next_ms + 10 > 50 ? next_ms + 10 : 50);
-	if (w->next_prune < w->next_reap)
-		w->next_reap = w->next_prune > now ? w->next_prune : now + 100;
-	return 0;
-}
-
-/* The workers row (also again after a reload, on the same session). */
-static int register_row(struct pd_daemon *d, int first, struct pd_err *e)
-{
-	static const char *any[] = {"*"};
-	struct worker *w = d->ctx;
-
-	(void)first;
-	if (w->flight)
-		batch_failed(w); /* sent on the old connection: its start records go again */
-	w->reregister = 0;
-	if (pd_worker_register(d->db, w->d.id, w->d.host, (int)getpid(), w->cfg->queues,
-			       w->cfg->nqueues, w->types ? w->types : any, w->types ? w->ntypes : 1,
-			       (int)w->cfg->engine.concurrency, w->cfg->lease_ms, e) < 0)
-		return -1;
-	return 0;
-}
-
-/*
- * After a reconnect, the jobs leased to this worker (its id is the same on
- * every session) under a token it does not hold, in a run, the ready jobs
- * or an outcome still to write: a claim whose reply the lost connection
- * took. Given back now (pd_jobs_release_unheld) rather than at the lease's
- * expiry.
- */
-static int release_unheld(struct worker *w, struct pd_err *e)
-{
-	long long *t = pd_xcalloc((size_t)(w->pool.size + w->nready + w->nfin) + 1, sizeof(*t));
-	int n = 0, released, rc;
-
-	for (int i = 0; i < w->pool.size; i++)
-		if (w->runs[i].kind != RUN_FREE)
-			t[n++] = w->runs[i].job.token;
-	for (int k = 0; k < w->nready; k++)
-		t[n++] = w->ready[k].job.token;
-	for (int k = 0; k < w->nfin; k++)
-		t[n++] = w->fin[k].job.token;
-	rc = pd_jobs_release_unheld(w->d.db, w->d.id, t, n, &released, e);
-	free(t);
-	if (rc < 0 && e->code != PD_EX_UNAVAILABLE) {
-		char q[600];
-
-		/* not fatal: those leases expire, and the reap pass gives them back */
-		pd_log(PD_LOG_ERROR, "could not give back the leases not held", "error=%s",
-		       pd_log_quote(q, sizeof(q), e->msg));
-		pd_err_clear(e);
-		return 0;
-	}
-	return rc;
-}
-
 /*
  * A new session: the program's hook, the workers row, and after a
  * reconnect the leases it does not hold.
@@ -1461,15 +114,15 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 
 	if (w->cfg->ext && w->cfg->ext->connect)
 		w->cfg->ext->connect(w->cfg->ext);
-	if (register_row(d, first, e) < 0)
+	if (pd_worksync_register(d, first, e) < 0)
 		return -1;
-	return first ? 0 : release_unheld(w, e);
+	return first ? 0 : pd_worksync_release_unheld(w, e);
 }
 
 /* Runs in use: jobs in flight. */
 static int runs_busy(const struct worker *w)
 {
-	return w->pool.size - runs_free(w);
+	return w->pool.size - pd_holdings_nfree(&w->hs);
 }
 
 /*
@@ -1485,7 +138,7 @@ static void streams_pass(struct worker *w)
 {
 	int quit = w->d.phase == PD_DAEMON_STOPPING;
 	int calm = w->d.phase == PD_DAEMON_DRAINING ||
-		   (w->d.until_idle && w->d.idle && w->nready == 0 && w->nfin == 0);
+		   (w->d.until_idle && w->d.idle && w->hs.nready == 0 && w->hs.nfin == 0);
 
 	for (int k = 0; k < w->nstreams; k++) {
 		struct pd_stream *s = &w->streams[k];
@@ -1500,20 +153,6 @@ static void streams_pass(struct worker *w)
 	}
 }
 
-/* The program's periodic work (struct pd_worker_ext), between batches. */
-static int ext_pass(struct worker *w, long long now, struct pd_err *e)
-{
-	struct pd_worker_ext *x = w->cfg->ext;
-
-	x->next_ms = 0;
-	if (x->period && x->period(x, w->d.db, e) < 0) {
-		w->next_ext = now + x->period_ms;
-		return pd_daemon_db_failed(&w->d, e);
-	}
-	w->next_ext = now + (x->next_ms > 0 ? x->next_ms : x->period_ms);
-	return 0;
-}
-
 static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 {
 	struct worker *w = d->ctx;
@@ -1523,30 +162,15 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 	for (int k = 0; k < w->nstreams; k++)
 		pd_stream_tick(&w->streams[k], now);
 	if (pd_daemon_up(d)) {
-		rc = sync_db(w, now, e);
-		if (rc == 0 && pd_daemon_up(d) && w->flight == NULL && w->cfg->reap &&
-		    now >= w->next_reap)
-			rc = reap_pass(w, now, e);
-		if (rc == 0 && pd_daemon_up(d) && w->flight == NULL && w->cfg->ext &&
+		rc = pd_worksync_pass(w, now, e);
+		if (rc == 0 && pd_daemon_up(d) && !w->flight && w->cfg->reap && now >= w->next_reap)
+			rc = pd_worksync_reap(w, now, e);
+		if (rc == 0 && pd_daemon_up(d) && !w->flight && w->cfg->ext &&
 		    d->phase == PD_DAEMON_SERVING && now >= w->next_ext)
-			rc = ext_pass(w, now, e);
+			rc = pd_worksync_ext(w, now, e);
 	}
 	streams_pass(w);
 	return rc;
-}
-
-/* When the next start record is due (pd_now_us), or -1. */
-static long long starts_due(const struct worker *w)
-{
-	long long t = -1;
-
-	for (int i = 0; i < w->pool.size; i++) {
-		long long due = start_due(w, i);
-
-		if (due >= 0 && (t < 0 || due < t))
-			t = due;
-	}
-	return t;
 }
 
 static int streams_outcomes(const struct worker *w)
@@ -1566,19 +190,19 @@ static long long deadline(struct pd_daemon *d)
 		t = pd_deadline_min(t, pd_stream_deadline(&w->streams[k]));
 	if (!pd_daemon_up(d))
 		return t;
-	if (startable(w))
+	if (pd_worksync_startable(w))
 		return now; /* started at once */
 	if (w->flight)
 		return t; /* its results wake the loop */
-	start = starts_due(w);
-	if (pd_pool_count(&w->pool, PD_SLOT_DONE) > 0 || streams_outcomes(w) || fin_unsent(w) ||
-	    (start >= 0 && start <= pd_now_us()) ||
-	    (w->nready > 0 && w->d.phase != PD_DAEMON_SERVING) ||
-	    (w->d.wake && w->d.phase == PD_DAEMON_SERVING && run_free(w) >= 0))
+	start = pd_worksync_starts_due(w);
+	if (pd_pool_count(&w->pool, PD_SLOT_DONE) > 0 || streams_outcomes(w) ||
+	    pd_holdings_unsent(&w->hs) || (start >= 0 && start <= pd_now_us()) ||
+	    (w->hs.nready > 0 && w->d.phase != PD_DAEMON_SERVING) ||
+	    (w->d.wake && w->d.phase == PD_DAEMON_SERVING && pd_holdings_free_run(&w->hs) >= 0))
 		return now; /* written, released or claimed at once */
 	if (start >= 0)
 		t = pd_deadline_min(t, (start + 999) / 1000);
-	if (runs_busy(w) > 0 || w->nready > 0)
+	if (runs_busy(w) > 0 || w->hs.nready > 0)
 		t = pd_deadline_min(t, w->next_beat);
 	if (w->d.phase == PD_DAEMON_SERVING) {
 		t = pd_deadline_min(t, w->next_claim);
@@ -1668,12 +292,12 @@ static void on_stop(struct pd_daemon *d, int sig, int count)
 static void status(struct pd_daemon *d, struct pd_buf *b)
 {
 	struct worker *w = d->ctx;
-	int running = w->pool.size - runs_free(w);
+	int running = runs_busy(w);
 
-	if (running == 0 && w->nready == 0)
+	if (running == 0 && w->hs.nready == 0)
 		pd_buf_puts(b, "idle");
 	else
-		pd_buf_printf(b, "running %d of %d, %d ready", running, w->pool.size, w->nready);
+		pd_buf_printf(b, "running %d of %d, %d ready", running, w->pool.size, w->hs.nready);
 }
 static void on_reload(struct pd_daemon *d);
 
@@ -1710,8 +334,8 @@ static int stream_free(const struct worker *w, int k)
 
 	if (pd_stream_live(s) || pd_stream_inflight(s) > 0 || pd_stream_outcomes(s) > 0)
 		return 0;
-	for (int i = 0; i < w->nready; i++)
-		if (w->ready[i].stream == k)
+	for (int i = 0; i < w->hs.nready; i++)
+		if (w->hs.ready[i].stream == k)
 			return 0;
 	return 1;
 }
@@ -1782,9 +406,11 @@ static int streams_map(struct worker *w, struct pd_err *e)
 /* The stream slots, and the current stream handlers' streams. */
 static int streams_init(struct worker *w, struct pd_err *e)
 {
-	w->stream_env = stream_env(w->d.id);
+	w->stream_env = pd_jobrun_stream_env(w->d.id);
 	w->streams = pd_xcalloc(MAX_STREAMS, sizeof(*w->streams));
 	w->stream_old = pd_xcalloc(MAX_STREAMS, 1);
+	w->hs.streams = w->streams;
+	w->hs.worker = w->d.id;
 	w->pool.adopt = adopt;
 	w->pool.adopt_ctx = w;
 	w->d.maxfds = PD_PROC_MAX_FDS * MAX_STREAMS;
@@ -1835,8 +461,8 @@ static void claim_types(struct worker *w)
 /* Ready jobs (claimed ahead, not started) take the new handler for their type, if any. */
 static void ready_rehold(struct worker *w)
 {
-	for (int k = 0; k < w->nready; k++) {
-		struct held *r = &w->ready[k];
+	for (int k = 0; k < w->hs.nready; k++) {
+		struct pd_hold *r = &w->hs.ready[k];
 		const struct pd_handler *h;
 
 		if (r->plan != NULL)
@@ -1929,7 +555,8 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	claim_types(&w);
 	pd_pool_init(&w.pool, (int)cfg->engine.concurrency, (size_t)cfg->result_limit,
 		     cfg->engine.grace_ms, "handler stderr");
-	w.runs = pd_xcalloc((size_t)cfg->engine.concurrency, sizeof(*w.runs));
+	pd_holdings_init(&w.hs, (int)cfg->engine.concurrency);
+	w.hs.pool = &w.pool;
 	pd_daemon_init(&w.d, &worker_ops, db, &w, &w.pool, &cfg->engine);
 	rc = pd_daemon_open(&w.d, e);
 	if (rc == 0) {
@@ -1944,7 +571,7 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 
 			w.d.phase = PD_DAEMON_STOPPING; /* claims nothing more */
 			pd_pool_tick(&w.pool, pd_now_ms());
-			sync_final(&w);
+			pd_worksync_final(&w);
 			pd_worker_unregister(db, w.d.id, &ue);
 		}
 		pd_log(PD_LOG_INFO, "worker stopped", "worker=%s", w.d.id);
@@ -1952,28 +579,13 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	pd_daemon_close(&w.d);
 	for (int k = 0; k < w.nstreams; k++)
 		pd_stream_release(&w.streams[k]);
-	for (int i = 0; i < w.pool.size; i++) {
-		job_clear(&w.runs[i].job);
-		plan_free(&w.runs[i].plan);
-	}
-	while (w.nready > 0)
-		ready_drop(&w, w.nready - 1);
-	for (int k = 0; k < w.nfin; k++) {
-		job_clear(&w.fin[k].job);
-		pd_pool_exit_release(&w.fin[k].exit);
-		plan_free(&w.fin[k].plan);
-	}
-	free(w.fin);
-	if (w.flight)
-		batch_failed(&w);
+	pd_holdings_release(&w.hs);
+	pd_trip_release(&w.trip);
 	pd_pool_release(&w.pool);
-	free(w.runs);
-	free(w.ready);
 	free(w.streams);
 	free(w.stream_old);
 	free(w.stream_of);
-	env_free(w.stream_env);
-	pd_buf_release(&w.line);
+	pd_jobrun_env_free(w.stream_env);
 	claim_types_free(&w);
 	if (w.own) {
 		pd_worker_cfg_release(w.own);

@@ -39,6 +39,7 @@
 #include "db.h"
 #include "err.h"
 #include "jobs.h"
+#include "trip.h"
 #include "log.h"
 #include "proc.h"
 #include "sig.h"
@@ -338,8 +339,8 @@ struct racer {
 	struct pd_db db;
 	struct pd_claimed *job;
 	int njob;
-	struct pd_job_outcome out;
-	struct pd_jobs_sync s;
+	struct pd_trip_item item; /* out: its outcome */
+	struct pd_trip s;
 };
 
 /* Claim one race dependency on r's connection and make its success outcome. */
@@ -353,15 +354,17 @@ static int racer_claim(struct racer *r, const char *worker, struct pd_err *e)
 		return -1;
 	if (r->njob != 1)
 		return pd_errf(e, PD_EX_SOFTWARE, "claimed %d race jobs, not 1", r->njob);
-	memset(&r->out, 0, sizeof(r->out));
-	r->out.id = r->job->id;
-	r->out.token = r->job->token;
-	r->out.o.kind = PD_VERDICT_DONE;
-	r->out.o.outcome = "succeeded";
-	r->out.o.exit_code = 0;
-	r->out.o.started_ago_ms = -1;
+	memset(&r->item, 0, sizeof(r->item));
+	r->item.kind = PD_TRIP_OUTCOME;
+	r->item.id = r->item.out.id = r->job->id;
+	r->item.token = r->item.out.token = r->job->token;
+	r->item.out.o.kind = PD_VERDICT_DONE;
+	r->item.out.o.outcome = "succeeded";
+	r->item.out.o.exit_code = 0;
+	r->item.out.o.started_ago_ms = -1;
 	memset(&r->s, 0, sizeof(r->s));
-	r->s.outcomes = &r->out;
+	r->s.items = &r->item;
+	r->s.n = r->s.cap = 1;
 	r->s.noutcomes = 1;
 	r->s.worker = worker;
 	return 0;
@@ -375,7 +378,7 @@ static int exec_cmd(struct pd_db *db, const char *sql, struct pd_err *e)
 /*
  * unblock-race N: N times, jobs A1 and A2 (type race_dep, queue race) and B
  * after both; A1 and A2 claimed on two connections, and their successes
- * written by the worker's own outcome statement (pd_jobs_sync) on each, so
+ * written by the worker's own outcome statement (pd_jobs_sync_send) on each, so
  * that neither transaction has committed when the other's statement runs:
  * on even rounds both inside explicit transactions (the second's statement
  * sent while the first's is uncommitted, then the first committed: the
@@ -439,7 +442,7 @@ static int cmd_unblock_race(int argc, char **argv)
 			    pd_jobs_sync_wait(&r[1].db, &r[1].s, &e) < 0)
 				goto round_fail;
 		}
-		if (!r[0].out.applied || !r[1].out.applied) {
+		if (!r[0].item.out.applied || !r[1].item.out.applied) {
 			pd_errf(&e, PD_EX_SOFTWARE, "round %lld: an outcome was fenced off", i);
 			goto round_fail;
 		}

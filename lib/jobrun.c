@@ -1,0 +1,156 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "jobrun.h"
+#include "json.h"
+
+extern char **environ;
+
+static char *envvar(const char *k, const char *v)
+{
+	size_t n = strlen(k) + strlen(v) + 2;
+	char *s = pd_xmalloc(n);
+
+	snprintf(s, n, "%s=%s", k, v);
+	return s;
+}
+
+/*
+ * The worker's environment without the variables the handler contract sets
+ * (DESIGN.md), with room for extra more and the NULL; *k: how many are set.
+ */
+static char **env_base(size_t extra, size_t *k)
+{
+	static const char *ours[] = {"PD_JOB_ID",	   "PD_JOB_TYPE", "PD_QUEUE",
+				     "PD_TENANT",	   "PD_ATTEMPT",  "PD_MAX_ATTEMPTS",
+				     "PD_LEASE_TOKEN",	   "PD_RUN_AT",	  "PD_IDEMPOTENCY_KEY",
+				     "PD_REPLAY_COUNT",	   "TRACEPARENT", "PD_WORKER_ID",
+				     "PD_WORKFLOW_RUN_ID", "PD_WORKFLOW", "PD_STEP_NAME",
+				     "PD_STEP_INDEX",	   NULL};
+	size_t n = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = pd_xcalloc(n + extra + 1, sizeof(*env));
+	*k = 0;
+	for (size_t i = 0; i < n; i++) {
+		int skip = 0;
+
+		for (int o = 0; ours[o] && !skip; o++) {
+			size_t l = strlen(ours[o]);
+
+			skip = strncmp(environ[i], ours[o], l) == 0 && environ[i][l] == '=';
+		}
+		if (!skip)
+			env[(*k)++] = pd_xstrdup(environ[i]);
+	}
+	return env;
+}
+
+/* Set h's variables ("NAME=value") in env[0..*k), replacing the worker's of the same name. */
+static void handler_env(const struct pd_handler *h, char **env, size_t *k)
+{
+	for (int i = 0; h && h->env && h->env[i]; i++) {
+		size_t l = strcspn(h->env[i], "="), o = 0;
+
+		while (o < *k && !(strncmp(env[o], h->env[i], l) == 0 && env[o][l] == '='))
+			o++;
+		if (o == *k)
+			(*k)++;
+		else
+			free(env[o]);
+		env[o] = pd_xstrdup(h->env[i]);
+	}
+}
+
+char **pd_jobrun_env(const struct pd_claimed *j, const char *worker,
+		     const struct pd_flow_plan *plan, const struct pd_handler *h)
+{
+	size_t k, nh = 0;
+	char num[24], **env;
+
+	while (h && h->env && h->env[nh])
+		nh++;
+	env = env_base(19 + nh, &k);
+	handler_env(h, env, &k); /* first: a job's PD_* variable is never replaced */
+
+	snprintf(num, sizeof(num), "%lld", j->id);
+	env[k++] = envvar("PD_JOB_ID", num);
+	env[k++] = envvar("PD_JOB_TYPE", j->type);
+	env[k++] = envvar("PD_QUEUE", j->queue);
+	env[k++] = envvar("PD_TENANT", j->tenant);
+	snprintf(num, sizeof(num), "%d", j->attempt);
+	env[k++] = envvar("PD_ATTEMPT", num);
+	snprintf(num, sizeof(num), "%d", j->max_attempts);
+	env[k++] = envvar("PD_MAX_ATTEMPTS", num);
+	snprintf(num, sizeof(num), "%lld", j->token);
+	env[k++] = envvar("PD_LEASE_TOKEN", num);
+	env[k++] = envvar("PD_RUN_AT", j->run_at ? j->run_at : "");
+	if (j->idempotency_key)
+		env[k++] = envvar("PD_IDEMPOTENCY_KEY", j->idempotency_key);
+	snprintf(num, sizeof(num), "%d", j->replay_count);
+	env[k++] = envvar("PD_REPLAY_COUNT", num);
+	if (j->traceparent)
+		env[k++] = envvar("TRACEPARENT", j->traceparent);
+	env[k++] = envvar("PD_WORKER_ID", worker);
+	if (plan) {
+		snprintf(num, sizeof(num), "%lld", plan->run);
+		env[k++] = envvar("PD_WORKFLOW_RUN_ID", num);
+		env[k++] = envvar("PD_WORKFLOW", plan->def->name);
+		env[k++] = envvar("PD_STEP_NAME", plan->s->name);
+		snprintf(num, sizeof(num), "%d", plan->step);
+		env[k++] = envvar("PD_STEP_INDEX", num);
+	}
+	env[k] = NULL;
+	return env;
+}
+
+char **pd_jobrun_stream_env(const char *worker)
+{
+	size_t k;
+	char **env = env_base(1, &k);
+
+	env[k++] = envvar("PD_WORKER_ID", worker);
+	env[k] = NULL;
+	return env;
+}
+
+void pd_jobrun_env_free(char **env)
+{
+	for (char **e = env; e && *e; e++)
+		free(*e);
+	free(env);
+}
+
+void pd_jobrun_line(struct pd_buf *b, const struct pd_claimed *j)
+{
+	pd_buf_reset(b);
+	pd_buf_printf(b, "{\"id\":%lld,\"attempt\":%d,\"lease_token\":%lld,\"type\":", j->id,
+		      j->attempt, j->token);
+	pd_json_quote_or_null(b, j->type);
+	pd_json_member_str(b, "queue", j->queue);
+	pd_json_member_str(b, "tenant", j->tenant);
+	pd_json_member_str(b, "traceparent", j->traceparent);
+	pd_json_member_raw(b, "payload", j->payload);
+	pd_buf_printf(b, ",\"max_attempts\":%d,\"replay_count\":%d,\"run_at\":", j->max_attempts,
+		      j->replay_count);
+	pd_json_quote_or_null(b, j->run_at);
+	pd_json_member_str(b, "idempotency_key", j->idempotency_key);
+	pd_buf_putc(b, '}');
+}
+
+void pd_jobrun_clear(struct pd_claimed *j)
+{
+	free(j->type);
+	free(j->queue);
+	free(j->tenant);
+	free(j->payload);
+	free(j->run_at);
+	free(j->idempotency_key);
+	free(j->traceparent);
+	free(j->flow);
+	memset(j, 0, sizeof(*j));
+}

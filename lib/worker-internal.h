@@ -1,0 +1,95 @@
+/*
+ * worker-internal: what lib/worker.c (settings, reload, stream handlers,
+ * the loop's hooks) and lib/worksync.c (the round trips) share: the
+ * worker's state. Not for other modules.
+ */
+#ifndef PD_WORKER_INTERNAL_H
+#define PD_WORKER_INTERNAL_H
+
+#include "daemon.h"
+#include "hold.h"
+#include "pool.h"
+#include "reload.h"
+#include "stream.h"
+#include "trip.h"
+#include "worker.h"
+
+/*
+ * Stream handlers at once, old ones still answering after a reload
+ * included: their slots are allocated at start (the loop sizes its poll
+ * array then, and a stream's process points back at its slot).
+ */
+#define MAX_STREAMS 64
+
+/*
+ * Ready jobs: claimed LEASED ahead of a free run, so that a run that comes
+ * free starts its next job without waiting for a round trip. How many are
+ * held is the prefetch depth, sized from what was measured: as many as the
+ * runs that come free during two round trips (concurrency x 2 x rtt /
+ * handler run time), at most the concurrency, or, with stream handlers, at
+ * most twice the batch (so that every round trip can carry a whole batch of
+ * outcomes and claims while the handler works through the previous one).
+ * Handlers that run long compared with a round trip get none: their jobs
+ * stay claimable by idle workers, and claims go straight to RUNNING.
+ */
+struct worker {
+	const struct pd_worker_cfg *cfg; /* the caller's, or own after a reload */
+	struct pd_worker_cfg *own;	 /* the settings of the last reload, or NULL */
+	struct pd_reload_keep kept;	 /* the settings reloads replaced (work may point in) */
+	int reregister;			 /* a reload changed what the workers row says */
+	struct pd_daemon d;
+	struct pd_pool pool;
+	struct pd_holdings hs;	   /* the jobs held: run[i] is pool slot i's (lib/hold) */
+	struct pd_stream *streams; /* MAX_STREAMS slots; one per stream handler, started at
+				      its first job, and old ones a reload left (streams_map) */
+	int nstreams;
+	char *stream_old;   /* stream_old[k]: no current handler uses stream k: closed once idle */
+	int *stream_of;	    /* stream_of[h]: handler h's stream, or -1 */
+	char **stream_env;  /* the stream handlers' environment */
+	const char **types; /* the claim's filter; NULL: any type */
+	int ntypes;
+	char **flow_types; /* the workflow job types in types (owned), NULL-terminated */
+	long long next_claim, next_beat, next_reap, next_due, next_ext;
+	long long next_prune; /* the reap pass prunes from then on (pd_reap_pass) */
+	long long poll_ms;    /* the claim poll's interval now (pd_idle_poll) */
+	/* moving averages, 0 until measured: a batch's round trip, a handler's run time */
+	long long rtt_us, run_us;
+	struct pd_trip trip; /* the batch in flight (reused) */
+	int flight;	     /* trip is in flight */
+};
+
+/*
+ * The worker's part of a pass: start ready jobs in free runs, collect the
+ * batch in flight if its results are in, and send the next one (or nothing
+ * while the reap pass or the program's periodic work is due). 0, or -1 with
+ * e filled (the database failed).
+ */
+int pd_worksync_pass(struct worker *w, long long now, struct pd_err *e);
+
+/*
+ * The last writes before the worker exits (the phase is past SERVING: no
+ * claim): the batch in flight, then the outcomes of the handlers the drain
+ * stopped and the release of the ready jobs.
+ */
+void pd_worksync_final(struct worker *w);
+
+/* The reap pass (pd_reap_pass), and the program's periodic work (pd_worker_ext). */
+int pd_worksync_reap(struct worker *w, long long now, struct pd_err *e);
+int pd_worksync_ext(struct worker *w, long long now, struct pd_err *e);
+
+/* The workers row (also again after a reload, on the same session). */
+int pd_worksync_register(struct pd_daemon *d, int first, struct pd_err *e);
+
+/*
+ * After a reconnect, give back the jobs leased to this worker under a
+ * token it does not hold (pd_jobs_release_unheld).
+ */
+int pd_worksync_release_unheld(struct worker *w, struct pd_err *e);
+
+/* A ready job would start now. */
+int pd_worksync_startable(const struct worker *w);
+
+/* When the next start record is due (pd_now_us), or -1. */
+long long pd_worksync_starts_due(const struct worker *w);
+
+#endif
