@@ -23,6 +23,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "prune.h"
+#include "render.h"
+#include "summary.h"
 #include "migrate.h"
 #include "text.h"
 #include "top.h"
@@ -43,7 +45,7 @@ struct args {
 
 struct command;
 typedef int cmd_fn(struct pd_app *a, const struct command *c, struct args *x,
-		   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+		   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
 struct command {
 	const char *group, *name; /* "dlq", "replay"; group NULL for one word */
@@ -341,10 +343,10 @@ static int parse(struct pd_app *a, const struct command *c, int argc, char **arg
 			return 1;
 		case O_STATE:
 			if (c->fn == cmd_outbox_list)
-				rc =
-				    add_states(&x->f, optarg, pd_admin_outbox_states, "outbox ", e);
+				rc = add_states(&x->f, optarg, pd_summary_outbox_states, "outbox ",
+						e);
 			else if (c->fn == cmd_flow_runs)
-				rc = add_states(&x->f, optarg, pd_admin_flow_states, "run ", e);
+				rc = add_states(&x->f, optarg, pd_summary_flow_states, "run ", e);
 			else
 				rc = add_states(&x->f, optarg, pd_admin_states, "", e);
 			if (rc == 0 && c->fn == cmd_depth && x->f.nstates > 1)
@@ -442,7 +444,7 @@ static int one_id(const struct command *c, const struct args *x, long long *id, 
 
 /* The commands on one job or run id: job show, replay and cancel; flow show and cancel. */
 static int cmd_on_id(struct pd_app *a, const struct command *c, struct args *x,
-		     const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+		     const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	int flow = strcmp(c->group, "flow") == 0;
 	long long id;
@@ -458,21 +460,21 @@ static int cmd_on_id(struct pd_app *a, const struct command *c, struct args *x,
 }
 
 static int cmd_jobs(struct pd_app *a, const struct command *c, struct args *x,
-		    const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+		    const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	(void)c;
 	return pd_admin_jobs(&a->db, &x->f, fmt, out, e);
 }
 
 static int cmd_dlq_list(struct pd_app *a, const struct command *c, struct args *x,
-			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	(void)c;
 	return pd_admin_dlq_list(&a->db, &x->f, fmt, out, e);
 }
 
 static int cmd_dlq_replay(struct pd_app *a, const struct command *c, struct args *x,
-			  const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			  const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	long long *ids = NULL;
 	int rc = parse_ids(c, x, &ids, e);
@@ -484,7 +486,7 @@ static int cmd_dlq_replay(struct pd_app *a, const struct command *c, struct args
 }
 
 static int cmd_dlq_delete(struct pd_app *a, const struct command *c, struct args *x,
-			  const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			  const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	long long *ids = NULL;
 	int rc = parse_ids(c, x, &ids, e);
@@ -496,7 +498,7 @@ static int cmd_dlq_delete(struct pd_app *a, const struct command *c, struct args
 }
 
 static int cmd_dlq_purge(struct pd_app *a, const struct command *c, struct args *x,
-			 const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			 const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	(void)c;
 	return pd_admin_dlq_purge(&a->db, x->older_ms, x->f.queue, x->dry_run, fmt, out, e);
@@ -511,9 +513,9 @@ static void prune_progress(void *arg, enum pd_prune_kind k, const struct pd_prun
 }
 
 static int cmd_prune(struct pd_app *a, const struct command *c, struct args *x,
-		     const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+		     const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
-	static const struct pd_admin_col cols[] = {
+	static const struct pd_col cols[] = {
 	    {"kind", NULL, 's', 'b'},	 {"retention", NULL, 's', 'b'}, {"rows", NULL, 'n', 'b'},
 	    {"batches", NULL, 'n', 'b'}, {"dry_run", NULL, 'b', 'j'},
 	};
@@ -547,7 +549,7 @@ static int cmd_prune(struct pd_app *a, const struct command *c, struct args *x,
 		cells[5 * k + 4] = x->dry_run ? "t" : "f";
 		total += rep.rows[k];
 	}
-	pd_admin_render(cols, 5, cells, PD_PRUNE_NKINDS, fmt, out);
+	pd_render(cols, 5, cells, PD_PRUNE_NKINDS, fmt, out);
 	if (!fmt->json)
 		pd_buf_printf(out, "%s %lld row%s\n", x->dry_run ? "would prune" : "pruned", total,
 			      total == 1 ? "" : "s");
@@ -555,7 +557,7 @@ static int cmd_prune(struct pd_app *a, const struct command *c, struct args *x,
 }
 
 static int cmd_queues(struct pd_app *a, const struct command *c, struct args *x,
-		      const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+		      const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	(void)c;
 	(void)x;
@@ -563,28 +565,28 @@ static int cmd_queues(struct pd_app *a, const struct command *c, struct args *x,
 }
 
 static int cmd_depth(struct pd_app *a, const struct command *c, struct args *x,
-		     const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+		     const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	(void)c;
 	return pd_admin_depth(&a->db, x->argv[0], x->state, x->runnable, fmt, out, e);
 }
 
 static int cmd_workers(struct pd_app *a, const struct command *c, struct args *x,
-		       const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+		       const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	(void)c;
 	return pd_admin_workers(&a->db, x->stale_ms, fmt, out, e);
 }
 
 static int cmd_metrics(struct pd_app *a, const struct command *c, struct args *x,
-		       const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+		       const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	(void)c;
 	return pd_metrics_collect(&a->db, x->stale_ms, fmt->json, out, e);
 }
 
 static int cmd_outbox_stats(struct pd_app *a, const struct command *c, struct args *x,
-			    const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			    const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	(void)c;
 	(void)x;
@@ -592,14 +594,14 @@ static int cmd_outbox_stats(struct pd_app *a, const struct command *c, struct ar
 }
 
 static int cmd_outbox_list(struct pd_app *a, const struct command *c, struct args *x,
-			   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	(void)c;
 	return pd_admin_outbox_list(&a->db, &x->f, fmt, out, e);
 }
 
 static int cmd_outbox_replay(struct pd_app *a, const struct command *c, struct args *x,
-			     const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			     const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	long long *ids = NULL;
 	int rc = parse_ids(c, x, &ids, e);
@@ -611,7 +613,7 @@ static int cmd_outbox_replay(struct pd_app *a, const struct command *c, struct a
 }
 
 static int cmd_flow_runs(struct pd_app *a, const struct command *c, struct args *x,
-			 const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			 const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	(void)c;
 	return pd_admin_flow_runs(&a->db, &x->f, fmt, out, e);
@@ -619,7 +621,7 @@ static int cmd_flow_runs(struct pd_app *a, const struct command *c, struct args 
 
 /* flow signal RUN NAME [PAYLOAD]: PAYLOAD "-" is read from stdin. */
 static int cmd_flow_signal(struct pd_app *a, const struct command *c, struct args *x,
-			   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	struct pd_buf in = PD_BUF_INIT;
 	const char *payload = x->argc > 2 ? x->argv[2] : NULL, *where = "PAYLOAD";
@@ -638,7 +640,7 @@ static int cmd_flow_signal(struct pd_app *a, const struct command *c, struct arg
 }
 
 static int cmd_lease_check(struct pd_app *a, const struct command *c, struct args *x,
-			   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	const char *id_s = getenv("PD_JOB_ID"), *token_s = getenv("PD_LEASE_TOKEN");
 	long long id, token;
@@ -746,7 +748,7 @@ static int top_loop(struct pd_app *a, const struct pd_top_opts *o, struct pd_err
 }
 
 static int cmd_top(struct pd_app *a, const struct command *c, struct args *x,
-		   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+		   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	struct pd_top_opts o = {x->stale_ms, x->interval_ms, 10, fmt->color};
 
@@ -881,7 +883,7 @@ static int run(struct pd_app *a, const struct command *c, int argc, char **argv)
 	struct pd_err e = PD_ERR_INIT;
 	struct pd_buf out = PD_BUF_INIT;
 	struct args x;
-	struct pd_admin_fmt fmt;
+	struct pd_fmt fmt;
 	int rc;
 
 	memset(&x, 0, sizeof(x));

@@ -18,6 +18,7 @@
 #include "jobspec.h"
 #include "json.h"
 #include "log.h"
+#include "render.h"
 #include "text.h"
 #include "sched.h"
 #include "ticker.h"

@@ -71,26 +71,6 @@ int pd_cli_push(const char *opt, const char *what, const char *s, const char **l
  */
 int pd_cli_finish_stdout(void);
 
-/*
- * A table for listings: aligned columns on a terminal or when asked, or one
- * JSON object a line (--json) with the column names as keys.
- */
-struct pd_table {
-	int ncols;
-	const char **names; /* column headers; JSON keys */
-	const char
-	    *numeric; /* per column 'n' = JSON number when it parses, 'b' = boolean, else string */
-	char **cells; /* nrows * ncols, NULL = null */
-	int nrows, cap;
-};
-
-void pd_table_init(struct pd_table *t, int ncols, const char **names, const char *numeric);
-void pd_table_add(struct pd_table *t, const char *const *row);
-/* Print to f; json = 1 for JSON lines. Headers are printed in table mode unless there are no rows
- * and quiet_empty is set. */
-void pd_table_print(const struct pd_table *t, FILE *f, int json);
-void pd_table_release(struct pd_table *t);
-
 /* 1 when colour may be used on f (a terminal, and NO_COLOR unset). */
 int pd_cli_color(FILE *f);
 

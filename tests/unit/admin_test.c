@@ -16,7 +16,7 @@ static void age_is(double s, const char *want)
 {
 	char out[24], name[80];
 
-	pd_admin_age(s, out, sizeof(out));
+	pd_render_age(s, out, sizeof(out));
 	snprintf(name, sizeof(name), "age %.3f s is '%s'", s, want);
 	is_str(out, want, name);
 }
@@ -75,7 +75,7 @@ static void test_state_and_id(void)
 	ok(pd_admin_id("", &id, &e) < 0, "an empty id is refused");
 }
 
-static const struct pd_admin_col cols[] = {
+static const struct pd_col cols[] = {
     {"id", NULL, 'n', 'b'},	{"job_type", "type", 's', 'b'}, {"state", NULL, 'S', 'b'},
     {"age_s", "age", 'd', 'b'}, {"payload", NULL, 'j', 'j'},	{"ok", NULL, 'b', 'b'},
     {"note", NULL, 's', 't'},
@@ -88,17 +88,17 @@ static void test_render(void)
 	    "t",  "fine", "12",	       "b\"o\\o\tm", "PENDING",
 	    NULL, "null", "f",	       NULL,
 	};
-	struct pd_admin_fmt table = {0, 0}, json = {1, 0}, color = {0, 1};
+	struct pd_fmt table = {0, 0}, json = {1, 0}, color = {0, 1};
 	struct pd_buf b = PD_BUF_INIT;
 
-	pd_admin_render(cols, 7, cells, 2, &table, &b);
+	pd_render(cols, 7, cells, 2, &table, &b);
 	is_str(pd_buf_str(&b),
 	       "ID  TYPE     STATE      AGE    OK   NOTE\n"
 	       "7   noop     SUCCEEDED  3m12s  yes  fine\n"
 	       "12  b\"o\\o m  PENDING    -      no   -\n",
 	       "a table: headers upper-cased, JSON-only columns left out, tabs made spaces");
 	pd_buf_reset(&b);
-	pd_admin_render(cols, 7, cells, 2, &json, &b);
+	pd_render(cols, 7, cells, 2, &json, &b);
 	is_str(pd_buf_str(&b),
 	       "{\"id\":7,\"job_type\":\"noop\",\"state\":\"SUCCEEDED\",\"age_s\":192.345,"
 	       "\"payload\":{\"a\": [1, 2]},\"ok\":true}\n"
@@ -106,13 +106,13 @@ static void test_render(void)
 	       "\"payload\":null,\"ok\":false}\n",
 	       "JSON lines: typed values, table-only columns left out, strings escaped");
 	pd_buf_reset(&b);
-	pd_admin_render(cols, 7, cells, 0, &table, &b);
+	pd_render(cols, 7, cells, 0, &table, &b);
 	is_str(pd_buf_str(&b), "ID  TYPE  STATE  AGE  OK  NOTE\n", "no rows: the header alone");
 	pd_buf_reset(&b);
-	pd_admin_render(cols, 7, cells, 0, &json, &b);
+	pd_render(cols, 7, cells, 0, &json, &b);
 	is_str(pd_buf_str(&b), "", "no rows in JSON: nothing");
 	pd_buf_reset(&b);
-	pd_admin_render(cols, 7, cells, 1, &color, &b);
+	pd_render(cols, 7, cells, 1, &color, &b);
 	like(pd_buf_str(&b), "\033[32mSUCCEEDED\033[0m  3m12s", "colour: the state, then aligned");
 	like(pd_buf_str(&b), "\033[1mID\033[0m  ", "colour: bold headers keep their width");
 	pd_buf_release(&b);
@@ -120,20 +120,20 @@ static void test_render(void)
 
 static void test_render_edges(void)
 {
-	static const struct pd_admin_col c2[] = {{"n", NULL, 'n', 'b'}, {"s", NULL, 's', 'b'}};
+	static const struct pd_col c2[] = {{"n", NULL, 'n', 'b'}, {"s", NULL, 's', 'b'}};
 	char long_text[200];
 	const char *cells[] = {"12abc", long_text, "1e5", "é\nà"};
-	struct pd_admin_fmt table = {0, 0}, json = {1, 0};
+	struct pd_fmt table = {0, 0}, json = {1, 0};
 	struct pd_buf b = PD_BUF_INIT;
 	const char *nl;
 
 	memset(long_text, 'x', sizeof(long_text) - 1);
 	long_text[sizeof(long_text) - 1] = '\0';
-	pd_admin_render(c2, 2, cells, 2, &json, &b);
+	pd_render(c2, 2, cells, 2, &json, &b);
 	like(pd_buf_str(&b), "{\"n\":\"12abc\",", "a number column that is not a number: a string");
 	like(pd_buf_str(&b), "{\"n\":1e5,\"s\":\"é\\nà\"}", "JSON keeps the newline, escaped");
 	pd_buf_reset(&b);
-	pd_admin_render(c2, 2, cells, 2, &table, &b);
+	pd_render(c2, 2, cells, 2, &table, &b);
 	nl = strchr(pd_buf_str(&b), '\n');
 	ok(nl && strstr(nl + 1, "xxx...\n") != NULL, "a long cell is cut and marked");
 	ok(nl && strchr(nl + 1, '\n') - (nl + 1) == (long)strlen("12abc  ") + 72,
