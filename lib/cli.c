@@ -35,6 +35,13 @@ void pd_cli_version(void)
 	printf("%s (Pendulum) %s\n", pd_progname(), PD_VERSION);
 }
 
+static const char *try_cmd; /* what the "Try" line names, NULL: the program */
+
+void pd_cli_try(const char *cmd)
+{
+	try_cmd = cmd;
+}
+
 int pd_cli_usage(const char *synopsis, const char *fmt, ...)
 {
 	va_list ap;
@@ -43,7 +50,8 @@ int pd_cli_usage(const char *synopsis, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n%sTry '%s --help' for more information.\n", synopsis, pd_progname());
+	fprintf(stderr, "\n%sTry '%s --help' for more information.\n", synopsis,
+		try_cmd ? try_cmd : pd_progname());
 	return PD_EX_USAGE;
 }
 

@@ -17,6 +17,12 @@ void pd_cli_init(const char *argv0);
 void pd_cli_version(void);
 
 /*
+ * What the "Try 'X --help'" line of pd_cli_usage names from now on: a
+ * subcommand ("pd-admin dlq purge"), NULL for the program. cmd is kept.
+ */
+void pd_cli_try(const char *cmd);
+
+/*
  * Report a usage error: "pd-x: MSG", then the synopsis and "Try 'pd-x --help'"
  * on stderr. Returns 64 for `return pd_cli_usage(...)` in main.
  */
