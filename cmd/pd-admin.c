@@ -116,7 +116,7 @@ static void help(void)
 	printf("\nRun 'pd-admin COMMAND --help' for a command's options. See pd-admin(1).\n");
 }
 
-static const struct pd_subprog prog = {
+static struct pd_subprog prog = {
     .name = "pd-admin",
     .synopsis = SYNOPSIS,
     .opts = pd_admincmd_opts,

@@ -8,6 +8,7 @@
 #include "subcmd.h"
 
 #define OPT_BASE 256 /* getopt's value of option id i: OPT_BASE + i */
+#define KEY(o)	 ((o)->key ? (o)->key : (o)->name)
 
 int pd_subcmd_takes(const struct pd_subcmd *c, const char *name)
 {
@@ -33,30 +34,44 @@ static const char *synopsis(const struct pd_subprog *p, const struct pd_subcmd *
 	return syn;
 }
 
+/* The left column of an option's help line: "-t, --tenant TENANT", "    --cron EXPR". */
+static void opt_left(const struct pd_subopt *o, int shorts, char *left, size_t n)
+{
+	if (o->letter)
+		snprintf(left, n, "-%c, --%s%s%s", o->letter, o->name, o->arg ? " " : "",
+			 o->arg ? o->arg : "");
+	else
+		snprintf(left, n, "%s--%s%s%s", shorts ? "    " : "", o->name, o->arg ? " " : "",
+			 o->arg ? o->arg : "");
+}
+
+/* PROG COMMAND --help: usage, about, and the options c takes, aligned. */
 static void sub_help(const struct pd_subprog *p, const struct pd_subcmd *c)
 {
-	int shorts = 0;
+	char left[64], count[96];
+	int shorts = 0, w = 22;
 
 	for (int i = 0; i < p->nopts; i++)
-		shorts |= p->opts[i].letter && pd_subcmd_takes(c, p->opts[i].name);
+		shorts |= p->opts[i].letter && pd_subcmd_takes(c, KEY(&p->opts[i]));
+	for (int i = 0; i < p->nopts; i++) {
+		if (!pd_subcmd_takes(c, KEY(&p->opts[i])))
+			continue;
+		opt_left(&p->opts[i], shorts, left, sizeof(left));
+		if ((int)strlen(left) + 1 > w)
+			w = (int)strlen(left) + 1;
+	}
 	printf("usage: %s %s\n\n%s\n\n", p->name, c->usage, c->about);
 	for (int i = 0; i < p->nopts; i++) {
 		const struct pd_subopt *o = &p->opts[i];
-		char left[48], count[96];
 
-		if (!pd_subcmd_takes(c, o->name))
+		if (!pd_subcmd_takes(c, KEY(o)))
 			continue;
-		if (o->letter)
-			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->letter, o->name,
-				 o->arg ? " " : "", o->arg ? o->arg : "");
-		else
-			snprintf(left, sizeof(left), "%s--%s%s%s", shorts ? "    " : "", o->name,
-				 o->arg ? " " : "", o->arg ? o->arg : "");
+		opt_left(o, shorts, left, sizeof(left));
 		if (o->help == NULL)
 			snprintf(count, sizeof(count), p->count_help, c->count_def, c->count_max);
-		printf("  %-22s %s\n", left, o->help ? o->help : count);
+		printf("  %-*s %s\n", w, left, o->help ? o->help : count);
 	}
-	printf("  %-22s %s\n\nSee %s(1).\n", "-h, --help", "show this help", p->name);
+	printf("  %-*s %s\n\nSee %s(1).\n", w, "-h, --help", "show this help", p->name);
 }
 
 /* `PROG GROUP` alone (bad NULL), with --help (to_stdout), or with an unknown command. */
@@ -123,7 +138,7 @@ static int parse(struct pd_subcall *k, int argc, char **argv, struct pd_err *e)
 	for (int i = 0; i < p->nopts; i++) {
 		const struct pd_subopt *o = &p->opts[i];
 
-		if (!pd_subcmd_takes(c, o->name))
+		if (!pd_subcmd_takes(c, KEY(o)))
 			continue;
 		lo[n++] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL,
 					  OPT_BASE + i};
@@ -144,7 +159,7 @@ static int parse(struct pd_subcall *k, int argc, char **argv, struct pd_err *e)
 			return 1;
 		}
 		for (int i = 0; ch < OPT_BASE && ch != 'h' && i < p->nopts; i++)
-			if (p->opts[i].letter == ch && pd_subcmd_takes(c, p->opts[i].name))
+			if (p->opts[i].letter == ch && pd_subcmd_takes(c, KEY(&p->opts[i])))
 				id = i;
 		if (id < 0 || id >= p->nopts) {
 			/* pd_cli_bad_option says it */

@@ -20,6 +20,8 @@ struct pd_subopt {
 	int letter;	  /* its short letter, or 0 */
 	const char *arg;  /* its value's name ("DURATION"), NULL when it takes none */
 	const char *help; /* NULL: the program's count_help */
+	const char
+	    *key; /* what a command's opts name it by, NULL: name (one long name, two helps) */
 };
 
 struct pd_subcall;
@@ -77,7 +79,7 @@ struct pd_subcall {
  */
 int pd_subcmd_main(const struct pd_subprog *p, struct pd_app *a, int argc, char **argv);
 
-/* 1 when c takes the option named name. */
+/* 1 when c takes the option named (keyed) name. */
 int pd_subcmd_takes(const struct pd_subcmd *c, const char *name);
 
 #endif
