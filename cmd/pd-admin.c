@@ -33,11 +33,11 @@ static const struct pd_subcmd commands[] = {
     {"dlq", "list", pd_admincmd_dlq_list, "dlq list [options]", "dead letters, newest first, with reasons",
      "List dead-lettered jobs, most recently dead first, with the reason.",
      "tenant,type,queue,limit,offset,json", 0, 0, "job id", 50, 10000, 1},
-    {"dlq", "replay", pd_admincmd_dlq_replay, "dlq replay [ID...] [--limit N]",
+    {"dlq", "replay", pd_admincmd_on_ids, "dlq replay [ID...] [--limit N]",
      "replay dead letters, at most 1000 a call",
      "Replay the dead letters named, or without IDs the longest dead of those that\n"
      "match, up to --limit.", "tenant,type,queue,limit,json", 0, -1, "job id", 100, 1000, 1},
-    {"dlq", "delete", pd_admincmd_dlq_delete, "dlq delete ID...", "delete dead letters",
+    {"dlq", "delete", pd_admincmd_on_ids, "dlq delete ID...", "delete dead letters",
      "Delete dead-lettered jobs and their attempts.", "json", 1, -1, "job id", 0, 1000, 1},
     {"dlq", "purge", pd_admincmd_dlq_purge, "dlq purge --older-than DURATION",
      "delete old dead letters (retention)",
@@ -67,7 +67,7 @@ static const struct pd_subcmd commands[] = {
      "outbox messages, newest first, filtered and paged",
      "List outbox messages, newest (highest id) first, and how many match.",
      "state,tenant,topic,limit,offset,json", 0, 0, "job id", 50, 10000, 1},
-    {"outbox", "replay", pd_admincmd_outbox_replay, "outbox replay ID...",
+    {"outbox", "replay", pd_admincmd_on_ids, "outbox replay ID...",
      "publish dead-lettered messages again",
      "Put DEAD_LETTERED outbox messages back to PENDING, to publish now:\n"
      "attempts reset, replay_count + 1, pd-relay woken.", "json", 1, -1, "message id", 0, 1000, 1},
@@ -143,7 +143,7 @@ int main(int argc, char **argv)
 	};
 	struct pd_subprog p = prog;
 	struct pd_app a;
-	int ch, rc;
+	int ch;
 
 	pd_cli_init(argv[0]);
 	pd_app_init(&a);
@@ -175,9 +175,5 @@ int main(int argc, char **argv)
 		}
 	}
 	p.xsize = pd_admincmd_xsize;
-	rc = pd_subcmd_main(&p, &a, argc - optind, argv + optind);
-	pd_app_release(&a);
-	if (pd_cli_finish_stdout() && rc == 0)
-		rc = PD_EX_SOFTWARE;
-	return rc;
+	return pd_subcmd_main(&p, &a, argc - optind, argv + optind);
 }

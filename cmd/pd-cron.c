@@ -122,9 +122,5 @@ int main(int argc, char **argv)
 		else if ((rc = pd_app_option(&a, NULL, ch, optarg, help, SYNOPSIS, argv, &e)) != 0)
 			return pd_app_parse_exit(rc, SYNOPSIS, &e);
 	}
-	rc = pd_subcmd_main(&p, &a, argc - optind, argv + optind);
-	pd_app_release(&a);
-	if (pd_cli_finish_stdout() && rc == 0)
-		rc = PD_EX_SOFTWARE;
-	return rc;
+	return pd_subcmd_main(&p, &a, argc - optind, argv + optind);
 }

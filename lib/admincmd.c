@@ -35,6 +35,9 @@ struct args {
 
 const size_t pd_admincmd_xsize = sizeof(struct args);
 
+#define X(k)  ((struct args *)(k)->x)
+#define DB(k) (&(k)->a->db)
+
 const struct pd_subopt pd_admincmd_opts[PD_ADMIN_NOPTS] = {
     [O_STATE] = {"state", 0, "STATE", "only those in STATE (listings: repeatable, or A,B)"},
     [O_TENANT] = {"tenant", 0, "TENANT", "only those of TENANT"},
@@ -198,7 +201,7 @@ int pd_admincmd_check(struct pd_subcall *k, struct pd_err *e)
 /* The job or message ids among the positional arguments (malloc'd), at most its count_max. */
 static int parse_ids(const struct pd_subcall *k, long long **ids, struct pd_err *e)
 {
-	const char *what = k->cmd->fn == pd_admincmd_outbox_replay ? "message" : "job";
+	const char *what = strcmp(k->cmd->group, "outbox") == 0 ? "message" : "job";
 
 	if (k->argc > k->cmd->count_max)
 		return pd_errf(e, PD_EX_USAGE, "%d ids: at most %lld in one call", k->argc,
@@ -241,58 +244,34 @@ int pd_admincmd_on_id(struct pd_subcall *k, struct pd_err *e)
 
 int pd_admincmd_jobs(struct pd_subcall *k, struct pd_err *e)
 {
-	struct pd_app *a = k->a;
-	struct args *x = k->x;
-	const struct pd_fmt *fmt = &k->fmt;
-	struct pd_buf *out = &k->out;
-	return pd_admin_jobs(&a->db, &x->f, fmt, out, e);
+	return pd_admin_jobs(DB(k), &X(k)->f, &k->fmt, &k->out, e);
 }
 
 int pd_admincmd_dlq_list(struct pd_subcall *k, struct pd_err *e)
 {
-	struct pd_app *a = k->a;
-	struct args *x = k->x;
-	const struct pd_fmt *fmt = &k->fmt;
-	struct pd_buf *out = &k->out;
-	return pd_admin_dlq_list(&a->db, &x->f, fmt, out, e);
+	return pd_admin_dlq_list(DB(k), &X(k)->f, &k->fmt, &k->out, e);
 }
 
-int pd_admincmd_dlq_replay(struct pd_subcall *k, struct pd_err *e)
+/* The commands on a list of ids: dlq replay and delete, outbox replay. */
+int pd_admincmd_on_ids(struct pd_subcall *k, struct pd_err *e)
 {
-	struct pd_app *a = k->a;
-	struct args *x = k->x;
-	const struct pd_fmt *fmt = &k->fmt;
-	struct pd_buf *out = &k->out;
 	long long *ids = NULL;
 	int rc = parse_ids(k, &ids, e);
 
-	if (rc == 0)
-		rc = pd_admin_dlq_replay(&a->db, ids, k->argc, &x->f, fmt, out, e);
-	free(ids);
-	return rc;
-}
-
-int pd_admincmd_dlq_delete(struct pd_subcall *k, struct pd_err *e)
-{
-	struct pd_app *a = k->a;
-	const struct pd_fmt *fmt = &k->fmt;
-	struct pd_buf *out = &k->out;
-	long long *ids = NULL;
-	int rc = parse_ids(k, &ids, e);
-
-	if (rc == 0)
-		rc = pd_admin_dlq_delete(&a->db, ids, k->argc, fmt, out, e);
+	if (rc == 0 && strcmp(k->cmd->group, "outbox") == 0)
+		rc = pd_admin_outbox_replay(DB(k), ids, k->argc, &k->fmt, &k->out, e);
+	else if (rc == 0 && strcmp(k->cmd->name, "delete") == 0)
+		rc = pd_admin_dlq_delete(DB(k), ids, k->argc, &k->fmt, &k->out, e);
+	else if (rc == 0)
+		rc = pd_admin_dlq_replay(DB(k), ids, k->argc, &X(k)->f, &k->fmt, &k->out, e);
 	free(ids);
 	return rc;
 }
 
 int pd_admincmd_dlq_purge(struct pd_subcall *k, struct pd_err *e)
 {
-	struct pd_app *a = k->a;
-	struct args *x = k->x;
-	const struct pd_fmt *fmt = &k->fmt;
-	struct pd_buf *out = &k->out;
-	return pd_admin_dlq_purge(&a->db, x->older_ms, x->f.queue, x->dry_run, fmt, out, e);
+	return pd_admin_dlq_purge(DB(k), X(k)->older_ms, X(k)->f.queue, X(k)->dry_run, &k->fmt,
+				  &k->out, e);
 }
 
 /* Progress of a long prune on a terminal: one line, redrawn. */
@@ -351,77 +330,37 @@ int pd_admincmd_prune(struct pd_subcall *k, struct pd_err *e)
 
 int pd_admincmd_queues(struct pd_subcall *k, struct pd_err *e)
 {
-	struct pd_app *a = k->a;
-	const struct pd_fmt *fmt = &k->fmt;
-	struct pd_buf *out = &k->out;
-	return pd_admin_queues(&a->db, fmt, out, e);
+	return pd_admin_queues(DB(k), &k->fmt, &k->out, e);
 }
 
 int pd_admincmd_depth(struct pd_subcall *k, struct pd_err *e)
 {
-	struct pd_app *a = k->a;
-	struct args *x = k->x;
-	const struct pd_fmt *fmt = &k->fmt;
-	struct pd_buf *out = &k->out;
-	return pd_admin_depth(&a->db, k->argv[0], x->state, x->runnable, fmt, out, e);
+	return pd_admin_depth(DB(k), k->argv[0], X(k)->state, X(k)->runnable, &k->fmt, &k->out, e);
 }
 
 int pd_admincmd_workers(struct pd_subcall *k, struct pd_err *e)
 {
-	struct pd_app *a = k->a;
-	struct args *x = k->x;
-	const struct pd_fmt *fmt = &k->fmt;
-	struct pd_buf *out = &k->out;
-	return pd_admin_workers(&a->db, x->stale_ms, fmt, out, e);
+	return pd_admin_workers(DB(k), X(k)->stale_ms, &k->fmt, &k->out, e);
 }
 
 int pd_admincmd_metrics(struct pd_subcall *k, struct pd_err *e)
 {
-	struct pd_app *a = k->a;
-	struct args *x = k->x;
-	const struct pd_fmt *fmt = &k->fmt;
-	struct pd_buf *out = &k->out;
-	return pd_metrics_collect(&a->db, x->stale_ms, fmt->json, out, e);
+	return pd_metrics_collect(DB(k), X(k)->stale_ms, k->fmt.json, &k->out, e);
 }
 
 int pd_admincmd_outbox_stats(struct pd_subcall *k, struct pd_err *e)
 {
-	struct pd_app *a = k->a;
-	const struct pd_fmt *fmt = &k->fmt;
-	struct pd_buf *out = &k->out;
-	return pd_admin_outbox_stats(&a->db, fmt, out, e);
+	return pd_admin_outbox_stats(DB(k), &k->fmt, &k->out, e);
 }
 
 int pd_admincmd_outbox_list(struct pd_subcall *k, struct pd_err *e)
 {
-	struct pd_app *a = k->a;
-	struct args *x = k->x;
-	const struct pd_fmt *fmt = &k->fmt;
-	struct pd_buf *out = &k->out;
-	return pd_admin_outbox_list(&a->db, &x->f, fmt, out, e);
-}
-
-int pd_admincmd_outbox_replay(struct pd_subcall *k, struct pd_err *e)
-{
-	struct pd_app *a = k->a;
-	const struct pd_fmt *fmt = &k->fmt;
-	struct pd_buf *out = &k->out;
-	long long *ids = NULL;
-	int rc = parse_ids(k, &ids, e);
-
-	if (rc == 0)
-		rc = pd_admin_outbox_replay(&a->db, ids, k->argc, fmt, out, e);
-	free(ids);
-	return rc;
+	return pd_admin_outbox_list(DB(k), &X(k)->f, &k->fmt, &k->out, e);
 }
 
 int pd_admincmd_flow_runs(struct pd_subcall *k, struct pd_err *e)
 {
-	struct pd_app *a = k->a;
-	struct args *x = k->x;
-	const struct pd_fmt *fmt = &k->fmt;
-	struct pd_buf *out = &k->out;
-	return pd_admin_flow_runs(&a->db, &x->f, fmt, out, e);
+	return pd_admin_flow_runs(DB(k), &X(k)->f, &k->fmt, &k->out, e);
 }
 
 /* flow signal RUN NAME [PAYLOAD]: PAYLOAD "-" is read from stdin. */

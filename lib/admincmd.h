@@ -43,13 +43,14 @@ int pd_admincmd_set(struct pd_subcall *k, int opt, const char *val, struct pd_er
 int pd_admincmd_check(struct pd_subcall *k, struct pd_err *e);
 
 /*
- * The handlers. on_id: job show, replay and cancel, flow show and cancel
- * (by the command's group and name); the rest one command each.
+ * The handlers. on_id: job show, replay and cancel, flow show and cancel;
+ * on_ids: dlq replay and delete, outbox replay (by the command's group and
+ * name); the rest one command each.
  */
 pd_subcmd_fn pd_admincmd_migrate, pd_admincmd_jobs, pd_admincmd_on_id, pd_admincmd_dlq_list,
-    pd_admincmd_dlq_replay, pd_admincmd_dlq_delete, pd_admincmd_dlq_purge, pd_admincmd_prune,
-    pd_admincmd_queues, pd_admincmd_depth, pd_admincmd_workers, pd_admincmd_metrics,
-    pd_admincmd_top, pd_admincmd_outbox_stats, pd_admincmd_outbox_list, pd_admincmd_outbox_replay,
-    pd_admincmd_lease_check, pd_admincmd_flow_runs, pd_admincmd_flow_signal;
+    pd_admincmd_on_ids, pd_admincmd_dlq_purge, pd_admincmd_prune, pd_admincmd_queues,
+    pd_admincmd_depth, pd_admincmd_workers, pd_admincmd_metrics, pd_admincmd_top,
+    pd_admincmd_outbox_stats, pd_admincmd_outbox_list, pd_admincmd_lease_check,
+    pd_admincmd_flow_runs, pd_admincmd_flow_signal;
 
 #endif

@@ -196,46 +196,58 @@ static int report(const struct pd_subcall *k, const struct pd_err *e)
 	return e->code ? e->code : PD_EX_SOFTWARE;
 }
 
+/* Parse, connect, run and print the command k->cmd: the exit status. */
+static int run(struct pd_subcall *k, int argc, char **argv)
+{
+	const struct pd_subprog *p = k->prog;
+	struct pd_err e = PD_ERR_INIT;
+	char try[128];
+	int rc;
+
+	snprintf(try, sizeof(try), "%s %s%s%s", p->name, k->cmd->group ? k->cmd->group : "",
+		 k->cmd->group ? " " : "", k->cmd->name);
+	pd_cli_try(try);
+	k->x = pd_xcalloc(1, p->xsize);
+	if (p->init)
+		p->init(k);
+	optind = 0; /* re-initialise getopt for the command */
+	rc = parse(k, argc, argv, &e);
+	if (rc == 0) {
+		k->fmt.json = k->a->json;
+		k->fmt.color = !k->a->json && pd_cli_color(stdout);
+		if (k->cmd->db)
+			rc = pd_app_connect(k->a, k->cmd->db == 1, &e);
+		if (rc == 0)
+			rc = k->cmd->fn(k, &e);
+		fwrite(pd_buf_str(&k->out), 1, k->out.len, stdout);
+		if (rc < 0)
+			fflush(stdout);
+	}
+	rc = rc == 1 ? 0 : rc < 0 ? report(k, &e) : 0;
+	pd_cli_try(NULL);
+	pd_buf_release(&k->out);
+	free(k->x);
+	return rc;
+}
+
 int pd_subcmd_main(const struct pd_subprog *p, struct pd_app *a, int argc, char **argv)
 {
 	struct pd_err e = PD_ERR_INIT;
 	struct pd_subcall k = {.prog = p, .a = a, .out = PD_BUF_INIT};
-	char try[128];
-	int used, rc = 0;
+	int used = 1, rc = 0;
 
 	if (argc < 1)
-		return pd_cli_usage(p->synopsis, "missing command");
-	k.cmd = find(p, argc, argv, &used, &rc);
-	if (k.cmd == NULL)
-		return rc;
-	if (p->found && p->found(a, &e) < 0) {
+		rc = pd_cli_usage(p->synopsis, "missing command");
+	else
+		k.cmd = find(p, argc, argv, &used, &rc); /* NULL: said, or a group listed */
+	if (k.cmd && p->found && p->found(a, &e) < 0) {
 		pd_die_msg(e.msg);
-		return e.code;
+		rc = e.code;
+	} else if (k.cmd) {
+		rc = run(&k, argc - (used - 1), argv + (used - 1));
 	}
-	snprintf(try, sizeof(try), "%s %s%s%s", p->name, k.cmd->group ? k.cmd->group : "",
-		 k.cmd->group ? " " : "", k.cmd->name);
-	pd_cli_try(try);
-	k.x = pd_xcalloc(1, p->xsize);
-	if (p->init)
-		p->init(&k);
-	argc -= used - 1;
-	argv += used - 1;
-	optind = 0; /* re-initialise getopt for the command */
-	rc = parse(&k, argc, argv, &e);
-	if (rc == 0) {
-		k.fmt.json = a->json;
-		k.fmt.color = !a->json && pd_cli_color(stdout);
-		if (k.cmd->db)
-			rc = pd_app_connect(a, k.cmd->db == 1, &e);
-		if (rc == 0)
-			rc = k.cmd->fn(&k, &e);
-		fwrite(pd_buf_str(&k.out), 1, k.out.len, stdout);
-		if (rc < 0)
-			fflush(stdout);
-	}
-	rc = rc == 1 ? 0 : rc < 0 ? report(&k, &e) : 0;
-	pd_cli_try(NULL);
-	pd_buf_release(&k.out);
-	free(k.x);
+	pd_app_release(a);
+	if (pd_cli_finish_stdout() && rc == 0)
+		rc = PD_EX_SOFTWARE;
 	return rc;
 }

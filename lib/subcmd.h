@@ -74,8 +74,10 @@ struct pd_subcall {
 
 /*
  * Run the command argv[0] (argv[0..1] for a group) names, argv being what
- * follows the program's own options. Returns the exit status; `PROG GROUP`
- * alone or with --help lists the group's commands.
+ * follows the program's own options; `PROG GROUP` alone or with --help
+ * lists the group's commands. A main's last step: releases a, finishes
+ * stdout (pd_cli_finish_stdout: 70 when it could not be written) and
+ * returns the exit status.
  */
 int pd_subcmd_main(const struct pd_subprog *p, struct pd_app *a, int argc, char **argv);
 

@@ -93,8 +93,7 @@ static int run(const char *out, char **argv)
 	if (!freopen(out ? out : "/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
 		abort();
 	pd_app_init(&a);
-	rc = pd_subcmd_main(&prog, &a, argc, argv);
-	pd_app_release(&a);
+	rc = pd_subcmd_main(&prog, &a, argc, argv); /* releases a */
 	fflush(stdout);
 	dup2(o, 1);
 	dup2(er, 2);
@@ -190,9 +189,9 @@ static void test_cron_preview(void)
 	if (!freopen(path, "w", stdout) || !freopen("/dev/null", "w", stderr))
 		abort();
 	pd_app_init(&app);
-	rc = pd_subcmd_main(&p, &app, 6, a);
+	rc = pd_subcmd_main(&p, &app, 6, a); /* releases app */
+	pd_app_init(&app);
 	rc2 = pd_subcmd_main(&p, &app, 3, b);
-	pd_app_release(&app);
 	fflush(stdout);
 	dup2(o, 1);
 	dup2(er, 2);
