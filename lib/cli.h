@@ -1,6 +1,7 @@
 /*
  * cli: what every main() shares — start-up, --version, usage errors,
- * range-checked option values, and table or JSON-lines output.
+ * range-checked option values, whether colour may be used. Listings are
+ * rendered by render, subcommands dispatched by subcmd.
  */
 #ifndef PD_CLI_H
 #define PD_CLI_H
