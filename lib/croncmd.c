@@ -59,6 +59,7 @@ const struct pd_subopt pd_croncmd_opts[PD_CRON_NOPTS] = {
 };
 /* clang-format on */
 
+/* The configuration, then the database with its schema checked: for the commands that need one. */
 static int connect_db(struct pd_app *a, struct pd_err *e)
 {
 	if (pd_app_load(a, e) < 0)
