@@ -7,335 +7,15 @@
 #include "admin.h"
 #include "flowdb.h"
 #include "json.h"
+#include "summary.h"
 
 /* An instant as ISO 8601 UTC with milliseconds, and an interval as seconds (3 decimals). */
 #define ISO(x)	"to_char((" x ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 #define SECS(x) "round(extract(epoch FROM (" x "))::numeric, 3)"
 
-#define CELL_MAX 72 /* table cells are cut to this many characters */
-
 const char *const pd_admin_states[] = {
     "PENDING", "BLOCKED", "LEASED", "RUNNING", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED", NULL,
 };
-
-const char *const pd_admin_outbox_states[] = {"PENDING", "PUBLISHED", "DEAD_LETTERED", NULL};
-
-const char *const pd_admin_flow_states[] = {
-    "RUNNING", "SLEEPING", "WAITING", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED", NULL,
-};
-
-/* clang-format off */
-const char pd_admin_queues_sql[] =
-    "WITH u AS (SELECT queue, array_agg(job_type ORDER BY job_type COLLATE \"C\") AS types"
-    "  FROM pendulum.unserved GROUP BY queue)"
-    " SELECT j.queue,"
-    " count(*) FILTER (WHERE state = 'PENDING'), count(*) FILTER (WHERE state = 'BLOCKED'),"
-    " count(*) FILTER (WHERE state = 'LEASED'), count(*) FILTER (WHERE state = 'RUNNING'),"
-    " count(*) FILTER (WHERE state = 'SUCCEEDED'),"
-    " count(*) FILTER (WHERE state = 'DEAD_LETTERED'),"
-    " count(*) FILTER (WHERE state = 'CANCELLED'),"
-    " count(*) FILTER (WHERE state = 'PENDING' AND run_at <= now()),"
-    " " SECS("now() - min(run_at) FILTER (WHERE state = 'PENDING' AND run_at <= now())") ","
-    " (SELECT count(*) FROM pendulum.live_workers w WHERE j.queue = ANY (w.queues)),"
-    " array_to_string(u.types, ','), to_json(coalesce(u.types, '{}'))::text"
-    " FROM pendulum.jobs j LEFT JOIN u ON u.queue = j.queue"
-    " GROUP BY j.queue, u.types ORDER BY j.queue COLLATE \"C\"";
-
-const char pd_admin_outbox_sql[] =
-    "SELECT topic,"
-    " count(*) FILTER (WHERE state = 'PENDING'), count(*) FILTER (WHERE state = 'PUBLISHED'),"
-    " count(*) FILTER (WHERE state = 'DEAD_LETTERED'),"
-    " " SECS("now() - min(created_at) FILTER (WHERE state = 'PENDING')")
-    " FROM pendulum.outbox GROUP BY topic ORDER BY topic COLLATE \"C\"";
-
-const char pd_admin_flow_sql[] =
-    "SELECT workflow,"
-    " count(*) FILTER (WHERE state = 'RUNNING'), count(*) FILTER (WHERE state = 'SLEEPING'),"
-    " count(*) FILTER (WHERE state = 'WAITING'), count(*) FILTER (WHERE state = 'SUCCEEDED'),"
-    " count(*) FILTER (WHERE state = 'DEAD_LETTERED'),"
-    " count(*) FILTER (WHERE state = 'CANCELLED')"
-    " FROM pendulum.workflow_run_states GROUP BY workflow ORDER BY workflow COLLATE \"C\"";
-/* clang-format on */
-
-/* --- rendering --- */
-
-/* The ANSI colour of a state or outcome word, or NULL. */
-static const char *word_color(const char *v)
-{
-	/* clang-format off */
-	static const struct {
-		const char *word, *sgr;
-	} map[] = {
-	    {"BLOCKED", "33"},	      {"LEASED", "36"},		{"RUNNING", "1;36"},
-	    {"SUCCEEDED", "32"},      {"DEAD_LETTERED", "31"},	{"CANCELLED", "2"},
-	    {"succeeded", "32"},      {"failed", "31"},		{"terminal", "31"},
-	    {"timeout", "31"},	      {"could_not_start", "31"}, {"lease_expired", "33"},
-	    {"lease_lost", "33"},     {"released", "2"},		{"gone", "31"},
-	    {"live", "32"},	      {"WAITING", "33"},		{"SLEEPING", "2"},
-	    {"done", "32"},	      {"running", "1;36"},	{"waiting", "33"},
-	    {"sleeping", "2"},	      {"dead", "31"},		{"cancelled", "2"},
-	    {"claim_lost", "33"},
-	};
-	/* clang-format on */
-
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (strcmp(v, map[i].word) == 0)
-			return map[i].sgr;
-	return NULL;
-}
-
-/* Characters on screen: UTF-8 lead bytes. */
-static size_t width(const char *s)
-{
-	size_t n = 0;
-
-	for (; *s; s++)
-		if (((unsigned char)*s & 0xC0) != 0x80)
-			n++;
-	return n;
-}
-
-/* A table cell: control characters become spaces, at most CELL_MAX characters. */
-static char *table_text(const char *v)
-{
-	struct pd_buf b = PD_BUF_INIT;
-	size_t chars = 0;
-
-	for (const char *p = v; *p; p++) {
-		unsigned char c = (unsigned char)*p;
-
-		if ((c & 0xC0) != 0x80 && ++chars > CELL_MAX) {
-			/* cut back to CELL_MAX - 3 characters and mark the cut */
-			while (width(b.data) > CELL_MAX - 3) {
-				b.len--;
-				while (b.len > 0 && ((unsigned char)b.data[b.len] & 0xC0) == 0x80)
-					b.len--;
-				b.data[b.len] = '\0';
-			}
-			pd_buf_puts(&b, "...");
-			break;
-		}
-		pd_buf_putc(&b, c < 0x20 || c == 0x7f ? ' ' : (char)c);
-	}
-	return pd_buf_detach(&b);
-}
-
-void pd_admin_age(double seconds, char *out, size_t n)
-{
-	static const struct {
-		char unit;
-		long long secs;
-	} units[] = {{'d', 86400}, {'h', 3600}, {'m', 60}, {'s', 1}};
-	const char *sign = seconds < 0 ? "-" : "";
-	double a = seconds < 0 ? -seconds : seconds;
-	long long s;
-	size_t len;
-	int parts = 0;
-
-	if (a < 10) {
-		long long tenths = (long long)(a * 10 + 0.5); /* no libm */
-
-		if (tenths == 0)
-			snprintf(out, n, "0s");
-		else if (tenths % 10 == 0)
-			snprintf(out, n, "%s%llds", sign, tenths / 10);
-		else
-			snprintf(out, n, "%s%lld.%llds", sign, tenths / 10, tenths % 10);
-		return;
-	}
-	s = a > 9e15 ? 9000000000000000LL : (long long)a;
-	snprintf(out, n, "%s", sign);
-	for (size_t i = 0; i < 4 && parts < 2; i++) {
-		long long q = s / units[i].secs;
-
-		if (q == 0 && parts == 0)
-			continue;
-		if (q == 0)
-			break; /* "1h" rather than "1h0m" */
-		len = strlen(out);
-		snprintf(out + len, n - len, "%lld%c", q, units[i].unit);
-		s -= q * units[i].secs;
-		parts++;
-	}
-}
-
-/* Append one JSON object, without a newline, of the JSON columns of a row. */
-static void json_row(struct pd_buf *out, const struct pd_admin_col *cols, int ncols,
-		     const char *const *row)
-{
-	int first = 1;
-
-	pd_buf_putc(out, '{');
-	for (int c = 0; c < ncols; c++) {
-		const char *v = row[c];
-
-		if (cols[c].where == 't')
-			continue;
-		if (!first)
-			pd_buf_putc(out, ',');
-		first = 0;
-		pd_json_quote(out, cols[c].name, strlen(cols[c].name));
-		pd_buf_putc(out, ':');
-		if (v == NULL)
-			pd_buf_puts(out, "null");
-		else if ((cols[c].kind == 'n' || cols[c].kind == 'd') && pd_json_is_number(v))
-			pd_buf_puts(out, v);
-		else if (cols[c].kind == 'b')
-			pd_buf_puts(out, (*v == 't' || *v == '1') ? "true" : "false");
-		else if (cols[c].kind == 'j')
-			pd_buf_puts(out, v);
-		else
-			pd_json_quote(out, v, strlen(v));
-	}
-	pd_buf_putc(out, '}');
-}
-
-/* The text of a cell in a table (malloc'd). */
-static char *cell_text(const struct pd_admin_col *col, const char *v)
-{
-	char age[32];
-
-	if (v == NULL)
-		return pd_xstrdup("-");
-	if (col->kind == 'd') {
-		char *end;
-		double d = strtod(v, &end);
-
-		if (*v && *end == '\0') {
-			pd_admin_age(d, age, sizeof(age));
-			return pd_xstrdup(age);
-		}
-	}
-	if (col->kind == 'b')
-		return pd_xstrdup((*v == 't' || *v == '1') ? "yes" : "no");
-	return table_text(v);
-}
-
-static void put_header(struct pd_buf *out, const struct pd_admin_col *col)
-{
-	const char *h = col->head ? col->head : col->name;
-
-	for (; *h; h++)
-		pd_buf_putc(out, (char)toupper((unsigned char)*h));
-}
-
-void pd_admin_render(const struct pd_admin_col *cols, int ncols, const char *const *cells,
-		     int nrows, const struct pd_admin_fmt *fmt, struct pd_buf *out)
-{
-	size_t *w;
-	char **text;
-	int last = -1;
-
-	if (fmt->json) {
-		for (int r = 0; r < nrows; r++) {
-			json_row(out, cols, ncols, cells + (size_t)r * (size_t)ncols);
-			pd_buf_putc(out, '\n');
-		}
-		return;
-	}
-	w = pd_xcalloc((size_t)ncols, sizeof(*w));
-	text = pd_xcalloc((size_t)nrows * (size_t)ncols + 1, sizeof(*text));
-	for (int c = 0; c < ncols; c++) {
-		if (cols[c].where == 'j')
-			continue;
-		last = c;
-		w[c] = strlen(cols[c].head ? cols[c].head : cols[c].name);
-		for (int r = 0; r < nrows; r++) {
-			size_t i = (size_t)r * (size_t)ncols + (size_t)c;
-
-			text[i] = cell_text(&cols[c], cells[i]);
-			if (width(text[i]) > w[c])
-				w[c] = width(text[i]);
-		}
-	}
-	for (int r = -1; r < nrows; r++) {
-		for (int c = 0; c <= last; c++) {
-			size_t used, i = (size_t)r * (size_t)ncols + (size_t)c;
-			const char *sgr = NULL;
-
-			if (cols[c].where == 'j')
-				continue;
-			if (r < 0) {
-				if (fmt->color)
-					pd_buf_puts(out, "\033[1m");
-				put_header(out, &cols[c]);
-				if (fmt->color)
-					pd_buf_puts(out, "\033[0m");
-				used = strlen(cols[c].head ? cols[c].head : cols[c].name);
-			} else {
-				if (fmt->color && cols[c].kind == 'S')
-					sgr = word_color(text[i]);
-				if (sgr)
-					pd_buf_printf(out, "\033[%sm", sgr);
-				pd_buf_puts(out, text[i]);
-				if (sgr)
-					pd_buf_puts(out, "\033[0m");
-				used = width(text[i]);
-			}
-			if (c == last) {
-				pd_buf_putc(out, '\n');
-				break;
-			}
-			for (; used < w[c] + 2; used++)
-				pd_buf_putc(out, ' ');
-		}
-	}
-	for (size_t i = 0; i < (size_t)nrows * (size_t)ncols; i++)
-		free(text[i]);
-	free(text);
-	free(w);
-}
-
-void pd_admin_render_result(const PGresult *r, const struct pd_admin_col *cols, int ncols,
-			    const struct pd_admin_fmt *fmt, struct pd_buf *out)
-{
-	int nrows = PQntuples(r), n = 0;
-	const char **cells = pd_xcalloc((size_t)nrows * (size_t)ncols + 1, sizeof(*cells));
-
-	if (PQnfields(r) >= ncols) {
-		for (int row = 0; row < nrows; row++) {
-			if (PQgetisnull(r, row, 0))
-				continue;
-			for (int c = 0; c < ncols; c++)
-				cells[(size_t)n * (size_t)ncols + (size_t)c] =
-				    PQgetisnull(r, row, c) ? NULL : PQgetvalue(r, row, c);
-			n++;
-		}
-	}
-	pd_admin_render(cols, ncols, cells, n, fmt, out);
-	free(cells);
-}
-
-/* "key   value" lines (job show), the table columns of one row. */
-static void render_kv(const PGresult *r, const struct pd_admin_col *cols, int ncols,
-		      struct pd_buf *out)
-{
-	size_t wk = 0;
-
-	for (int c = 0; c < ncols; c++)
-		if (cols[c].where != 'j' && strlen(cols[c].name) > wk)
-			wk = strlen(cols[c].name);
-	for (int c = 0; c < ncols; c++) {
-		const char *v = PQgetisnull(r, 0, c) ? NULL : PQgetvalue(r, 0, c);
-		char age[32];
-
-		if (cols[c].where == 'j')
-			continue;
-		pd_buf_printf(out, "%-*s  ", (int)wk, cols[c].name);
-		if (v == NULL) {
-			pd_buf_puts(out, "-");
-		} else if (cols[c].kind == 'd') {
-			pd_admin_age(strtod(v, NULL), age, sizeof(age));
-			pd_buf_puts(out, age);
-		} else if (cols[c].kind == 'b') {
-			pd_buf_puts(out, *v == 't' ? "yes" : "no");
-		} else {
-			for (; *v; v++)
-				pd_buf_putc(out, (unsigned char)*v < 0x20 ? ' ' : *v);
-		}
-		pd_buf_putc(out, '\n');
-	}
-}
 
 /* --- parsing --- */
 
@@ -354,7 +34,7 @@ const char *pd_admin_state(const char *s)
 
 const char *pd_admin_outbox_state(const char *s)
 {
-	return pd_admin_state_in(pd_admin_outbox_states, s);
+	return pd_admin_state_in(pd_summary_outbox_states, s);
 }
 
 int pd_admin_parse_id(const char *s, const char *what, long long *id, struct pd_err *e)
@@ -456,7 +136,7 @@ static const char jobs_sql[] =
     " ORDER BY id DESC LIMIT $5 OFFSET $6) j ON true ORDER BY j.id DESC";
 /* clang-format on */
 
-static const struct pd_admin_col jobs_cols[] = {
+static const struct pd_col jobs_cols[] = {
     {"id", NULL, 'n', 'b'},
     {"job_type", "type", 's', 'b'},
     {"state", NULL, 'S', 'b'},
@@ -482,7 +162,7 @@ static const struct pd_admin_col jobs_cols[] = {
 
 #define NCOLS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-int pd_admin_jobs(struct pd_db *db, const struct pd_admin_filter *f, const struct pd_admin_fmt *fmt,
+int pd_admin_jobs(struct pd_db *db, const struct pd_admin_filter *f, const struct pd_fmt *fmt,
 		  struct pd_buf *out, struct pd_err *e)
 {
 	char *states = state_array(f);
@@ -492,7 +172,7 @@ int pd_admin_jobs(struct pd_db *db, const struct pd_admin_filter *f, const struc
 	free(states);
 	if (rc < 0)
 		return -1;
-	pd_admin_render_result(r, jobs_cols, NCOLS(jobs_cols), fmt, out);
+	pd_render_result(r, jobs_cols, NCOLS(jobs_cols), fmt, out);
 	if (!fmt->json)
 		footer(r, f, "jobs", out);
 	PQclear(r);
@@ -511,7 +191,7 @@ static const char show_sql[] =
     " FROM pendulum.jobs WHERE id = $1";
 /* clang-format on */
 
-static const struct pd_admin_col show_cols[] = {
+static const struct pd_col show_cols[] = {
     {"id", NULL, 'n', 'b'},
     {"job_type", NULL, 's', 'b'},
     {"state", NULL, 'S', 'b'},
@@ -553,7 +233,7 @@ static const char attempts_sql[] =
     " ORDER BY started_at, lease_token";
 /* clang-format on */
 
-static const struct pd_admin_col attempt_cols[] = {
+static const struct pd_col attempt_cols[] = {
     {"attempt", NULL, 'n', 'b'},
     {"lease_token", "token", 'n', 'b'},
     {"worker", NULL, 's', 'b'},
@@ -592,50 +272,6 @@ static void stderr_tails(const PGresult *a, struct pd_buf *out)
 	}
 }
 
-/* The row of r (or NULL) of a PGresult's ncols first columns, into row. */
-static void result_row(const PGresult *r, int i, int ncols, const char **row)
-{
-	for (int c = 0; c < ncols; c++)
-		row[c] = PQgetisnull(r, i, c) ? NULL : PQgetvalue(r, i, c);
-}
-
-/*
- * What a `show` prints of one object (row 0 of r, cols) and its list (the
- * rows of sub, subcols): in JSON one line, the object with the list under
- * key; in a table "key  value" lines, a blank line, then the list as a table
- * or "no KEY yet".
- */
-static void render_show(const PGresult *r, const struct pd_admin_col *cols, int ncols,
-			const char *key, const PGresult *sub, const struct pd_admin_col *subcols,
-			int nsub, const struct pd_admin_fmt *fmt, struct pd_buf *out)
-{
-	const char **row;
-
-	if (!fmt->json) {
-		render_kv(r, cols, ncols, out);
-		if (PQntuples(sub) == 0) {
-			pd_buf_printf(out, "\nno %s yet\n", key);
-		} else {
-			pd_buf_puts(out, "\n");
-			pd_admin_render_result(sub, subcols, nsub, fmt, out);
-		}
-		return;
-	}
-	row = pd_xcalloc((size_t)(ncols > nsub ? ncols : nsub), sizeof(*row));
-	result_row(r, 0, ncols, row);
-	json_row(out, cols, ncols, row);
-	out->data[--out->len] = '\0'; /* reopen the object */
-	pd_buf_printf(out, ",\"%s\":[", key);
-	for (int i = 0; i < PQntuples(sub); i++) {
-		result_row(sub, i, nsub, row);
-		if (i)
-			pd_buf_putc(out, ',');
-		json_row(out, subcols, nsub, row);
-	}
-	pd_buf_puts(out, "]}\n");
-	free(row);
-}
-
 /*
  * What a `show` reads: the row of id by sql ($1 the id; ncols wide, else
  * code 2 "<what> ID not found") into *r, then its list by list_sql into *l.
@@ -660,15 +296,15 @@ static int fetch_show(struct pd_db *db, long long id, const char *what, const ch
 	return 0;
 }
 
-int pd_admin_job_show(struct pd_db *db, long long id, const struct pd_admin_fmt *fmt,
-		      struct pd_buf *out, struct pd_err *e)
+int pd_admin_job_show(struct pd_db *db, long long id, const struct pd_fmt *fmt, struct pd_buf *out,
+		      struct pd_err *e)
 {
 	PGresult *j, *a;
 
 	if (fetch_show(db, id, "job", show_sql, NCOLS(show_cols), attempts_sql, &j, &a, e) < 0)
 		return -1;
-	render_show(j, show_cols, NCOLS(show_cols), "attempts", a, attempt_cols,
-		    NCOLS(attempt_cols), fmt, out);
+	pd_render_show(j, show_cols, NCOLS(show_cols), "attempts", a, attempt_cols,
+		       NCOLS(attempt_cols), fmt, out);
 	if (!fmt->json && PQntuples(a) > 0)
 		stderr_tails(a, out);
 	PQclear(a);
@@ -750,7 +386,7 @@ static int refuse(struct pd_db *db, long long id, const char *what, const char *
 /* clang-format on */
 
 /* clang-format off */
-static const struct pd_admin_col replay_cols[] = {
+static const struct pd_col replay_cols[] = {
     {"id", NULL, 'n', 'b'},
     {"job_type", "type", 's', 'b'},
     {"state", NULL, 'S', 'b'},
@@ -783,7 +419,7 @@ static void waits_lines(const PGresult *r, int from, int to, struct pd_buf *out)
 }
 
 int pd_admin_job_replay(struct pd_db *db, long long id, int with_dependents,
-			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	/* clang-format off */
 	/*
@@ -815,7 +451,7 @@ int pd_admin_job_replay(struct pd_db *db, long long id, int with_dependents,
 		return refuse(db, id, "replay", "SUCCEEDED, DEAD_LETTERED or CANCELLED", e);
 	}
 	if (fmt->json) {
-		pd_admin_render_result(r, replay_cols, NCOLS(replay_cols), fmt, out);
+		pd_render_result(r, replay_cols, NCOLS(replay_cols), fmt, out);
 		PQclear(r);
 		return 0;
 	}
@@ -866,10 +502,10 @@ static int cancel_job(struct pd_db *db, long long id, const char *reason, PGresu
 }
 
 int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
-			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	/* clang-format off */
-	static const struct pd_admin_col cols[] = {
+	static const struct pd_col cols[] = {
 	    {"id", NULL, 'n', 'b'},	  {"job_type", "type", 's', 'b'},
 	    {"state", NULL, 'S', 'b'},	  {"queue", NULL, 's', 'b'},
 	    {"dead_reason", "reason", 's', 'b'},
@@ -883,7 +519,7 @@ int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
 		return -1;
 	deps = atoi(PQgetvalue(r, 0, 5));
 	if (fmt->json)
-		pd_admin_render_result(r, cols, NCOLS(cols), fmt, out);
+		pd_render_result(r, cols, NCOLS(cols), fmt, out);
 	else
 		pd_buf_printf(out, "job %lld cancelled (%s, queue %s)\n", id, PQgetvalue(r, 0, 1),
 			      PQgetvalue(r, 0, 3));
@@ -905,7 +541,7 @@ static const char dlq_sql[] =
     " LIMIT $5 OFFSET $6) j ON true ORDER BY j.dead_for NULLS LAST, j.id DESC";
 /* clang-format on */
 
-static const struct pd_admin_col dlq_cols[] = {
+static const struct pd_col dlq_cols[] = {
     {"id", NULL, 'n', 'b'},
     {"job_type", "type", 's', 'b'},
     {"queue", NULL, 's', 'b'},
@@ -922,14 +558,14 @@ static const struct pd_admin_col dlq_cols[] = {
     {"total", NULL, 'n', 'j'},
 };
 
-int pd_admin_dlq_list(struct pd_db *db, const struct pd_admin_filter *f,
-		      const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+int pd_admin_dlq_list(struct pd_db *db, const struct pd_admin_filter *f, const struct pd_fmt *fmt,
+		      struct pd_buf *out, struct pd_err *e)
 {
 	PGresult *r;
 
 	if (run_listing(db, dlq_sql, f, "{DEAD_LETTERED}", &r, e) < 0)
 		return -1;
-	pd_admin_render_result(r, dlq_cols, NCOLS(dlq_cols), fmt, out);
+	pd_render_result(r, dlq_cols, NCOLS(dlq_cols), fmt, out);
 	if (!fmt->json)
 		footer(r, f, "dead letters", out);
 	PQclear(r);
@@ -1000,7 +636,7 @@ static int missed(struct pd_db *db, const long long *ids, int nids, const PGresu
 }
 
 int pd_admin_dlq_replay(struct pd_db *db, const long long *ids, int nids,
-			const struct pd_admin_filter *f, const struct pd_admin_fmt *fmt,
+			const struct pd_admin_filter *f, const struct pd_fmt *fmt,
 			struct pd_buf *out, struct pd_err *e)
 {
 	/* $1 ids or NULL, $2 tenant, $3 type, $4 queue, $5 limit. */
@@ -1040,7 +676,7 @@ int pd_admin_dlq_replay(struct pd_db *db, const long long *ids, int nids,
 	if (rc < 0)
 		return -1;
 	if (PQntuples(r) > 0 || fmt->json)
-		pd_admin_render_result(r, replay_cols, NCOLS(replay_cols), fmt, out);
+		pd_render_result(r, replay_cols, NCOLS(replay_cols), fmt, out);
 	if (!fmt->json) {
 		pd_buf_printf(out, "replayed %d dead letter%s\n", PQntuples(r),
 			      PQntuples(r) == 1 ? "" : "s");
@@ -1053,14 +689,14 @@ int pd_admin_dlq_replay(struct pd_db *db, const long long *ids, int nids,
 #undef DLQ_REPLAY
 }
 
-int pd_admin_dlq_delete(struct pd_db *db, const long long *ids, int nids,
-			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+int pd_admin_dlq_delete(struct pd_db *db, const long long *ids, int nids, const struct pd_fmt *fmt,
+			struct pd_buf *out, struct pd_err *e)
 {
 	static const char sql[] =
 	    "SELECT id, job_type, queue FROM pendulum.delete_jobs($1::bigint[], 'DEAD_LETTERED')"
 	    " ORDER BY id";
 	/* clang-format off */
-	static const struct pd_admin_col cols[] = {
+	static const struct pd_col cols[] = {
 	    {"id", NULL, 'n', 'b'},
 	    {"job_type", "type", 's', 'b'},
 	    {"queue", NULL, 's', 'b'},
@@ -1078,7 +714,7 @@ int pd_admin_dlq_delete(struct pd_db *db, const long long *ids, int nids,
 	if (rc < 0)
 		return -1;
 	if (PQntuples(r) > 0 || fmt->json)
-		pd_admin_render_result(r, cols, NCOLS(cols), fmt, out);
+		pd_render_result(r, cols, NCOLS(cols), fmt, out);
 	if (!fmt->json)
 		pd_buf_printf(out, "deleted %d dead letter%s\n", PQntuples(r),
 			      PQntuples(r) == 1 ? "" : "s");
@@ -1088,7 +724,7 @@ int pd_admin_dlq_delete(struct pd_db *db, const long long *ids, int nids,
 }
 
 int pd_admin_dlq_purge(struct pd_db *db, long long older_ms, const char *queue, int dry_run,
-		       const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+		       const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 /* clang-format off */
 #define OLD                                                                                        \
@@ -1108,7 +744,7 @@ int pd_admin_dlq_purge(struct pd_db *db, long long older_ms, const char *queue, 
 	if (pd_db_value(db, dry_run ? count_sql : purge_sql, 2, params, &n, e) < 0)
 		return -1;
 	if (fmt->json) {
-		static const struct pd_admin_col cols[] = {
+		static const struct pd_col cols[] = {
 		    {"purged", NULL, 'n', 'b'},
 		    {"older_than_s", NULL, 'n', 'b'},
 		    {"queue", NULL, 's', 'b'},
@@ -1117,11 +753,11 @@ int pd_admin_dlq_purge(struct pd_db *db, long long older_ms, const char *queue, 
 		const char *row[4] = {n ? n : "0", secs, queue, dry_run ? "t" : "f"};
 
 		snprintf(secs, sizeof(secs), "%.3f", (double)older_ms / 1000);
-		pd_admin_render(cols, 4, row, 1, fmt, out);
+		pd_render(cols, 4, row, 1, fmt, out);
 	} else {
 		long long k = n ? strtoll(n, NULL, 10) : 0;
 
-		pd_admin_age((double)older_ms / 1000, age, sizeof(age));
+		pd_render_age((double)older_ms / 1000, age, sizeof(age));
 		pd_buf_printf(out, "%s %lld dead letter%s%s%s that died more than %s ago\n",
 			      dry_run ? "would purge" : "purged", k, k == 1 ? "" : "s",
 			      queue ? " of queue " : "", queue ? queue : "", age);
@@ -1130,38 +766,20 @@ int pd_admin_dlq_purge(struct pd_db *db, long long older_ms, const char *queue, 
 	return 0;
 }
 
-/* clang-format off */
-const struct pd_admin_col pd_admin_queue_cols[PD_ADMIN_QUEUE_NCOLS] = {
-    {"queue", NULL, 's', 'b'},
-    {"pending", NULL, 'n', 'b'},
-    {"blocked", NULL, 'n', 'b'},
-    {"leased", NULL, 'n', 'b'},
-    {"running", NULL, 'n', 'b'},
-    {"succeeded", NULL, 'n', 'b'},
-    {"dead_lettered", NULL, 'n', 'b'},
-    {"cancelled", NULL, 'n', 'b'},
-    {"runnable", NULL, 'n', 'b'},
-    {"oldest_runnable_age_s", "oldest_runnable", 'd', 'b'},
-    {"workers", NULL, 'n', 'b'},
-    {"unserved_list", "unserved", 's', 't'},
-    {"unserved", NULL, 'j', 'j'},
-};
-/* clang-format on */
-
-int pd_admin_queues(struct pd_db *db, const struct pd_admin_fmt *fmt, struct pd_buf *out,
+int pd_admin_queues(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
 		    struct pd_err *e)
 {
 	PGresult *r;
 
-	if (pd_db_exec(db, pd_admin_queues_sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
+	if (pd_db_exec(db, pd_summary_queues_sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
-	pd_admin_render_result(r, pd_admin_queue_cols, PD_ADMIN_QUEUE_NCOLS, fmt, out);
+	pd_render_result(r, pd_summary_queue_cols, PD_SUMMARY_QUEUE_NCOLS, fmt, out);
 	PQclear(r);
 	return 0;
 }
 
 int pd_admin_depth(struct pd_db *db, const char *queue, const char *state, int runnable,
-		   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+		   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	static const char sql[] = "SELECT count(*) FROM pendulum.jobs WHERE queue = $1"
 				  " AND state = $2 AND (NOT $3::boolean OR run_at <= now())";
@@ -1173,7 +791,7 @@ int pd_admin_depth(struct pd_db *db, const char *queue, const char *state, int r
 	if (pd_db_value(db, sql, 3, params, &n, e) < 0)
 		return -1;
 	if (fmt->json) {
-		static const struct pd_admin_col cols[] = {
+		static const struct pd_col cols[] = {
 		    {"queue", NULL, 's', 'b'},
 		    {"state", NULL, 's', 'b'},
 		    {"runnable", NULL, 'b', 'b'},
@@ -1181,7 +799,7 @@ int pd_admin_depth(struct pd_db *db, const char *queue, const char *state, int r
 		};
 		const char *row[4] = {queue, params[1], params[2], n ? n : "0"};
 
-		pd_admin_render(cols, 4, row, 1, fmt, out);
+		pd_render(cols, 4, row, 1, fmt, out);
 	} else {
 		pd_buf_printf(out, "%s\n", n ? n : "0");
 	}
@@ -1189,7 +807,7 @@ int pd_admin_depth(struct pd_db *db, const char *queue, const char *state, int r
 	return 0;
 }
 
-int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_admin_fmt *fmt,
+int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_fmt *fmt,
 		     struct pd_buf *out, struct pd_err *e)
 {
 	/* clang-format off */
@@ -1200,7 +818,7 @@ int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_admin
 	    " to_json(queues)::text, to_json(job_types)::text, in_flight, concurrency, lease_ms,"
 	    " " ISO("started_at") ", " ISO("last_seen_at") ", " ISO("gone_at") ", gone, gone"
 	    " FROM pendulum.worker_states($1::bigint) ORDER BY host, pid, id";
-	static const struct pd_admin_col cols[] = {
+	static const struct pd_col cols[] = {
 	    {"id", "worker", 's', 'b'},
 	    {"host", NULL, 's', 'b'},
 	    {"pid", NULL, 'n', 'b'},
@@ -1227,7 +845,7 @@ int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_admin
 	snprintf(ms, sizeof(ms), "%lld", stale_ms);
 	if (pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
-	pd_admin_render_result(r, cols, NCOLS(cols), fmt, out);
+	pd_render_result(r, cols, NCOLS(cols), fmt, out);
 	PQclear(r);
 	return 0;
 }
@@ -1235,7 +853,7 @@ int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_admin
 /* --- the outbox --- */
 
 /* clang-format off */
-static const struct pd_admin_col outbox_stats_cols[PD_ADMIN_OUTBOX_NCOLS] = {
+static const struct pd_col outbox_stats_cols[PD_SUMMARY_OUTBOX_NCOLS] = {
     {"topic", NULL, 's', 'b'},
     {"pending", NULL, 'n', 'b'},
     {"published", NULL, 'n', 'b'},
@@ -1244,14 +862,14 @@ static const struct pd_admin_col outbox_stats_cols[PD_ADMIN_OUTBOX_NCOLS] = {
 };
 /* clang-format on */
 
-int pd_admin_outbox_stats(struct pd_db *db, const struct pd_admin_fmt *fmt, struct pd_buf *out,
+int pd_admin_outbox_stats(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
 			  struct pd_err *e)
 {
 	PGresult *r;
 
-	if (pd_db_exec(db, pd_admin_outbox_sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
+	if (pd_db_exec(db, pd_summary_outbox_sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
-	pd_admin_render_result(r, outbox_stats_cols, PD_ADMIN_OUTBOX_NCOLS, fmt, out);
+	pd_render_result(r, outbox_stats_cols, PD_SUMMARY_OUTBOX_NCOLS, fmt, out);
 	PQclear(r);
 	return 0;
 }
@@ -1277,7 +895,7 @@ static const char outbox_list_sql[] =
 #undef OUTBOX_FILTER
 /* clang-format on */
 
-static const struct pd_admin_col outbox_list_cols[] = {
+static const struct pd_col outbox_list_cols[] = {
     {"id", NULL, 'n', 'b'},
     {"topic", NULL, 's', 'b'},
     {"state", NULL, 'S', 'b'},
@@ -1303,7 +921,7 @@ static const struct pd_admin_col outbox_list_cols[] = {
 };
 
 int pd_admin_outbox_list(struct pd_db *db, const struct pd_admin_filter *f,
-			 const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			 const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	char *states = state_array(f), lim[24], off[24];
 	const char *params[5] = {states, f->tenant, f->topic, lim, off};
@@ -1316,7 +934,7 @@ int pd_admin_outbox_list(struct pd_db *db, const struct pd_admin_filter *f,
 	free(states);
 	if (rc < 0)
 		return -1;
-	pd_admin_render_result(r, outbox_list_cols, NCOLS(outbox_list_cols), fmt, out);
+	pd_render_result(r, outbox_list_cols, NCOLS(outbox_list_cols), fmt, out);
 	if (!fmt->json)
 		footer(r, f, "messages", out);
 	PQclear(r);
@@ -1324,7 +942,7 @@ int pd_admin_outbox_list(struct pd_db *db, const struct pd_admin_filter *f,
 }
 
 int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
-			   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	/*
 	 * The claim is cleared too: a relay still holding the message's last
@@ -1345,7 +963,7 @@ int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
 	    " FROM (SELECT DISTINCT topic FROM r) t)"
 	    " SELECT id, topic, state, message_key, replay_count, (SELECT count(*) FROM n) FROM r"
 	    " ORDER BY id";
-	static const struct pd_admin_col cols[] = {
+	static const struct pd_col cols[] = {
 	    {"id", NULL, 'n', 'b'},
 	    {"topic", NULL, 's', 'b'},
 	    {"state", NULL, 'S', 'b'},
@@ -1365,7 +983,7 @@ int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
 	if (rc < 0)
 		return -1;
 	if (PQntuples(r) > 0 || fmt->json)
-		pd_admin_render_result(r, cols, NCOLS(cols), fmt, out);
+		pd_render_result(r, cols, NCOLS(cols), fmt, out);
 	if (!fmt->json)
 		pd_buf_printf(out, "replayed %d outbox message%s\n", PQntuples(r),
 			      PQntuples(r) == 1 ? "" : "s");
@@ -1398,7 +1016,7 @@ static const char flow_runs_sql[] =
 #undef FLOW_FROM
 /* clang-format on */
 
-static const struct pd_admin_col flow_runs_cols[] = {
+static const struct pd_col flow_runs_cols[] = {
     {"id", "run", 'n', 'b'},	       {"workflow", NULL, 's', 'b'},
     {"state", NULL, 'S', 'b'},	       {"step_at", "step", 's', 't'},
     {"tenant_id", "tenant", 's', 'b'}, {"age_s", "age", 'd', 'b'},
@@ -1412,8 +1030,8 @@ static const struct pd_admin_col flow_runs_cols[] = {
     {"total", NULL, 'n', 'j'},
 };
 
-int pd_admin_flow_runs(struct pd_db *db, const struct pd_admin_filter *f,
-		       const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+int pd_admin_flow_runs(struct pd_db *db, const struct pd_admin_filter *f, const struct pd_fmt *fmt,
+		       struct pd_buf *out, struct pd_err *e)
 {
 	struct pd_admin_filter g = *f;
 	char *states = state_array(f);
@@ -1425,7 +1043,7 @@ int pd_admin_flow_runs(struct pd_db *db, const struct pd_admin_filter *f,
 	free(states);
 	if (rc < 0)
 		return -1;
-	pd_admin_render_result(r, flow_runs_cols, NCOLS(flow_runs_cols), fmt, out);
+	pd_render_result(r, flow_runs_cols, NCOLS(flow_runs_cols), fmt, out);
 	if (!fmt->json)
 		footer(r, f, "runs", out);
 	PQclear(r);
@@ -1444,7 +1062,7 @@ static const char flow_show_sql[] =
     " JOIN pendulum.jobs j ON j.id = r.job_id WHERE r.id = $1";
 /* clang-format on */
 
-static const struct pd_admin_col flow_show_cols[] = {
+static const struct pd_col flow_show_cols[] = {
     {"id", NULL, 'n', 'b'},
     {"workflow", NULL, 's', 'b'},
     {"tenant_id", NULL, 's', 'b'},
@@ -1505,7 +1123,7 @@ static const char flow_steps_sql[] =
     " WHERE r.id = $1 ORDER BY i";
 /* clang-format on */
 
-static const struct pd_admin_col flow_step_cols[] = {
+static const struct pd_col flow_step_cols[] = {
     {"index", NULL, 'n', 'b'},
     {"name", NULL, 's', 'b'},
     {"kind", NULL, 's', 'b'},
@@ -1520,7 +1138,7 @@ static const struct pd_admin_col flow_step_cols[] = {
     {"output_truncated", NULL, 'b', 'j'},
 };
 
-int pd_admin_flow_show(struct pd_db *db, long long run, const struct pd_admin_fmt *fmt,
+int pd_admin_flow_show(struct pd_db *db, long long run, const struct pd_fmt *fmt,
 		       struct pd_buf *out, struct pd_err *e)
 {
 	PGresult *r, *s;
@@ -1528,18 +1146,18 @@ int pd_admin_flow_show(struct pd_db *db, long long run, const struct pd_admin_fm
 	if (fetch_show(db, run, "workflow run", flow_show_sql, NCOLS(flow_show_cols),
 		       flow_steps_sql, &r, &s, e) < 0)
 		return -1;
-	render_show(r, flow_show_cols, NCOLS(flow_show_cols), "steps", s, flow_step_cols,
-		    NCOLS(flow_step_cols), fmt, out);
+	pd_render_show(r, flow_show_cols, NCOLS(flow_show_cols), "steps", s, flow_step_cols,
+		       NCOLS(flow_step_cols), fmt, out);
 	PQclear(s);
 	PQclear(r);
 	return 0;
 }
 
 int pd_admin_flow_signal(struct pd_db *db, long long run, const char *name, const char *payload,
-			 const char *where, const struct pd_admin_fmt *fmt, struct pd_buf *out,
+			 const char *where, const struct pd_fmt *fmt, struct pd_buf *out,
 			 struct pd_err *e)
 {
-	static const struct pd_admin_col cols[] = {
+	static const struct pd_col cols[] = {
 	    {"run", NULL, 'n', 'b'},
 	    {"signal", NULL, 's', 'b'},
 	    {"woke", NULL, 'b', 'b'},
@@ -1553,7 +1171,7 @@ int pd_admin_flow_signal(struct pd_db *db, long long run, const char *name, cons
 	if (fmt->json) {
 		const char *row[3] = {ids, name, woke ? "t" : "f"};
 
-		pd_admin_render(cols, 3, row, 1, fmt, out);
+		pd_render(cols, 3, row, 1, fmt, out);
 	} else {
 		pd_buf_printf(out, "workflow run %lld: signal '%s' sent; %s\n", run, name,
 			      woke ? "it woke the run"
@@ -1563,10 +1181,10 @@ int pd_admin_flow_signal(struct pd_db *db, long long run, const char *name, cons
 }
 
 int pd_admin_flow_cancel(struct pd_db *db, long long run, const char *reason,
-			 const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+			 const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
 	/* clang-format off */
-	static const struct pd_admin_col cols[] = {
+	static const struct pd_col cols[] = {
 	    {"run", NULL, 'n', 'b'},	  {"job_id", "job", 'n', 'b'},
 	    {"job_type", "type", 's', 'b'}, {"state", NULL, 'S', 'b'},
 	    {"queue", NULL, 's', 'b'},	  {"dead_reason", "reason", 's', 'b'},
@@ -1592,7 +1210,7 @@ int pd_admin_flow_cancel(struct pd_db *db, long long run, const char *reason,
 				      PQgetvalue(r, 0, 3),
 				      PQgetvalue(r, 0, 4)};
 
-		pd_admin_render(cols, 6, row, 1, fmt, out);
+		pd_render(cols, 6, row, 1, fmt, out);
 	} else {
 		pd_buf_printf(out, "workflow run %lld cancelled (job %lld, queue %s)\n", run, job,
 			      PQgetvalue(r, 0, 3));

@@ -1,12 +1,10 @@
 /*
- * admin: the queries behind pd-admin's subcommands, and how their rows are
- * shown: an aligned table for people, or one JSON object a line (--json).
+ * admin: the queries behind pd-admin's subcommands and the columns they
+ * show, rendered through render (a table, or JSON lines with --json).
  *
  * Every pd_admin_* call appends what the command prints to out and never
  * writes to stdout itself; on -1 out may still hold the rows that were done
- * (a bulk replay that skipped some ids) and e says what was not. Ages are
- * computed in SQL from the database clock: a table shows them as "3m12s",
- * JSON as seconds (a number, keys ending in _s).
+ * (a bulk replay that skipped some ids) and e says what was not.
  */
 #ifndef PD_ADMIN_H
 #define PD_ADMIN_H
@@ -15,41 +13,7 @@
 
 #include "buf.h"
 #include "db.h"
-
-/* How rows are shown. */
-struct pd_admin_fmt {
-	int json;  /* one JSON object a line */
-	int color; /* ANSI colours in tables (a terminal, NO_COLOR unset) */
-};
-
-/*
- * A column of a listing. kind: 's' text, 'n' number, 'b' boolean ("t"/"f"),
- * 'j' JSON text (stored as is in JSON output), 'd' seconds (a human duration
- * in a table, a number in JSON), 'S' a state word (coloured in a table).
- * where: 'b' both, 't' table only, 'j' JSON only.
- */
-struct pd_admin_col {
-	const char *name; /* the JSON key, and the table header when head is NULL */
-	const char *head; /* the table header (upper-cased), or NULL */
-	char kind;
-	char where;
-};
-
-/*
- * Append nrows rows of cells (nrows * ncols, row-major, NULL for SQL NULL)
- * to out: a table with a header line (printed even without rows), or JSON
- * lines. Table cells have control characters replaced by spaces and are cut
- * to 72 characters.
- */
-void pd_admin_render(const struct pd_admin_col *cols, int ncols, const char *const *cells,
-		     int nrows, const struct pd_admin_fmt *fmt, struct pd_buf *out);
-
-/*
- * A duration in seconds for people: "0s", "1.8s" below 10 s, then whole
- * units, at most the two largest: "42s", "3m12s", "1h", "2d3h". Negative
- * values get a '-'. out must hold 24 bytes.
- */
-void pd_admin_age(double seconds, char *out, size_t n);
+#include "render.h"
 
 /*
  * Parse a job state name, case-insensitively, into its canonical upper-case
@@ -85,12 +49,12 @@ struct pd_admin_filter {
  * says so in its note ("no live worker serves type T in queue Q"; JSON:
  * "unserved": true).
  */
-int pd_admin_jobs(struct pd_db *db, const struct pd_admin_filter *f, const struct pd_admin_fmt *fmt,
+int pd_admin_jobs(struct pd_db *db, const struct pd_admin_filter *f, const struct pd_fmt *fmt,
 		  struct pd_buf *out, struct pd_err *e);
 
 /* `job show`: every field, the result and the attempt chain. Code 2 when absent. */
-int pd_admin_job_show(struct pd_db *db, long long id, const struct pd_admin_fmt *fmt,
-		      struct pd_buf *out, struct pd_err *e);
+int pd_admin_job_show(struct pd_db *db, long long id, const struct pd_fmt *fmt, struct pd_buf *out,
+		      struct pd_err *e);
 
 /*
  * `job replay`: SUCCEEDED, DEAD_LETTERED or CANCELLED -> PENDING now (BLOCKED
@@ -102,7 +66,7 @@ int pd_admin_job_show(struct pd_db *db, long long id, const struct pd_admin_fmt 
  * statement. Code 1 naming the current state otherwise, 2 when absent.
  */
 int pd_admin_job_replay(struct pd_db *db, long long id, int with_dependents,
-			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+			const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
 /*
  * `job cancel`: PENDING or BLOCKED -> CANCELLED, finished now, dead_reason
@@ -111,11 +75,11 @@ int pd_admin_job_replay(struct pd_db *db, long long id, int with_dependents,
  * Code 1 naming the current state otherwise, 2 when absent.
  */
 int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
-			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+			const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
 /* `dlq list`: dead letters, most recently dead first, with the reason (states ignored). */
-int pd_admin_dlq_list(struct pd_db *db, const struct pd_admin_filter *f,
-		      const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+int pd_admin_dlq_list(struct pd_db *db, const struct pd_admin_filter *f, const struct pd_fmt *fmt,
+		      struct pd_buf *out, struct pd_err *e);
 
 /*
  * `dlq replay`: replay the dead letters ids[0..nids) or, with nids == 0, up
@@ -124,22 +88,22 @@ int pd_admin_dlq_list(struct pd_db *db, const struct pd_admin_filter *f,
  * it return -1 (code 2 if one is absent, else 1) after the others were.
  */
 int pd_admin_dlq_replay(struct pd_db *db, const long long *ids, int nids,
-			const struct pd_admin_filter *f, const struct pd_admin_fmt *fmt,
+			const struct pd_admin_filter *f, const struct pd_fmt *fmt,
 			struct pd_buf *out, struct pd_err *e);
 
 /* `dlq delete`: delete these dead letters (and their attempts); the rest as dlq replay. */
-int pd_admin_dlq_delete(struct pd_db *db, const long long *ids, int nids,
-			const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+int pd_admin_dlq_delete(struct pd_db *db, const long long *ids, int nids, const struct pd_fmt *fmt,
+			struct pd_buf *out, struct pd_err *e);
 
 /*
  * `dlq purge`: delete the dead letters of queue (NULL: every queue) that
  * died more than older_ms ago; with dry_run count them only.
  */
 int pd_admin_dlq_purge(struct pd_db *db, long long older_ms, const char *queue, int dry_run,
-		       const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+		       const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
 /* `queues`: per queue, jobs by state, runnable ones, and the oldest runnable job's age. */
-int pd_admin_queues(struct pd_db *db, const struct pd_admin_fmt *fmt, struct pd_buf *out,
+int pd_admin_queues(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
 		    struct pd_err *e);
 
 /*
@@ -147,21 +111,21 @@ int pd_admin_queues(struct pd_db *db, const struct pd_admin_fmt *fmt, struct pd_
  * runnable, only PENDING jobs whose run_at has come. A bare number.
  */
 int pd_admin_depth(struct pd_db *db, const char *queue, const char *state, int runnable,
-		   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+		   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
 /*
  * `workers`: registered workers, each live or gone (pendulum.worker_states:
  * not seen within its lease); a gone worker's slots are not busy. stale_ms
  * >= 0 replaces every worker's lease as the window (--stale).
  */
-int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_admin_fmt *fmt,
+int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_fmt *fmt,
 		     struct pd_buf *out, struct pd_err *e);
 
 /*
  * `outbox stats`: per topic, messages in each state and the age of the
- * oldest PENDING message (since it was recorded), from pd_admin_outbox_sql.
+ * oldest PENDING message (since it was recorded), from pd_summary_outbox_sql.
  */
-int pd_admin_outbox_stats(struct pd_db *db, const struct pd_admin_fmt *fmt, struct pd_buf *out,
+int pd_admin_outbox_stats(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
 			  struct pd_err *e);
 
 /*
@@ -170,7 +134,7 @@ int pd_admin_outbox_stats(struct pd_db *db, const struct pd_admin_fmt *fmt, stru
  * then "1-50 of 1234 messages" in a table; JSON rows carry the total.
  */
 int pd_admin_outbox_list(struct pd_db *db, const struct pd_admin_filter *f,
-			 const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+			 const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
 /*
  * `outbox replay`: the DEAD_LETTERED messages ids[0..nids) -> PENDING, in
@@ -181,7 +145,7 @@ int pd_admin_outbox_list(struct pd_db *db, const struct pd_admin_filter *f,
  * each one's state.
  */
 int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
-			   const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+			   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
 /*
  * `flow runs`: the workflow runs matching f (states are run states, as
@@ -189,8 +153,8 @@ int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
  * the run's job; type ignored), newest (highest id) first, with the step
  * each is at, then "1-50 of 1234 runs" in a table; JSON rows carry the total.
  */
-int pd_admin_flow_runs(struct pd_db *db, const struct pd_admin_filter *f,
-		       const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+int pd_admin_flow_runs(struct pd_db *db, const struct pd_admin_filter *f, const struct pd_fmt *fmt,
+		       struct pd_buf *out, struct pd_err *e);
 
 /*
  * `flow show`: the run (state, position, job, input, ...), then one row per
@@ -198,14 +162,14 @@ int pd_admin_flow_runs(struct pd_db *db, const struct pd_admin_filter *f,
  * position the run's state in lower case: running, waiting, sleeping, dead,
  * cancelled), attempts, start, finish, output. Code 2 when absent.
  */
-int pd_admin_flow_show(struct pd_db *db, long long run, const struct pd_admin_fmt *fmt,
+int pd_admin_flow_show(struct pd_db *db, long long run, const struct pd_fmt *fmt,
 		       struct pd_buf *out, struct pd_err *e);
 
 /*
  * `flow signal`: pd_flow_signal (same codes), then whether it woke the run.
  */
 int pd_admin_flow_signal(struct pd_db *db, long long run, const char *name, const char *payload,
-			 const char *where, const struct pd_admin_fmt *fmt, struct pd_buf *out,
+			 const char *where, const struct pd_fmt *fmt, struct pd_buf *out,
 			 struct pd_err *e);
 
 /*
@@ -213,52 +177,9 @@ int pd_admin_flow_signal(struct pd_db *db, long long run, const char *name, cons
  * or BLOCKED only): code 2 when the run is absent, 1 naming the job's state.
  */
 int pd_admin_flow_cancel(struct pd_db *db, long long run, const char *reason,
-			 const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
-
-/* The six workflow run states of pendulum.workflow_run_states, NULL-terminated. */
-extern const char *const pd_admin_flow_states[];
-
-/*
- * The SQL of the per-workflow run counts (for `metrics`): workflow, then
- * the counts in pd_admin_flow_states order; ordered by workflow, byte-wise.
- */
-extern const char pd_admin_flow_sql[];
-#define PD_ADMIN_FLOW_NCOLS 7
-
-/* The three outbox states, in life order, NULL-terminated. */
-extern const char *const pd_admin_outbox_states[];
-
-/*
- * The SQL of the per-topic outbox summary shared by `outbox stats` and
- * `metrics`: topic, the three state counts in pd_admin_outbox_states order,
- * the oldest PENDING message's age in seconds (NULL when none); ordered by
- * topic, byte-wise.
- */
-extern const char pd_admin_outbox_sql[];
-#define PD_ADMIN_OUTBOX_NCOLS 5
+			 const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
 /* The seven job states, in state-machine order, NULL-terminated. */
 extern const char *const pd_admin_states[];
-
-/*
- * The SQL of the per-queue summary shared by `queues`, `metrics` and `top`:
- * queue, the seven state counts in pd_admin_states order, runnable, oldest
- * runnable age in seconds (NULL when none), the live workers that take from
- * the queue, the types of its PENDING jobs that no live worker serves
- * (pendulum.unserved) as "a,b" (NULL when none) and as a JSON array;
- * ordered by queue, byte-wise.
- */
-extern const char pd_admin_queues_sql[];
-/* Its columns: what `queues` prints. */
-extern const struct pd_admin_col pd_admin_queue_cols[];
-#define PD_ADMIN_QUEUE_NCOLS 13
-
-/*
- * Render the first ncols columns of a PGresult, which match cols, through
- * pd_admin_render. Rows whose first column is NULL are skipped (an empty
- * LEFT JOIN LATERAL).
- */
-void pd_admin_render_result(const PGresult *r, const struct pd_admin_col *cols, int ncols,
-			    const struct pd_admin_fmt *fmt, struct pd_buf *out);
 
 #endif

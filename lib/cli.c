@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "admin.h"
 #include "cli.h"
 #include "dur.h"
 #include "json.h"
@@ -36,6 +35,13 @@ void pd_cli_version(void)
 	printf("%s (Pendulum) %s\n", pd_progname(), PD_VERSION);
 }
 
+static const char *try_cmd; /* what the "Try" line names, NULL: the program */
+
+void pd_cli_try(const char *cmd)
+{
+	try_cmd = cmd;
+}
+
 int pd_cli_usage(const char *synopsis, const char *fmt, ...)
 {
 	va_list ap;
@@ -44,7 +50,8 @@ int pd_cli_usage(const char *synopsis, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n%sTry '%s --help' for more information.\n", synopsis, pd_progname());
+	fprintf(stderr, "\n%sTry '%s --help' for more information.\n", synopsis,
+		try_cmd ? try_cmd : pd_progname());
 	return PD_EX_USAGE;
 }
 
@@ -174,50 +181,4 @@ int pd_cli_color(FILE *f)
 	const char *nc = getenv("NO_COLOR");
 
 	return isatty(fileno(f)) && !(nc && *nc);
-}
-
-void pd_table_init(struct pd_table *t, int ncols, const char **names, const char *numeric)
-{
-	memset(t, 0, sizeof(*t));
-	t->ncols = ncols;
-	t->names = names;
-	t->numeric = numeric;
-}
-
-void pd_table_add(struct pd_table *t, const char *const *row)
-{
-	if (t->nrows == t->cap) {
-		t->cap = t->cap ? t->cap * 2 : 16;
-		t->cells =
-		    pd_xrealloc(t->cells, sizeof(char *) * (size_t)t->cap * (size_t)t->ncols);
-	}
-	for (int c = 0; c < t->ncols; c++)
-		t->cells[t->nrows * t->ncols + c] = row[c] ? pd_xstrdup(row[c]) : NULL;
-	t->nrows++;
-}
-
-void pd_table_print(const struct pd_table *t, FILE *f, int json)
-{
-	struct pd_admin_col *cols = pd_xcalloc((size_t)t->ncols, sizeof(*cols));
-	struct pd_admin_fmt fmt = {json, 0};
-	struct pd_buf out = PD_BUF_INIT;
-
-	/* One renderer for every listing: pd-admin's, fed the table's columns. */
-	for (int c = 0; c < t->ncols; c++) {
-		cols[c].name = t->names[c];
-		cols[c].kind = t->numeric ? t->numeric[c] : 's';
-		cols[c].where = 'b';
-	}
-	pd_admin_render(cols, t->ncols, (const char *const *)t->cells, t->nrows, &fmt, &out);
-	fwrite(pd_buf_str(&out), 1, out.len, f);
-	pd_buf_release(&out);
-	free(cols);
-}
-
-void pd_table_release(struct pd_table *t)
-{
-	for (int i = 0; i < t->nrows * t->ncols; i++)
-		free(t->cells[i]);
-	free(t->cells);
-	memset(t, 0, sizeof(*t));
 }

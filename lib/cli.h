@@ -1,6 +1,7 @@
 /*
  * cli: what every main() shares — start-up, --version, usage errors,
- * range-checked option values, and table or JSON-lines output.
+ * range-checked option values, whether colour may be used. Listings are
+ * rendered by render, subcommands dispatched by subcmd.
  */
 #ifndef PD_CLI_H
 #define PD_CLI_H
@@ -15,6 +16,12 @@ void pd_cli_init(const char *argv0);
 
 /* Print "pd-x (Pendulum) VERSION" on stdout. */
 void pd_cli_version(void);
+
+/*
+ * What the "Try 'X --help'" line of pd_cli_usage names from now on: a
+ * subcommand ("pd-admin dlq purge"), NULL for the program. cmd is kept.
+ */
+void pd_cli_try(const char *cmd);
 
 /*
  * Report a usage error: "pd-x: MSG", then the synopsis and "Try 'pd-x --help'"
@@ -70,26 +77,6 @@ int pd_cli_push(const char *opt, const char *what, const char *s, const char **l
  * nothing is said and it returns 0, the status a pipeline expects.
  */
 int pd_cli_finish_stdout(void);
-
-/*
- * A table for listings: aligned columns on a terminal or when asked, or one
- * JSON object a line (--json) with the column names as keys.
- */
-struct pd_table {
-	int ncols;
-	const char **names; /* column headers; JSON keys */
-	const char
-	    *numeric; /* per column 'n' = JSON number when it parses, 'b' = boolean, else string */
-	char **cells; /* nrows * ncols, NULL = null */
-	int nrows, cap;
-};
-
-void pd_table_init(struct pd_table *t, int ncols, const char **names, const char *numeric);
-void pd_table_add(struct pd_table *t, const char *const *row);
-/* Print to f; json = 1 for JSON lines. Headers are printed in table mode unless there are no rows
- * and quiet_empty is set. */
-void pd_table_print(const struct pd_table *t, FILE *f, int json);
-void pd_table_release(struct pd_table *t);
 
 /* 1 when colour may be used on f (a terminal, and NO_COLOR unset). */
 int pd_cli_color(FILE *f);

@@ -6,6 +6,7 @@
 #include "admin.h"
 #include "json.h"
 #include "metrics.h"
+#include "summary.h"
 
 /* Where samples go: the text format, or JSON lines. */
 struct out {
@@ -255,16 +256,16 @@ static void attempt_metrics(const PGresult *t, struct out *o)
 	free(v);
 }
 
-/* The outbox: ob is pd_admin_outbox_sql's result, f the counters (outbox's second). */
+/* The outbox: ob is pd_summary_outbox_sql's result, f the counters (outbox's second). */
 static void outbox_metrics(const PGresult *ob, const PGresult *f, struct out *o)
 {
 	int n = PQntuples(ob);
 
 	family(o, "pendulum_outbox_messages", "gauge", "Outbox messages of each topic and state.");
 	for (int i = 0; i < n; i++)
-		for (int s = 0; pd_admin_outbox_states[s]; s++)
+		for (int s = 0; pd_summary_outbox_states[s]; s++)
 			sample2(o, "pendulum_outbox_messages", "topic", PQgetvalue(ob, i, 0),
-				"state", pd_admin_outbox_states[s], PQgetvalue(ob, i, 1 + s));
+				"state", pd_summary_outbox_states[s], PQgetvalue(ob, i, 1 + s));
 	family(o, "pendulum_outbox_oldest_pending_age_seconds", "gauge",
 	       "Seconds since the oldest PENDING message of each topic was recorded; 0 when none.");
 	for (int i = 0; i < n; i++)
@@ -276,14 +277,14 @@ static void outbox_metrics(const PGresult *ob, const PGresult *f, struct out *o)
 	sample(o, "pendulum_outbox_writes_fenced_total", NULL, PQgetvalue(f, 0, 1));
 }
 
-/* Workflow runs: fl is pd_admin_flow_sql's result, every state of each workflow exported. */
+/* Workflow runs: fl is pd_summary_flow_sql's result, every state of each workflow exported. */
 static void flow_metrics(const PGresult *fl, struct out *o)
 {
 	family(o, "pendulum_workflow_runs", "gauge", "Workflow runs of each workflow and state.");
 	for (int i = 0; i < PQntuples(fl); i++)
-		for (int s = 0; pd_admin_flow_states[s]; s++)
+		for (int s = 0; pd_summary_flow_states[s]; s++)
 			sample2(o, "pendulum_workflow_runs", "workflow", PQgetvalue(fl, i, 0),
-				"state", pd_admin_flow_states[s], PQgetvalue(fl, i, 1 + s));
+				"state", pd_summary_flow_states[s], PQgetvalue(fl, i, 1 + s));
 }
 
 int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd_buf *out,
@@ -314,17 +315,17 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 	if (pd_db_exec(db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL,
 		       PGRES_COMMAND_OK, NULL, e) < 0)
 		return -1;
-	if (pd_db_exec(db, pd_admin_queues_sql, 0, NULL, PGRES_TUPLES_OK, &q, e) < 0 ||
+	if (pd_db_exec(db, pd_summary_queues_sql, 0, NULL, PGRES_TUPLES_OK, &q, e) < 0 ||
 	    pd_db_exec(db, workers_sql, 1, params, PGRES_TUPLES_OK, &w, e) < 0 ||
 	    pd_db_exec(db, fenced_sql, 0, NULL, PGRES_TUPLES_OK, &f, e) < 0 ||
 	    pd_db_exec(db, attempts_sql, 0, NULL, PGRES_TUPLES_OK, &a, e) < 0 ||
-	    pd_db_exec(db, pd_admin_outbox_sql, 0, NULL, PGRES_TUPLES_OK, &ob, e) < 0 ||
-	    pd_db_exec(db, pd_admin_flow_sql, 0, NULL, PGRES_TUPLES_OK, &fl, e) < 0 ||
+	    pd_db_exec(db, pd_summary_outbox_sql, 0, NULL, PGRES_TUPLES_OK, &ob, e) < 0 ||
+	    pd_db_exec(db, pd_summary_flow_sql, 0, NULL, PGRES_TUPLES_OK, &fl, e) < 0 ||
 	    pd_db_exec(db, unserved_sql, 0, NULL, PGRES_TUPLES_OK, &u, e) < 0)
 		goto done;
-	if (PQnfields(q) != PD_ADMIN_QUEUE_NCOLS || PQnfields(u) != 3 || PQntuples(w) != 1 ||
+	if (PQnfields(q) != PD_SUMMARY_QUEUE_NCOLS || PQnfields(u) != 3 || PQntuples(w) != 1 ||
 	    PQnfields(w) != 4 || PQntuples(f) != 1 || PQnfields(f) != 2 || PQnfields(a) != 6 ||
-	    PQnfields(ob) != PD_ADMIN_OUTBOX_NCOLS || PQnfields(fl) != PD_ADMIN_FLOW_NCOLS) {
+	    PQnfields(ob) != PD_SUMMARY_OUTBOX_NCOLS || PQnfields(fl) != PD_SUMMARY_FLOW_NCOLS) {
 		pd_errf(e, PD_EX_SOFTWARE, "metrics: unexpected result shape");
 		goto done;
 	}

@@ -3,8 +3,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "admin.h"
 #include "dur.h"
+#include "render.h"
+#include "summary.h"
 #include "top.h"
 
 #define SECS(x) "round(extract(epoch FROM (" x "))::numeric, 3)"
@@ -18,7 +19,7 @@ static const char workers_sql[] =
     " CASE WHEN gone THEN 'gone' ELSE 'live' END"
     " FROM pendulum.worker_states($1::bigint) ORDER BY host, pid, id";
 
-static const struct pd_admin_col worker_cols[] = {
+static const struct pd_col worker_cols[] = {
     {"id", "worker", 's', 'b'},
     {"host", NULL, 's', 'b'},
     {"pid", NULL, 'n', 'b'},
@@ -33,7 +34,7 @@ static const char dead_sql[] =
     " FROM pendulum.jobs WHERE state = 'DEAD_LETTERED'"
     " ORDER BY finished_at DESC NULLS LAST, id DESC LIMIT $1";
 
-static const struct pd_admin_col dead_cols[] = {
+static const struct pd_col dead_cols[] = {
     {"id", NULL, 'n', 'b'},
     {"job_type", "type", 's', 'b'},
     {"queue", NULL, 's', 'b'},
@@ -56,7 +57,7 @@ static void section(struct pd_buf *out, const struct pd_top_opts *o, const char 
 int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *out,
 		 struct pd_err *e)
 {
-	struct pd_admin_fmt fmt = {0, o->color};
+	struct pd_fmt fmt = {0, o->color};
 	char ms[24], n[16], every[PD_DUR_MAX];
 	const char *p1[1] = {o->stale_ms >= 0 ? ms : NULL}, *p2[1] = {n};
 	PGresult *t = NULL, *q = NULL, *w = NULL, *d = NULL;
@@ -65,7 +66,7 @@ int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *o
 	snprintf(ms, sizeof(ms), "%lld", o->stale_ms);
 	snprintf(n, sizeof(n), "%d", o->ndead);
 	if (pd_db_exec(db, title_sql, 0, NULL, PGRES_TUPLES_OK, &t, e) < 0 ||
-	    pd_db_exec(db, pd_admin_queues_sql, 0, NULL, PGRES_TUPLES_OK, &q, e) < 0 ||
+	    pd_db_exec(db, pd_summary_queues_sql, 0, NULL, PGRES_TUPLES_OK, &q, e) < 0 ||
 	    pd_db_exec(db, workers_sql, 1, p1, PGRES_TUPLES_OK, &w, e) < 0 ||
 	    pd_db_exec(db, dead_sql, 1, p2, PGRES_TUPLES_OK, &d, e) < 0) {
 		PQclear(t);
@@ -85,7 +86,7 @@ int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *o
 	if (PQntuples(q) == 0)
 		pd_buf_puts(out, "no jobs yet\n");
 	else
-		pd_admin_render_result(q, pd_admin_queue_cols, PD_ADMIN_QUEUE_NCOLS, &fmt, out);
+		pd_render_result(q, pd_summary_queue_cols, PD_SUMMARY_QUEUE_NCOLS, &fmt, out);
 
 	for (int i = 0; i < PQntuples(w); i++) {
 		if (strcmp(PQgetvalue(w, i, 6), "gone") == 0) {
@@ -99,14 +100,14 @@ int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *o
 	section(out, o, "Workers");
 	pd_buf_printf(out, "%d live, %d gone; %d of %d slots busy\n", live, gone, busy, slots);
 	if (PQntuples(w) > 0)
-		pd_admin_render_result(
-		    w, worker_cols, (int)(sizeof(worker_cols) / sizeof(*worker_cols)), &fmt, out);
+		pd_render_result(w, worker_cols, (int)(sizeof(worker_cols) / sizeof(*worker_cols)),
+				 &fmt, out);
 
 	section(out, o, "Newest dead letters");
 	pd_buf_printf(out, "%s in all\n", PQntuples(t) ? PQgetvalue(t, 0, 1) : "0");
 	if (PQntuples(d) > 0)
-		pd_admin_render_result(d, dead_cols, (int)(sizeof(dead_cols) / sizeof(*dead_cols)),
-				       &fmt, out);
+		pd_render_result(d, dead_cols, (int)(sizeof(dead_cols) / sizeof(*dead_cols)), &fmt,
+				 out);
 	PQclear(t);
 	PQclear(q);
 	PQclear(w);

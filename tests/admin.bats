@@ -69,6 +69,7 @@ jobs_ids() {
 	run --separate-stderr pd-admin job show
 	[ "$status" -eq 64 ]
 	[[ "$stderr" == *"missing job id"* ]]
+	[[ "$stderr" == *"Try 'pd-admin job show --help'"* ]]
 	run --separate-stderr pd-admin job show 12x
 	[ "$status" -eq 64 ]
 	[[ "$stderr" == *"invalid job id '12x'"* ]]

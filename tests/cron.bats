@@ -131,6 +131,7 @@ half_hour_ago_cron() {
 	run --separate-stderr pd-cron add x --cron @daily --type t
 	[ "$status" -eq 64 ]
 	[[ "$stderr" == *"missing option --tz"* ]]
+	[[ "$stderr" == *"Try 'pd-cron add --help'"* ]]
 	run --separate-stderr pd-cron add x --cron @daily --tz UTC --type t --misfire sometimes
 	[ "$status" -eq 64 ]
 	[[ "$stderr" == *"invalid misfire policy 'sometimes'"* ]]

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "summary.h"
 #include "enqueue.h"
 #include "tap.h"
 
@@ -16,17 +17,17 @@ static void test_run_states(void)
 			      "SUCCEEDED", "DEAD_LETTERED", "CANCELLED"};
 	int n = 0;
 
-	for (; pd_admin_flow_states[n]; n++)
-		is_str(pd_admin_flow_states[n], want[n], "run states in view order");
+	for (; pd_summary_flow_states[n]; n++)
+		is_str(pd_summary_flow_states[n], want[n], "run states in view order");
 	is_int(n, 6, "six run states");
-	ok(pd_admin_state_in(pd_admin_flow_states, "waiting") == pd_admin_flow_states[2],
+	ok(pd_admin_state_in(pd_summary_flow_states, "waiting") == pd_summary_flow_states[2],
 	   "a run state in any case is the canonical string");
-	ok(pd_admin_state_in(pd_admin_flow_states, "PENDING") == NULL,
+	ok(pd_admin_state_in(pd_summary_flow_states, "PENDING") == NULL,
 	   "a job state is not a run state");
-	ok(pd_admin_state_in(pd_admin_flow_states, "") == NULL, "an empty state is none");
+	ok(pd_admin_state_in(pd_summary_flow_states, "") == NULL, "an empty state is none");
 	ok(pd_admin_state_in(pd_admin_states, "leased") == pd_admin_state("LEASED"),
 	   "pd_admin_state is pd_admin_state_in over the job states");
-	ok(pd_admin_state_in(pd_admin_outbox_states, "published") ==
+	ok(pd_admin_state_in(pd_summary_outbox_states, "published") ==
 	       pd_admin_outbox_state("PUBLISHED"),
 	   "pd_admin_outbox_state is pd_admin_state_in over the outbox states");
 }
@@ -60,12 +61,12 @@ static void test_check_json(void)
 
 static void test_state_colours(void)
 {
-	static const struct pd_admin_col cols[] = {{"state", NULL, 'S', 'b'}};
+	static const struct pd_col cols[] = {{"state", NULL, 'S', 'b'}};
 	const char *cells[] = {"WAITING", "done", "dead"};
-	struct pd_admin_fmt color = {0, 1};
+	struct pd_fmt color = {0, 1};
 	struct pd_buf b = PD_BUF_INIT;
 
-	pd_admin_render(cols, 1, cells, 3, &color, &b);
+	pd_render(cols, 1, cells, 3, &color, &b);
 	ok(strstr(pd_buf_str(&b), "\033[33mWAITING\033[0m") != NULL, "a waiting run is yellow");
 	ok(strstr(pd_buf_str(&b), "\033[32mdone\033[0m") != NULL, "a done step is green");
 	ok(strstr(pd_buf_str(&b), "\033[31mdead\033[0m") != NULL, "a dead step is red");

@@ -1,0 +1,56 @@
+/*
+ * admincmd: pd-admin's subcommands for the dispatcher (subcmd): its
+ * options, how their values are taken, and one handler a command. The
+ * queries and their output are admin's, metrics' and top's; cmd/pd-admin.c
+ * holds the command table.
+ */
+#ifndef PD_ADMINCMD_H
+#define PD_ADMINCMD_H
+
+#include <stddef.h>
+
+#include "subcmd.h"
+
+/* pd-admin's options: indexes into pd_admincmd_opts, in --help order. */
+enum {
+	O_STATE,
+	O_TENANT,
+	O_TYPE,
+	O_QUEUE,
+	O_TOPIC,
+	O_WORKFLOW,
+	O_LIMIT,
+	O_OFFSET,
+	O_REASON,
+	O_OLDER,
+	O_DRY,
+	O_STALE,
+	O_INTERVAL,
+	O_ONCE,
+	O_RUNNABLE,
+	O_JSON,
+	O_WITH_DEPS,
+	O_STATUS,
+	PD_ADMIN_NOPTS
+};
+
+extern const struct pd_subopt pd_admincmd_opts[PD_ADMIN_NOPTS];
+extern const size_t pd_admincmd_xsize; /* its values (struct pd_subprog xsize) */
+
+/* The struct pd_subprog callbacks: defaults, one option, the rules after all. */
+void pd_admincmd_init(struct pd_subcall *k);
+int pd_admincmd_set(struct pd_subcall *k, int opt, const char *val, struct pd_err *e);
+int pd_admincmd_check(struct pd_subcall *k, struct pd_err *e);
+
+/*
+ * The handlers. on_id: job show, replay and cancel, flow show and cancel;
+ * on_ids: dlq replay and delete, outbox replay (by the command's group and
+ * name); the rest one command each.
+ */
+pd_subcmd_fn pd_admincmd_migrate, pd_admincmd_jobs, pd_admincmd_on_id, pd_admincmd_dlq_list,
+    pd_admincmd_on_ids, pd_admincmd_dlq_purge, pd_admincmd_prune, pd_admincmd_queues,
+    pd_admincmd_depth, pd_admincmd_workers, pd_admincmd_metrics, pd_admincmd_top,
+    pd_admincmd_outbox_stats, pd_admincmd_outbox_list, pd_admincmd_lease_check,
+    pd_admincmd_flow_runs, pd_admincmd_flow_signal;
+
+#endif

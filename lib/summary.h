@@ -1,0 +1,45 @@
+/*
+ * summary: the counts by state that pd-admin's `queues` and `outbox stats`,
+ * `metrics` and `top` all show, as SQL with the columns and state lists
+ * that give their order. One place, so that the three views agree.
+ */
+#ifndef PD_SUMMARY_H
+#define PD_SUMMARY_H
+
+#include "render.h"
+
+/*
+ * The per-queue summary: queue, the seven job state counts in state-machine
+ * order (PENDING, BLOCKED, LEASED, RUNNING, SUCCEEDED, DEAD_LETTERED,
+ * CANCELLED), runnable, oldest runnable age in seconds (NULL when none), the
+ * live workers that take from the queue, the types of its PENDING jobs that
+ * no live worker serves (pendulum.unserved) as "a,b" (NULL when none) and
+ * as a JSON array; ordered by queue, byte-wise.
+ */
+extern const char pd_summary_queues_sql[];
+/* Its columns: what `queues` prints. */
+extern const struct pd_col pd_summary_queue_cols[];
+#define PD_SUMMARY_QUEUE_NCOLS 13
+
+/* The three outbox states, in life order, NULL-terminated. */
+extern const char *const pd_summary_outbox_states[];
+
+/*
+ * The per-topic outbox summary: topic, the three state counts in
+ * pd_summary_outbox_states order, the oldest PENDING message's age in
+ * seconds (NULL when none); ordered by topic, byte-wise.
+ */
+extern const char pd_summary_outbox_sql[];
+#define PD_SUMMARY_OUTBOX_NCOLS 5
+
+/* The six workflow run states of pendulum.workflow_run_states, NULL-terminated. */
+extern const char *const pd_summary_flow_states[];
+
+/*
+ * The per-workflow run counts: workflow, then the counts in
+ * pd_summary_flow_states order; ordered by workflow, byte-wise.
+ */
+extern const char pd_summary_flow_sql[];
+#define PD_SUMMARY_FLOW_NCOLS 7
+
+#endif
