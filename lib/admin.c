@@ -378,15 +378,6 @@ int pd_admin_id(const char *s, long long *id, struct pd_err *e)
 
 /* --- queries --- */
 
-/* "{1,2,3}" */
-static void id_array(struct pd_buf *b, const long long *v, int n)
-{
-	pd_buf_putc(b, '{');
-	for (int i = 0; i < n; i++)
-		pd_buf_printf(b, "%s%lld", i ? "," : "", v[i]);
-	pd_buf_putc(b, '}');
-}
-
 /* "{"PENDING","RUNNING"}", or NULL for no states. */
 static char *state_array(const struct pd_admin_filter *f)
 {
@@ -394,10 +385,7 @@ static char *state_array(const struct pd_admin_filter *f)
 
 	if (f->nstates == 0)
 		return NULL;
-	pd_buf_putc(&b, '{');
-	for (int i = 0; i < f->nstates; i++)
-		pd_buf_printf(&b, "%s\"%s\"", i ? "," : "", f->states[i]);
-	pd_buf_putc(&b, '}');
+	pd_db_text_array(&b, (const char *const *)f->states, f->nstates);
 	return pd_buf_detach(&b);
 }
 
@@ -944,6 +932,7 @@ static int missed_in(struct pd_db *db, const char *table, const char *what, cons
 		     int nids, const PGresult *done, const char *verb, struct pd_err *e)
 {
 	struct pd_buf b = PD_BUF_INIT, miss = PD_BUF_INIT;
+	long long *missed = pd_xcalloc(nids > 0 ? (size_t)nids : 1, sizeof(*missed));
 	const char *params[1];
 	PGresult *r;
 	int code = PD_EX_CONFLICT, nmiss = 0, rc;
@@ -955,14 +944,15 @@ static int missed_in(struct pd_db *db, const char *table, const char *what, cons
 			found = strtoll(PQgetvalue(done, k, 0), NULL, 10) == ids[i];
 		for (int k = 0; k < i && !found; k++)
 			found = ids[k] == ids[i]; /* a repeated id is reported once */
-		if (!found) {
-			pd_buf_printf(&miss, "%s%lld", nmiss ? "," : "{", ids[i]);
-			nmiss++;
-		}
+		if (!found)
+			missed[nmiss++] = ids[i];
 	}
-	if (nmiss == 0)
+	pd_db_id_array(&miss, missed, nmiss);
+	free(missed);
+	if (nmiss == 0) {
+		pd_buf_release(&miss);
 		return 0;
-	pd_buf_putc(&miss, '}');
+	}
 	params[0] = miss.data;
 	pd_buf_printf(&b,
 		      "SELECT x.id, j.state FROM unnest($1::bigint[]) WITH ORDINALITY AS x(id, i)"
@@ -1025,7 +1015,7 @@ int pd_admin_dlq_replay(struct pd_db *db, const long long *ids, int nids,
 	int rc;
 
 	if (nids > 0)
-		id_array(&ia, ids, nids);
+		pd_db_id_array(&ia, ids, nids);
 	if (nids > 0)
 		snprintf(lim, sizeof(lim), "%d", nids);
 	else
@@ -1071,7 +1061,7 @@ int pd_admin_dlq_delete(struct pd_db *db, const long long *ids, int nids,
 	PGresult *r;
 	int rc;
 
-	id_array(&ia, ids, nids);
+	pd_db_id_array(&ia, ids, nids);
 	params[0] = ia.data;
 	rc = pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e);
 	pd_buf_release(&ia);
@@ -1358,7 +1348,7 @@ int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
 	PGresult *r;
 	int rc;
 
-	id_array(&ia, ids, nids);
+	pd_db_id_array(&ia, ids, nids);
 	params[0] = ia.data;
 	rc = pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e);
 	pd_buf_release(&ia);

@@ -217,10 +217,7 @@ static int run_json_marked(struct pd_enqueue *q, struct pd_db *db, struct pd_err
 	if (pd_db_exec_script(db, "BEGIN", e) < 0)
 		return -1;
 	if (run_json(q, db, e) == 0) {
-		pd_buf_putc(&ids, '{');
-		for (int i = 0; i < q->n; i++)
-			pd_buf_printf(&ids, "%s%lld", i ? "," : "", q->ids[i]);
-		pd_buf_putc(&ids, '}');
+		pd_db_id_array(&ids, q->ids, q->n);
 		params[0] = ids.data;
 		if (pd_db_exec(db, "SELECT pendulum.wait_job(id) FROM unnest($1::bigint[]) id", 1,
 			       params, PGRES_TUPLES_OK, NULL, e) == 0)
@@ -349,7 +346,7 @@ static int notify_queues(const struct pd_enqueue *q, struct pd_db *db, struct pd
 	const char **v = pd_xcalloc((size_t)q->n, sizeof(*v));
 	struct pd_buf arr = PD_BUF_INIT;
 	const char *params[1];
-	int m = 0, rc;
+	int m = 0, k, rc;
 
 	for (int i = 0; i < q->n; i++) {
 		const char *name = q->jobs[i].queue ? q->jobs[i].queue : "default";
@@ -358,19 +355,11 @@ static int notify_queues(const struct pd_enqueue *q, struct pd_db *db, struct pd
 			v[m++] = name;
 	}
 	qsort(v, (size_t)m, sizeof(*v), cmp_str);
-	pd_buf_putc(&arr, '{');
-	for (int i = 0, k = 0; i < m; i++) {
-		if (i > 0 && strcmp(v[i], v[i - 1]) == 0)
-			continue;
-		pd_buf_puts(&arr, k++ ? ",\"" : "\"");
-		for (const char *c = v[i]; *c; c++) {
-			if (*c == '"' || *c == '\\')
-				pd_buf_putc(&arr, '\\');
-			pd_buf_putc(&arr, *c);
-		}
-		pd_buf_putc(&arr, '"');
-	}
-	pd_buf_putc(&arr, '}');
+	k = m > 0;
+	for (int i = 1; i < m; i++) /* each name once */
+		if (strcmp(v[i], v[k - 1]) != 0)
+			v[k++] = v[i];
+	pd_db_text_array(&arr, v, k);
 	params[0] = arr.data;
 	rc = pd_db_exec(db, "SELECT pendulum.notify_jobs($1::text[])", 1, params, PGRES_TUPLES_OK,
 			NULL, e);
@@ -478,8 +467,10 @@ out:
 
 int pd_enqueue_run(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e)
 {
+	/* depends_on naming a job that does not exist (foreign_key_violation): not found. */
+	static const struct pd_db_remap remap[] = {{"23503", PD_EX_NOTFOUND}, {NULL, 0}};
 	struct pd_err inner = PD_ERR_INIT;
-	int line = 0, rc;
+	int line = 0, code, rc;
 
 	free(q->ids);
 	free(q->created);
@@ -493,16 +484,17 @@ int pd_enqueue_run(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e)
 		rc = run_copy(q, db, &line, &inner);
 	if (rc == 0)
 		return 0;
-	if (strcmp(inner.sqlstate, "23503") == 0)
-		inner.code = PD_EX_NOTFOUND;
-	else if (strncmp(inner.sqlstate, "22", 2) == 0 || strncmp(inner.sqlstate, "23", 2) == 0)
-		inner.code = PD_EX_DATAERR;
+	if ((code = pd_db_remap_code(remap, inner.sqlstate)) == 0)
+		code = inner.code;
+	if (e->code != 0)
+		return -1; /* the first writer wins */
 	/* A row the COPY refused is job number line, from input line q->lines[line - 1]. */
 	if (line >= 1 && line <= q->n && q->lines[line - 1] > 0)
-		pd_errf(e, inner.code, "stdin line %d: %s", q->lines[line - 1], inner.msg);
+		pd_errf(e, code, "stdin line %d: %s", q->lines[line - 1], inner.msg);
 	else if (line >= 1 && line <= q->n)
-		pd_errf(e, inner.code, "job %d: %s", line, inner.msg);
-	pd_errf(e, inner.code, "%s", inner.msg);
+		pd_errf(e, code, "job %d: %s", line, inner.msg);
+	else
+		pd_errf(e, code, "%s", inner.msg);
 	snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", inner.sqlstate);
 	return -1;
 }
@@ -799,10 +791,7 @@ int pd_enqueue_rows(struct pd_db *db, const long long *ids, int n, PGresult **re
 	const char *params[1];
 	int rc;
 
-	pd_buf_putc(&arr, '{');
-	for (int i = 0; i < n; i++)
-		pd_buf_printf(&arr, "%s%lld", i ? "," : "", ids[i]);
-	pd_buf_putc(&arr, '}');
+	pd_db_id_array(&arr, ids, n);
 	params[0] = arr.data;
 	rc =
 	    pd_db_exec(db,

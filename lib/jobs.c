@@ -6,28 +6,6 @@
 #include "json.h"
 #include "log.h"
 
-void pd_pg_array(struct pd_buf *b, const char *const *v, int n)
-{
-	pd_buf_putc(b, '{');
-	for (int i = 0; i < n; i++) {
-		if (i)
-			pd_buf_putc(b, ',');
-		pd_buf_putc(b, '"');
-		for (const char *p = v[i]; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				pd_buf_putc(b, '\\');
-			pd_buf_putc(b, *p);
-		}
-		pd_buf_putc(b, '"');
-	}
-	pd_buf_putc(b, '}');
-}
-
-static char *dup_or_null(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? NULL : pd_xstrdup(PQgetvalue(r, row, col));
-}
-
 /*
  * The claim is pendulum.claim_jobs (sql/005_claim.sql, where its plan is
  * described and the reasons for it): per served queue an index walk of
@@ -60,9 +38,9 @@ static void claim_args_build(struct claim_args *a, const char *worker, const cha
 			     long long lease_ms, int start)
 {
 	memset(a, 0, sizeof(*a));
-	pd_pg_array(&a->queues, queues, nqueues);
+	pd_db_text_array(&a->queues, queues, nqueues);
 	if (types)
-		pd_pg_array(&a->types, types, ntypes);
+		pd_db_text_array(&a->types, types, ntypes);
 	snprintf(a->limit, sizeof(a->limit), "%d", limit);
 	snprintf(a->lease, sizeof(a->lease), "%lld", lease_ms);
 	a->params[0] = a->queues.data;
@@ -93,14 +71,14 @@ static void claim_parse(const PGresult *r, struct pd_claimed **out, int *n)
 		c->max_attempts = atoi(PQgetvalue(r, i, 3));
 		c->replay_count = atoi(PQgetvalue(r, i, 4));
 		c->timeout_ms = strtoll(PQgetvalue(r, i, 5), NULL, 10);
-		c->type = dup_or_null(r, i, 6);
-		c->queue = dup_or_null(r, i, 7);
-		c->tenant = dup_or_null(r, i, 8);
-		c->payload = dup_or_null(r, i, 9);
-		c->run_at = dup_or_null(r, i, 10);
-		c->idempotency_key = dup_or_null(r, i, 11);
-		c->traceparent = dup_or_null(r, i, 12);
-		c->flow = dup_or_null(r, i, 13);
+		c->type = pd_db_dup(r, i, 6);
+		c->queue = pd_db_dup(r, i, 7);
+		c->tenant = pd_db_dup(r, i, 8);
+		c->payload = pd_db_dup(r, i, 9);
+		c->run_at = pd_db_dup(r, i, 10);
+		c->idempotency_key = pd_db_dup(r, i, 11);
+		c->traceparent = pd_db_dup(r, i, 12);
+		c->flow = pd_db_dup(r, i, 13);
 	}
 }
 
@@ -139,15 +117,6 @@ void pd_claimed_free(struct pd_claimed *c, int n)
 	free(c);
 }
 
-/* "{1,2,3}" */
-static void id_array(struct pd_buf *b, const long long *v, int n)
-{
-	pd_buf_putc(b, '{');
-	for (int i = 0; i < n; i++)
-		pd_buf_printf(b, "%s%lld", i ? "," : "", v[i]);
-	pd_buf_putc(b, '}');
-}
-
 void pd_leases_free(struct pd_lease *l, int n)
 {
 	for (int i = 0; l && i < n; i++) {
@@ -170,8 +139,8 @@ static struct pd_lease *leases_from(const PGresult *r, int *n)
 	for (int i = 0; i < *n; i++) {
 		l[i].id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
 		l[i].token = strtoll(PQgetvalue(r, i, 1), NULL, 10);
-		l[i].owner = dup_or_null(r, i, 2);
-		l[i].host = dup_or_null(r, i, 3);
+		l[i].owner = pd_db_dup(r, i, 2);
+		l[i].host = pd_db_dup(r, i, 3);
 		l[i].pid = PQgetisnull(r, i, 4) ? 0 : atoi(PQgetvalue(r, i, 4));
 		if (PQnfields(r) > 5)
 			l[i].dead = strcmp(PQgetvalue(r, i, 5), "DEAD_LETTERED") == 0;
@@ -283,8 +252,8 @@ int pd_worker_register(struct pd_db *db, const char *id, const char *host, int p
 	const char *params[7];
 	int rc;
 
-	pd_pg_array(&q, queues, nqueues);
-	pd_pg_array(&t, types, ntypes);
+	pd_db_text_array(&q, queues, nqueues);
+	pd_db_text_array(&t, types, ntypes);
 	snprintf(p, sizeof(p), "%d", pid);
 	snprintf(c, sizeof(c), "%d", concurrency);
 	snprintf(l, sizeof(l), "%lld", lease_ms);
@@ -375,7 +344,7 @@ int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long
 	int dead = 0, rc;
 
 	*released = 0;
-	id_array(&t, tokens, n);
+	pd_db_id_array(&t, tokens, n);
 	params[0] = worker;
 	params[1] = t.data;
 	rc = pd_db_exec(db, release_unheld_sql, 2, params, PGRES_TUPLES_OK, &r, e);
@@ -656,8 +625,8 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 	s->fi = s->bi = s->ci = -1;
 	memset(&ca, 0, sizeof(ca));
 	if (s->nstart > 0) {
-		id_array(&start_ids, s->start_ids, s->nstart);
-		id_array(&start_tokens, s->start_tokens, s->nstart);
+		pd_db_id_array(&start_ids, s->start_ids, s->nstart);
+		pd_db_id_array(&start_tokens, s->start_tokens, s->nstart);
 		sp[0] = start_ids.data;
 		sp[1] = start_tokens.data;
 		st[n++] = (struct pd_db_stmt){"pd_start", start_sql, 2, sp, PGRES_COMMAND_OK, NULL};
@@ -688,10 +657,10 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 		    (struct pd_db_stmt){"pd_finish", finish_sql, 2, fp, PGRES_TUPLES_OK, NULL};
 	}
 	if (s->nlost > 0) {
-		id_array(&lost_ids, s->lost_ids, s->nlost);
-		id_array(&lost_tokens, s->lost_tokens, s->nlost);
-		id_array(&lost_attempts, s->lost_attempts, s->nlost);
-		id_array(&lost_ago, s->lost_ago_ms, s->nlost);
+		pd_db_id_array(&lost_ids, s->lost_ids, s->nlost);
+		pd_db_id_array(&lost_tokens, s->lost_tokens, s->nlost);
+		pd_db_id_array(&lost_attempts, s->lost_attempts, s->nlost);
+		pd_db_id_array(&lost_ago, s->lost_ago_ms, s->nlost);
 		lp[0] = lost_ids.data;
 		lp[1] = lost_tokens.data;
 		lp[2] = lost_attempts.data;
@@ -701,8 +670,8 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_jobs_sync *s, struct pd_err *e
 		    (struct pd_db_stmt){"pd_lease_lost", lost_sql, 5, lp, PGRES_COMMAND_OK, NULL};
 	}
 	if (s->beat) {
-		id_array(&beat_ids, s->beat_ids, s->nbeat);
-		id_array(&beat_tokens, s->beat_tokens, s->nbeat);
+		pd_db_id_array(&beat_ids, s->beat_ids, s->nbeat);
+		pd_db_id_array(&beat_tokens, s->beat_tokens, s->nbeat);
 		snprintf(lease, sizeof(lease), "%lld", s->lease_ms);
 		snprintf(inflight, sizeof(inflight), "%d", s->nbeat);
 		bp[0] = beat_ids.data;

@@ -210,9 +210,6 @@ int pd_worker_register(struct pd_db *db, const char *id, const char *host, int p
 		       int concurrency, long long lease_ms, struct pd_err *e);
 int pd_worker_unregister(struct pd_db *db, const char *id, struct pd_err *e);
 
-/* Append a PostgreSQL array literal of strings ({"a","b"}) to b. */
-void pd_pg_array(struct pd_buf *b, const char *const *v, int n);
-
 /*
  * The reap pass's sweep, one statement: move to PENDING the BLOCKED jobs
  * whose dependencies have all succeeded (normally done by the success

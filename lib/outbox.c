@@ -11,11 +11,6 @@
 #include "json.h"
 #include "outbox.h"
 
-static char *dup_or_null(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? NULL : pd_xstrdup(PQgetvalue(r, row, col));
-}
-
 /*
  * c: the candidates, in id order, locked or skipped: PENDING heads whose
  * time has come. Only a key's earliest unpublished message is a head
@@ -85,7 +80,7 @@ int pd_outbox_claim(struct pd_db *db, const char *relay, const char *const *topi
 	*out = NULL;
 	*n = *dead = 0;
 	if (topics)
-		pd_pg_array(&t, topics, ntopics);
+		pd_db_text_array(&t, topics, ntopics);
 	snprintf(lim, sizeof(lim), "%d", limit);
 	snprintf(vis, sizeof(vis), "%lld", visibility_ms);
 	params[0] = topics ? t.data : NULL;
@@ -115,11 +110,11 @@ int pd_outbox_claim(struct pd_db *db, const char *relay, const char *const *topi
 		m->token = strtoll(PQgetvalue(r, i, 1), NULL, 10);
 		m->attempt = atoi(PQgetvalue(r, i, 2));
 		m->max_attempts = atoi(PQgetvalue(r, i, 3));
-		m->tenant = dup_or_null(r, i, 4);
-		m->topic = dup_or_null(r, i, 5);
-		m->key = dup_or_null(r, i, 6);
-		m->payload = dup_or_null(r, i, 7);
-		m->headers = dup_or_null(r, i, 8);
+		m->tenant = pd_db_dup(r, i, 4);
+		m->topic = pd_db_dup(r, i, 5);
+		m->key = pd_db_dup(r, i, 6);
+		m->payload = pd_db_dup(r, i, 7);
+		m->headers = pd_db_dup(r, i, 8);
 	}
 	PQclear(r);
 	if (*n == 0) {

@@ -970,9 +970,7 @@ static int batch_refused(struct worker *w, const struct pd_err *e)
 	int nout = 0, last = -1;
 	char q[600];
 
-	if (e->code == PD_EX_UNAVAILABLE ||
-	    (strncmp(e->sqlstate, "22", 2) != 0 && strncmp(e->sqlstate, "23", 2) != 0 &&
-	     strncmp(e->sqlstate, "54", 2) != 0))
+	if (e->code == PD_EX_UNAVAILABLE || !pd_db_data_error(e->sqlstate))
 		return 0;
 	for (int k = 0; k < b->s.noutcomes; k++) {
 		if (b->out_fin[k] >= 0) {
