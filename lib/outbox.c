@@ -324,3 +324,37 @@ void pd_outbox_env_free(char **env)
 		free(*p);
 	free(env);
 }
+
+int pd_outbox_replay(struct pd_db *db, const long long *ids, int nids, PGresult **r,
+		     struct pd_err *e)
+{
+	/* clang-format off */
+	/*
+	 * The claim is cleared too: a relay still holding the message's last
+	 * token (its claim was abandoned and dead-lettered) is fenced off.
+	 * is_head is left alone: a dead letter blocking its key is that key's
+	 * head (sql/006_outbox_claim.sql), so once PENDING it is claimable at
+	 * once, before the messages queued behind it. (Deleting a dead letter,
+	 * with SQL, hands its key to the next message: a trigger does it.)
+	 */
+	static const char sql[] =
+	    "WITH r AS (UPDATE pendulum.outbox o SET state = 'PENDING', attempts = 0,"
+	    " replay_count = o.replay_count + 1, next_attempt_at = now(), claim_token = NULL,"
+	    " claimed_by = NULL, last_error = NULL, dead_reason = NULL, dead_lettered_at = NULL"
+	    " WHERE o.id = ANY ($1::bigint[]) AND o.state = 'DEAD_LETTERED'"
+	    " RETURNING o.id, o.topic, o.state, o.message_key, o.replay_count),"
+	    " n AS (SELECT pg_notify('pendulum_outbox', t.topic)"
+	    " FROM (SELECT DISTINCT topic FROM r) t)"
+	    " SELECT id, topic, state, message_key, replay_count, (SELECT count(*) FROM n) FROM r"
+	    " ORDER BY id";
+	/* clang-format on */
+	struct pd_buf ia = PD_BUF_INIT;
+	const char *params[1];
+	int rc;
+
+	pd_db_id_array(&ia, ids, nids);
+	params[0] = ia.data;
+	rc = pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, r, e);
+	pd_buf_release(&ia);
+	return rc;
+}
