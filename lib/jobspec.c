@@ -335,21 +335,3 @@ void pd_jobspec_copy(const struct pd_jobspec *s, int ord, struct pd_buf *b)
 		pd_buf_append(b, "\t\\N\n", 4);
 	}
 }
-
-void pd_jobspec_copy_job(const struct pd_jobspec *s, long long id, const char *run_at,
-			 struct pd_buf *b)
-{
-	pd_buf_printf(b, "%lld", id);
-	copy_str(b, s->tenant ? s->tenant : "default");
-	copy_str(b, s->queue ? s->queue : "default");
-	copy_str(b, s->type);
-	pd_buf_putc(b, '\t');
-	copy_text(b, s->payload, s->payload_len);
-	pd_buf_printf(b, "\t%lld\tPENDING", s->has_priority ? s->priority : 0);
-	copy_str(b, run_at);
-	pd_buf_printf(b, "\t%lld", s->max_attempts > 0 ? s->max_attempts : PD_JOBSPEC_MAX_ATTEMPTS);
-	copy_dur(b, s->timeout_ms);
-	copy_str(b, s->delivery ? s->delivery : "at-least-once");
-	copy_str(b, s->traceparent);
-	pd_buf_putc(b, '\n');
-}

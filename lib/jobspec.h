@@ -80,16 +80,4 @@ void pd_jobspec_json(const struct pd_jobspec *s, struct pd_buf *b);
  */
 void pd_jobspec_copy(const struct pd_jobspec *s, int ord, struct pd_buf *b);
 
-/*
- * Append s as one line of COPY text format straight into pendulum.jobs, for
- * a job with no idempotency key and no dependency whose id was taken: the
- * columns (id, tenant_id, queue, job_type, payload, priority, state, run_at,
- * max_attempts, timeout, delivery, traceparent), every one given, with the
- * defaults the bulk statement applies (tenant and queue 'default', priority
- * 0, state PENDING, max_attempts 5, delivery at-least-once). run_at is the
- * instant already resolved (run_at or now, plus delay), as text.
- */
-void pd_jobspec_copy_job(const struct pd_jobspec *s, long long id, const char *run_at,
-			 struct pd_buf *b);
-
 #endif
