@@ -1,6 +1,9 @@
 /*
  * enqueue: read and check pd-enqueue's input, enqueue it in one transaction
- * through the bulk statement of sql/009_enqueue_many.sql, wait for a job.
+ * through the bulk statement of sql/009_enqueue_many.sql (or, for a large
+ * batch without keys and dependencies, COPY into pendulum.jobs of the
+ * columns the jobs give, the table's defaults filling the rest), wait for
+ * a job.
  */
 #include <errno.h>
 #include <limits.h>
@@ -333,44 +336,116 @@ static int take_new_ids(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e
 	return 0;
 }
 
-/*
- * The direct path, in the open transaction: the ids first, in input order,
- * then one COPY of the jobs with their ids into the staging table, then
- * pendulum.enqueue_staged, the bulk statement every path runs (its insert
- * rules, its notification), whose rows are not read back: the ids are
- * known, and every job is new (no key).
- */
-static int run_direct(struct pd_enqueue *q, struct pd_db *db, int *line, long long *t1,
-		      struct pd_err *e)
+static int cmp_str(const void *a, const void *b)
 {
-	static const char copy_sql[] =
-	    "COPY pendulum_stage (id, ord, tenant_id, queue, job_type, payload, priority, run_at, "
-	    "delay, idempotency_key, max_attempts, timeout, delivery, traceparent, depends_on) "
-	    "FROM STDIN";
-	struct pd_buf chunk = PD_BUF_INIT;
-	int rc = 0;
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
-	*line = 0;
-	if (take_new_ids(q, db, e) < 0 ||
-	    pd_db_exec_script(db, "SELECT pendulum.enqueue_stage()", e) < 0 ||
-	    pd_db_copy_begin(db, copy_sql, e) < 0)
-		return -1;
-	for (int i = 0; i < q->n && rc == 0; i++) {
-		pd_buf_printf(&chunk, "%lld\t", q->ids[i]);
-		pd_jobspec_copy(&q->jobs[i], i + 1, &chunk);
-		if (chunk.len >= COPY_CHUNK || i == q->n - 1) {
+/* Each queue that got jobs, once: pendulum.notify_jobs, as the bulk statement calls it. */
+static int notify_queues(const struct pd_enqueue *q, struct pd_db *db, struct pd_err *e)
+{
+	const char **v = pd_xcalloc((size_t)q->n, sizeof(*v));
+	struct pd_buf arr = PD_BUF_INIT;
+	const char *params[1];
+	int m = 0, k, rc;
+
+	for (int i = 0; i < q->n; i++) {
+		const char *name = q->jobs[i].queue ? q->jobs[i].queue : "default";
+
+		if (m == 0 || strcmp(v[m - 1], name) != 0)
+			v[m++] = name;
+	}
+	qsort(v, (size_t)m, sizeof(*v), cmp_str);
+	k = m > 0;
+	for (int i = 1; i < m; i++) /* each name once */
+		if (strcmp(v[i], v[k - 1]) != 0)
+			v[k++] = v[i];
+	pd_db_text_array(&arr, v, k);
+	params[0] = arr.data;
+	rc = pd_db_exec(db, "SELECT pendulum.notify_jobs($1::text[])", 1, params, PGRES_TUPLES_OK,
+			NULL, e);
+	pd_buf_release(&arr);
+	free(v);
+	return rc;
+}
+
+/*
+ * One COPY straight into pendulum.jobs of the jobs from first on that give
+ * the columns cols; *line as pd_db_copy_end, made the job's number.
+ */
+static int copy_direct(struct pd_enqueue *q, struct pd_db *db, unsigned cols, int first,
+		       long long now_us, int *line, struct pd_err *e)
+{
+	struct pd_buf sql = PD_BUF_INIT, chunk = PD_BUF_INIT;
+	int *job = pd_xcalloc((size_t)q->n, sizeof(*job));
+	char at[PD_INSTANT_MAX] = "";
+	long long at_us = 0;
+	int rc, n = 0, last = first;
+
+	for (int i = first; i < q->n; i++)
+		if (pd_jobspec_given(&q->jobs[i]) == cols)
+			last = i;
+	pd_buf_puts(&sql, "COPY pendulum.jobs ");
+	pd_jobspec_copy_cols(cols, &sql);
+	pd_buf_puts(&sql, " FROM STDIN");
+	rc = pd_db_copy_begin(db, sql.data, e);
+	for (int i = first; i <= last && rc == 0; i++) {
+		const struct pd_jobspec *s = &q->jobs[i];
+		/* No overflow: run_at is before year 10000, a delay at most 100 years (dur.h). */
+		long long run_at = (s->has_run_at ? s->run_at_us : now_us) +
+				   (s->delay_ms > 0 ? s->delay_ms * 1000 : 0);
+
+		if (pd_jobspec_given(s) != cols)
+			continue;
+		if ((cols & PD_JOBSPEC_COL_RUN_AT) && (at[0] == '\0' || run_at != at_us)) {
+			pd_instant_format(run_at, at, sizeof(at));
+			at_us = run_at;
+		}
+		job[n++] = i;
+		pd_jobspec_copy_job(s, q->ids[i], cols, at, &chunk);
+		if (chunk.len >= COPY_CHUNK || i == last) {
 			rc = pd_db_copy_put(db, chunk.data, chunk.len, e);
 			pd_buf_reset(&chunk);
 		}
 	}
+	if (rc == 0 && pd_db_copy_end(db, line, e) < 0) {
+		*line = *line >= 1 && *line <= n ? job[*line - 1] + 1 : 0;
+		rc = -1;
+	}
+	pd_buf_release(&sql);
 	pd_buf_release(&chunk);
-	if (rc < 0 || pd_db_copy_end(db, line, e) < 0)
+	free(job);
+	return rc;
+}
+
+/*
+ * The direct path, in the open transaction: the ids first, in input order,
+ * then a COPY straight into pendulum.jobs for each set of columns the jobs
+ * give (most often one): what a job leaves out, the table's defaults fill,
+ * as they fill it for enqueue_ex and the bulk statement; run_at is resolved
+ * against now_us, the transaction's now(). Then the notification.
+ */
+static int run_direct(struct pd_enqueue *q, struct pd_db *db, long long now_us, int *line,
+		      long long *t1, struct pd_err *e)
+{
+	unsigned char done[1u << PD_JOBSPEC_COL_NCOLS] = {0};
+
+	*line = 0;
+	if (take_new_ids(q, db, e) < 0)
 		return -1;
+	for (int i = 0; i < q->n; i++) {
+		unsigned cols = pd_jobspec_given(&q->jobs[i]);
+
+		if (done[cols])
+			continue;
+		done[cols] = 1;
+		if (copy_direct(q, db, cols, i, now_us, line, e) < 0)
+			return -1;
+	}
 	*t1 = pd_now_us();
 	for (int i = 0; i < q->n; i++)
 		q->created[i] = 1;
-	return pd_db_exec(db, "SELECT count(*) FROM pendulum.enqueue_staged()", 0, NULL,
-			  PGRES_TUPLES_OK, NULL, e);
+	return notify_queues(q, db, e);
 }
 
 /*
@@ -383,7 +458,8 @@ static int run_direct(struct pd_enqueue *q, struct pd_db *db, int *line, long lo
 static int run_copy(struct pd_enqueue *q, struct pd_db *db, int *line, struct pd_err *e)
 {
 	static const char check_sql[] =
-	    "SELECT c.relrowsecurity FROM pg_class c WHERE c.oid = 'pendulum.jobs'::regclass";
+	    "SELECT c.relrowsecurity, (extract(epoch FROM now()) * 1000000)::bigint "
+	    "FROM pg_class c WHERE c.oid = 'pendulum.jobs'::regclass";
 	struct pd_err ignore = PD_ERR_INIT;
 	const char *path = "staged";
 	long long t0 = pd_now_us(), t1 = 0, t2 = 0;
@@ -393,6 +469,7 @@ static int run_copy(struct pd_enqueue *q, struct pd_db *db, int *line, struct pd
 		return -1;
 	if (direct_eligible(q)) {
 		PGresult *r;
+		long long now_us;
 		int rls;
 
 		if (pd_db_exec(db, check_sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
@@ -403,10 +480,11 @@ static int run_copy(struct pd_enqueue *q, struct pd_db *db, int *line, struct pd
 			goto out;
 		}
 		rls = PQgetvalue(r, 0, 0)[0] == 't';
+		now_us = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
 		PQclear(r);
 		if (!rls)
 			path = "direct";
-		if (!rls && run_direct(q, db, line, &t1, e) < 0)
+		if (!rls && run_direct(q, db, now_us, line, &t1, e) < 0)
 			goto out;
 	}
 	if (strcmp(path, "staged") == 0 && run_staged(q, db, line, &t1, e) < 0)

@@ -6,11 +6,12 @@
  * enqueued all or nothing, in one transaction, by the bulk statement of
  * sql/009_enqueue_many.sql: a small batch as one JSON array passed to
  * pendulum.enqueue_many_ex, a large one copied (COPY FROM STDIN) into a
- * temporary staging table that pendulum.enqueue_staged reads; when no
+ * temporary staging table that pendulum.enqueue_staged reads; or, when no
  * job of a large batch has an idempotency key or a dependency and
- * pendulum.jobs has no row-level security, its ids are taken first and
- * copied with it, and the rows enqueue_staged returns are not read back.
- * Every path inserts through the same statement. Either way the ids come back in input order, a
+ * pendulum.jobs has no row-level security, copied straight into
+ * pendulum.jobs, its ids taken first, each job giving only the columns it
+ * names: the table's defaults, the values of the bulk statement and of
+ * enqueue_ex, fill the rest. Either way the ids come back in input order, a
  * repeated idempotency key (in the batch or already in the table) gives the existing job's id, and
  * each queue that got jobs is notified once.
  *
