@@ -52,8 +52,8 @@ void pd_db_close(struct pd_db *db);
  * the result status is want (PGRES_COMMAND_OK or PGRES_TUPLES_OK); then *res
  * holds the result (caller PQclear()s it) if res is not NULL, else it is
  * cleared here. On failure *res is NULL and e is filled: code 69 when the
- * connection is gone (or SQLSTATE class 08), 65 for SQLSTATE class 22 or
- * 23, else 70 with the server's message; e->sqlstate holds the SQLSTATE.
+ * connection is gone, else pd_db_exit_code of the SQLSTATE, with the
+ * server's message; e->sqlstate holds the SQLSTATE.
  */
 int pd_db_exec(struct pd_db *db, const char *sql, int n, const char *const *params,
 	       ExecStatusType want, PGresult **res, struct pd_err *e);
