@@ -6,6 +6,8 @@
 
 #include "admin.h"
 #include "flowdb.h"
+#include "jobs.h"
+#include "outbox.h"
 #include "json.h"
 #include "summary.h"
 
@@ -58,15 +60,6 @@ int pd_admin_id(const char *s, long long *id, struct pd_err *e)
 
 /* --- queries --- */
 
-/* "{1,2,3}" */
-static void id_array(struct pd_buf *b, const long long *v, int n)
-{
-	pd_buf_putc(b, '{');
-	for (int i = 0; i < n; i++)
-		pd_buf_printf(b, "%s%lld", i ? "," : "", v[i]);
-	pd_buf_putc(b, '}');
-}
-
 /* "{"PENDING","RUNNING"}", or NULL for no states. */
 static char *state_array(const struct pd_admin_filter *f)
 {
@@ -74,10 +67,7 @@ static char *state_array(const struct pd_admin_filter *f)
 
 	if (f->nstates == 0)
 		return NULL;
-	pd_buf_putc(&b, '{');
-	for (int i = 0; i < f->nstates; i++)
-		pd_buf_printf(&b, "%s\"%s\"", i ? "," : "", f->states[i]);
-	pd_buf_putc(&b, '}');
+	pd_db_text_array(&b, (const char *const *)f->states, f->nstates);
 	return pd_buf_detach(&b);
 }
 
@@ -334,58 +324,6 @@ static int refuse(struct pd_db *db, long long id, const char *what, const char *
 }
 
 /* clang-format off */
-/*
- * What a replay resets; the CTE names the updated table j. A job with a
- * dependency that has not SUCCEEDED (a propagated dependent, sql/012) goes
- * back to BLOCKED behind it, not to PENDING: it must not run before it.
- */
-#define REPLAY_SET                                                                                 \
-	" state = CASE WHEN EXISTS (SELECT 1 FROM pendulum.jobs d WHERE d.id = ANY (j.depends_on)" \
-	" AND d.state <> 'SUCCEEDED') THEN 'BLOCKED' ELSE 'PENDING' END,"                          \
-	" attempt = 0, replay_count = j.replay_count + 1, run_at = now(),"                        \
-	" lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, finished_at = NULL,"    \
-	" dead_reason = NULL, last_error = NULL, result = NULL, result_is_text = false,"          \
-	" result_truncated = false, failed_dependency = NULL"
-
-/*
- * A replayed job's queue wait leaves pendulum.metric_samples (it is no longer
- * finished): add it to retired_metrics first, in the same statement, so that
- * pendulum_queue_wait_seconds never goes down (sql/011). IDS: an SQL
- * expression of the jobs about to be replayed.
- */
-#define RETIRE_WAITS(IDS)                                                                          \
-	" w AS (INSERT INTO pendulum.retired_metrics AS m (kind, queue, outcome, bucket, n, seconds)" \
-	" SELECT s.kind, s.queue, s.outcome, s.bucket, count(*), coalesce(sum(s.d), 0)"           \
-	" FROM pendulum.metric_samples s WHERE s.kind = 'wait' AND s.job_id IN (" IDS ")"          \
-	" GROUP BY s.kind, s.queue, s.outcome, s.bucket"                                           \
-	" ON CONFLICT (kind, queue, outcome, bucket)"                                              \
-	" DO UPDATE SET n = m.n + EXCLUDED.n, seconds = m.seconds + EXCLUDED.seconds),"
-
-/*
- * After the UPDATE CTE j: the replayed jobs r, with the propagated
- * dependents of DEPS (an SQL expression of job ids, or NULL) put back to
- * BLOCKED (pendulum.reblock_dependents, sql/012); x all of them, each
- * BLOCKED one with the first dependency it waits for and that one's state
- * (its new state when this statement replays it too); idle workers of the
- * queues that got PENDING jobs woken. Columns: id, job_type, state, queue,
- * replay_count, waits_for, waits_for_state, dependent (re-blocked by DEPS).
- */
-#define REPLAY_TAIL(DEPS)                                                                          \
-	" RETURNING j.id, j.job_type, j.state, j.queue, j.replay_count, j.depends_on),"           \
-	" x AS (SELECT id, job_type, state, queue, replay_count, depends_on, false AS dep FROM r"  \
-	" UNION ALL SELECT b.id, b.job_type, b.state, b.queue, b.replay_count,"                   \
-	" ARRAY[b.failed_dependency], true FROM pendulum.reblock_dependents(" DEPS ") b),"         \
-	" n AS (SELECT pg_notify('pendulum_jobs', q.queue)"                                        \
-	" FROM (SELECT DISTINCT queue FROM r WHERE state = 'PENDING') q)"                          \
-	" SELECT x.id, x.job_type, x.state, x.queue, x.replay_count, w.id, w.state, x.dep,"       \
-	" (SELECT count(*) FROM n) FROM x LEFT JOIN LATERAL (SELECT d.id,"                         \
-	" coalesce((SELECT y.state FROM x y WHERE y.id = d.id), d.state) AS state"               \
-	" FROM pendulum.jobs d WHERE x.state = 'BLOCKED' AND d.id = ANY (x.depends_on)"          \
-	" AND coalesce((SELECT y.state FROM x y WHERE y.id = d.id), d.state) <> 'SUCCEEDED'"     \
-	" ORDER BY d.id LIMIT 1) w ON true ORDER BY x.dep, x.id"
-/* clang-format on */
-
-/* clang-format off */
 static const struct pd_col replay_cols[] = {
     {"id", NULL, 'n', 'b'},
     {"job_type", "type", 's', 'b'},
@@ -421,30 +359,9 @@ static void waits_lines(const PGresult *r, int from, int to, struct pd_buf *out)
 int pd_admin_job_replay(struct pd_db *db, long long id, int with_dependents,
 			const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
-	/* clang-format off */
-	/*
-	 * A clean success's record is its job row (sql/008): the view's row for it
-	 * is stored before the job row is reset.
-	 */
-	static const char sql[] =
-	    "WITH k AS (INSERT INTO pendulum.attempt_rows (job_id, attempt, lease_token, worker,"
-	    " started_at, finished_at, outcome, exit_code)"
-	    " SELECT v.job_id, v.attempt, v.lease_token, v.worker,"
-	    " coalesce(v.started_at, v.finished_at), v.finished_at, v.outcome, v.exit_code"
-	    " FROM pendulum.job_attempts v"
-	    " JOIN pendulum.jobs j ON j.id = v.job_id AND j.lease_token = v.lease_token"
-	    " WHERE v.job_id = $1 AND j.state = 'SUCCEEDED'"
-	    " ON CONFLICT (job_id, lease_token) DO NOTHING)," RETIRE_WAITS("$1")
-	    " r AS (UPDATE pendulum.jobs j SET" REPLAY_SET
-	    " WHERE j.id = $1 AND j.state IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELLED')"
-	    REPLAY_TAIL("CASE WHEN $2::boolean THEN ARRAY(SELECT id FROM r) END");
-	/* clang-format on */
-	char ids[24];
-	const char *params[2] = {ids, with_dependents ? "true" : "false"};
 	PGresult *r;
 
-	snprintf(ids, sizeof(ids), "%lld", id);
-	if (pd_db_exec(db, sql, 2, params, PGRES_TUPLES_OK, &r, e) < 0)
+	if (pd_jobs_replay(db, id, with_dependents, &r, e) < 0)
 		return -1;
 	if (PQntuples(r) < 1) {
 		PQclear(r);
@@ -479,19 +396,7 @@ int pd_admin_job_replay(struct pd_db *db, long long id, int with_dependents,
 static int cancel_job(struct pd_db *db, long long id, const char *reason, PGresult **r,
 		      struct pd_err *e)
 {
-	/* the jobs BLOCKED on it, transitively, are cancelled with it (sql/012) */
-	static const char sql[] =
-	    "WITH c AS (UPDATE pendulum.jobs SET state = 'CANCELLED', finished_at = now(),"
-	    " dead_reason = $2, last_error = $2"
-	    " WHERE id = $1 AND state IN ('PENDING', 'BLOCKED')"
-	    " RETURNING id, job_type, state, queue, dead_reason)"
-	    " SELECT id, job_type, state, queue, dead_reason,"
-	    " pendulum.fail_dependents(ARRAY[id], 'CANCELLED') FROM c";
-	char ids[24];
-	const char *params[2] = {ids, reason ? reason : "cancelled by operator"};
-
-	snprintf(ids, sizeof(ids), "%lld", id);
-	if (pd_db_exec(db, sql, 2, params, PGRES_TUPLES_OK, r, e) < 0)
+	if (pd_jobs_cancel(db, id, reason ? reason : "cancelled by operator", r, e) < 0)
 		return -1;
 	if (PQntuples(*r) != 1) {
 		PQclear(*r);
@@ -580,6 +485,7 @@ static int missed_in(struct pd_db *db, const char *table, const char *what, cons
 		     int nids, const PGresult *done, const char *verb, struct pd_err *e)
 {
 	struct pd_buf b = PD_BUF_INIT, miss = PD_BUF_INIT;
+	long long *missed = pd_xcalloc(nids > 0 ? (size_t)nids : 1, sizeof(*missed));
 	const char *params[1];
 	PGresult *r;
 	int code = PD_EX_CONFLICT, nmiss = 0, rc;
@@ -591,14 +497,15 @@ static int missed_in(struct pd_db *db, const char *table, const char *what, cons
 			found = strtoll(PQgetvalue(done, k, 0), NULL, 10) == ids[i];
 		for (int k = 0; k < i && !found; k++)
 			found = ids[k] == ids[i]; /* a repeated id is reported once */
-		if (!found) {
-			pd_buf_printf(&miss, "%s%lld", nmiss ? "," : "{", ids[i]);
-			nmiss++;
-		}
+		if (!found)
+			missed[nmiss++] = ids[i];
 	}
-	if (nmiss == 0)
+	pd_db_id_array(&miss, missed, nmiss);
+	free(missed);
+	if (nmiss == 0) {
+		pd_buf_release(&miss);
 		return 0;
-	pd_buf_putc(&miss, '}');
+	}
 	params[0] = miss.data;
 	pd_buf_printf(&b,
 		      "SELECT x.id, j.state FROM unnest($1::bigint[]) WITH ORDINALITY AS x(id, i)"
@@ -639,40 +546,14 @@ int pd_admin_dlq_replay(struct pd_db *db, const long long *ids, int nids,
 			const struct pd_admin_filter *f, const struct pd_fmt *fmt,
 			struct pd_buf *out, struct pd_err *e)
 {
-	/* $1 ids or NULL, $2 tenant, $3 type, $4 queue, $5 limit. */
-/* clang-format off */
-#define DLQ_PICK                                                                                   \
-	"WITH c AS (SELECT id FROM pendulum.jobs WHERE state = 'DEAD_LETTERED'"                     \
-	" AND ($1::bigint[] IS NULL OR id = ANY ($1::bigint[]))"                                    \
-	" AND ($2::text IS NULL OR tenant_id = $2) AND ($3::text IS NULL OR job_type = $3)"       \
-	" AND ($4::text IS NULL OR queue = $4)"                                                     \
-	" ORDER BY finished_at NULLS FIRST, id LIMIT $5"
-#define DLQ_REPLAY                                                                                 \
-	")," RETIRE_WAITS("SELECT id FROM c") " r AS (UPDATE pendulum.jobs j SET" REPLAY_SET " FROM c" \
-	" WHERE j.id = c.id AND j.state = 'DEAD_LETTERED'" REPLAY_TAIL("NULL::bigint[]")
-	/* clang-format on */
-	/* Bulk: skip rows another session holds; by id: wait for them, then recheck. */
-	static const char bulk_sql[] = DLQ_PICK " FOR UPDATE SKIP LOCKED" DLQ_REPLAY;
-	static const char ids_sql[] = DLQ_PICK " FOR UPDATE" DLQ_REPLAY;
-	struct pd_buf ia = PD_BUF_INIT;
-	char lim[24];
-	const char *params[5];
 	PGresult *r;
 	int rc;
 
 	if (nids > 0)
-		id_array(&ia, ids, nids);
-	if (nids > 0)
-		snprintf(lim, sizeof(lim), "%d", nids);
+		rc = pd_jobs_dlq_replay(db, ids, nids, NULL, NULL, NULL, nids, &r, e);
 	else
-		snprintf(lim, sizeof(lim), "%lld", f->limit > 0 ? f->limit : 100);
-	params[0] = nids > 0 ? ia.data : NULL;
-	params[1] = nids > 0 ? NULL : f->tenant;
-	params[2] = nids > 0 ? NULL : f->type;
-	params[3] = nids > 0 ? NULL : f->queue;
-	params[4] = lim;
-	rc = pd_db_exec(db, nids > 0 ? ids_sql : bulk_sql, 5, params, PGRES_TUPLES_OK, &r, e);
-	pd_buf_release(&ia);
+		rc = pd_jobs_dlq_replay(db, NULL, 0, f->tenant, f->type, f->queue,
+					f->limit > 0 ? f->limit : 100, &r, e);
 	if (rc < 0)
 		return -1;
 	if (PQntuples(r) > 0 || fmt->json)
@@ -685,8 +566,6 @@ int pd_admin_dlq_replay(struct pd_db *db, const long long *ids, int nids,
 	rc = nids > 0 ? missed(db, ids, nids, r, "replayed", e) : 0;
 	PQclear(r);
 	return rc;
-#undef DLQ_PICK
-#undef DLQ_REPLAY
 }
 
 int pd_admin_dlq_delete(struct pd_db *db, const long long *ids, int nids, const struct pd_fmt *fmt,
@@ -707,7 +586,7 @@ int pd_admin_dlq_delete(struct pd_db *db, const long long *ids, int nids, const 
 	PGresult *r;
 	int rc;
 
-	id_array(&ia, ids, nids);
+	pd_db_id_array(&ia, ids, nids);
 	params[0] = ia.data;
 	rc = pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e);
 	pd_buf_release(&ia);
@@ -944,25 +823,7 @@ int pd_admin_outbox_list(struct pd_db *db, const struct pd_admin_filter *f,
 int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
 			   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
-	/*
-	 * The claim is cleared too: a relay still holding the message's last
-	 * token (its claim was abandoned and dead-lettered) is fenced off.
-	 * is_head is left alone: a dead letter blocking its key is that key's
-	 * head (sql/006_outbox_claim.sql), so once PENDING it is claimable at
-	 * once, before the messages queued behind it. (Deleting a dead letter,
-	 * with SQL, hands its key to the next message: a trigger does it.)
-	 */
 	/* clang-format off */
-	static const char sql[] =
-	    "WITH r AS (UPDATE pendulum.outbox o SET state = 'PENDING', attempts = 0,"
-	    " replay_count = o.replay_count + 1, next_attempt_at = now(), claim_token = NULL,"
-	    " claimed_by = NULL, last_error = NULL, dead_reason = NULL, dead_lettered_at = NULL"
-	    " WHERE o.id = ANY ($1::bigint[]) AND o.state = 'DEAD_LETTERED'"
-	    " RETURNING o.id, o.topic, o.state, o.message_key, o.replay_count),"
-	    " n AS (SELECT pg_notify('pendulum_outbox', t.topic)"
-	    " FROM (SELECT DISTINCT topic FROM r) t)"
-	    " SELECT id, topic, state, message_key, replay_count, (SELECT count(*) FROM n) FROM r"
-	    " ORDER BY id";
 	static const struct pd_col cols[] = {
 	    {"id", NULL, 'n', 'b'},
 	    {"topic", NULL, 's', 'b'},
@@ -971,16 +832,10 @@ int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
 	    {"replay_count", "replays", 'n', 'b'},
 	};
 	/* clang-format on */
-	struct pd_buf ia = PD_BUF_INIT;
-	const char *params[1];
 	PGresult *r;
 	int rc;
 
-	id_array(&ia, ids, nids);
-	params[0] = ia.data;
-	rc = pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e);
-	pd_buf_release(&ia);
-	if (rc < 0)
+	if (pd_outbox_replay(db, ids, nids, &r, e) < 0)
 		return -1;
 	if (PQntuples(r) > 0 || fmt->json)
 		pd_render_result(r, cols, NCOLS(cols), fmt, out);

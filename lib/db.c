@@ -91,12 +91,109 @@ void pd_db_close(struct pd_db *db)
 	db->conninfo = db->appname = NULL;
 }
 
+/* What a class (or a SQLSTATE: the longest match wins) means. */
+enum { DB_DATA = 1, DB_TRANSIENT = 2 };
+static const struct {
+	const char *state;
+	int code;
+	int kind;
+} states[] = {
+    {"08", PD_EX_UNAVAILABLE, 0},  /* connection exception */
+    {"57P", PD_EX_UNAVAILABLE, 0}, /* operator intervention: shutdown, crash */
+    /*
+     * Data exceptions (a value out of range, invalid text, a name
+     * pendulum.check_name refused) and integrity violations are about the
+     * values a statement was given, which Pendulum's statements take from
+     * their input: bad data, not an internal error.
+     */
+    {"22", PD_EX_DATAERR, DB_DATA},
+    {"23", PD_EX_DATAERR, DB_DATA},
+    {"54", PD_EX_SOFTWARE, DB_DATA},	  /* program limit exceeded */
+    {"40", PD_EX_SOFTWARE, DB_TRANSIENT}, /* transaction rollback */
+    {"53", PD_EX_SOFTWARE, DB_TRANSIENT}, /* insufficient resources */
+};
+
+static int state_find(const char *sqlstate)
+{
+	int best = -1;
+	size_t blen = 0;
+
+	for (size_t i = 0; sqlstate && i < sizeof(states) / sizeof(states[0]); i++) {
+		size_t len = strlen(states[i].state);
+
+		if (len > blen && strncmp(sqlstate, states[i].state, len) == 0) {
+			best = (int)i;
+			blen = len;
+		}
+	}
+	return best;
+}
+
+int pd_db_exit_code(const char *sqlstate)
+{
+	int i = state_find(sqlstate);
+
+	return i < 0 ? PD_EX_SOFTWARE : states[i].code;
+}
+
+int pd_db_transient(const char *sqlstate)
+{
+	int i = state_find(sqlstate);
+
+	return i >= 0 && (states[i].kind & DB_TRANSIENT);
+}
+
+int pd_db_data_error(const char *sqlstate)
+{
+	int i = state_find(sqlstate);
+
+	return i >= 0 && (states[i].kind & DB_DATA);
+}
+
+int pd_db_remap_code(const struct pd_db_remap *map, const char *sqlstate)
+{
+	for (int i = 0; sqlstate && *sqlstate && map && map[i].state; i++)
+		if (strncmp(sqlstate, map[i].state, strlen(map[i].state)) == 0)
+			return map[i].code;
+	return 0;
+}
+
+char *pd_db_dup(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? NULL : pd_xstrdup(PQgetvalue(r, row, col));
+}
+
+void pd_db_id_array(struct pd_buf *b, const long long *v, int n)
+{
+	pd_buf_putc(b, '{');
+	for (int i = 0; i < n; i++)
+		pd_buf_printf(b, "%s%lld", i ? "," : "", v[i]);
+	pd_buf_putc(b, '}');
+}
+
+void pd_db_text_array(struct pd_buf *b, const char *const *v, int n)
+{
+	pd_buf_putc(b, '{');
+	for (int i = 0; i < n; i++) {
+		if (i)
+			pd_buf_putc(b, ',');
+		pd_buf_putc(b, '"');
+		for (const char *p = v[i]; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				pd_buf_putc(b, '\\');
+			pd_buf_putc(b, *p);
+		}
+		pd_buf_putc(b, '"');
+	}
+	pd_buf_putc(b, '}');
+}
+
 static int fail(struct pd_db *db, PGresult *r, struct pd_err *e)
 {
 	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 	const char *msg = r ? PQresultErrorMessage(r) : "";
 	char line[400];
-	int code = PD_EX_SOFTWARE;
+	int code = pd_db_exit_code(state);
 
 	/* The server's primary message alone reads best ("relation x does not exist"). */
 	if (r && PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY))
@@ -104,17 +201,8 @@ static int fail(struct pd_db *db, PGresult *r, struct pd_err *e)
 	if (msg == NULL || *msg == '\0')
 		msg = db->conn ? PQerrorMessage(db->conn) : "no connection";
 	first_line(msg, line, sizeof(line));
-	if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK ||
-	    (state && strncmp(state, "08", 2) == 0) || (state && strncmp(state, "57P", 3) == 0))
+	if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK)
 		code = PD_EX_UNAVAILABLE;
-	/*
-	 * Data exceptions (class 22: a value out of range, invalid text, a
-	 * name pendulum.check_name refused) and integrity violations (23) are
-	 * about the values a statement was given, which Pendulum's statements
-	 * take from their input: bad data, 65, not an internal error.
-	 */
-	else if (state && (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0))
-		code = PD_EX_DATAERR;
 	if (e && e->code == 0 && state)
 		snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", state);
 	if (r)

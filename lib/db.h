@@ -2,16 +2,20 @@
  * db: the one way Pendulum talks to PostgreSQL.
  *
  * Every query goes through pd_db_exec() with text parameters (never string
- * interpolation). Connection failures and SQLSTATE class 08 map to exit 69,
- * classes 22 (data exception) and 23 (integrity violation) to 65; other
- * query errors keep their SQLSTATE in e->sqlstate for callers that
- * want to tell a unique violation from the rest.
+ * interpolation). A failed query's exit code comes from one table of
+ * SQLSTATEs (pd_db_exit_code): connection failures, class 08 and 57P
+ * (the server shutting down) are 69, classes 22 (data exception) and 23
+ * (integrity violation) 65, the rest 70; e->sqlstate keeps the SQLSTATE for
+ * callers that give some states a meaning of their own (pd_db_remap).
+ * The libpq helpers every module shares (array literals, nullable columns)
+ * are here too.
  */
 #ifndef PD_DB_H
 #define PD_DB_H
 
 #include <libpq-fe.h>
 
+#include "buf.h"
 #include "err.h"
 
 #define PD_DB_MAX_PREPARED 32
@@ -48,8 +52,8 @@ void pd_db_close(struct pd_db *db);
  * the result status is want (PGRES_COMMAND_OK or PGRES_TUPLES_OK); then *res
  * holds the result (caller PQclear()s it) if res is not NULL, else it is
  * cleared here. On failure *res is NULL and e is filled: code 69 when the
- * connection is gone (or SQLSTATE class 08), 65 for SQLSTATE class 22 or
- * 23, else 70 with the server's message; e->sqlstate holds the SQLSTATE.
+ * connection is gone, else pd_db_exit_code of the SQLSTATE, with the
+ * server's message; e->sqlstate holds the SQLSTATE.
  */
 int pd_db_exec(struct pd_db *db, const char *sql, int n, const char *const *params,
 	       ExecStatusType want, PGresult **res, struct pd_err *e);
@@ -110,6 +114,40 @@ int pd_db_pipeline_collect(struct pd_db *db, struct pd_err *e);
 
 /* Block until the connection's socket is readable: 0, or -1 with e filled (69). */
 int pd_db_await(struct pd_db *db, struct pd_err *e);
+
+/*
+ * The SQLSTATE table. pd_db_exit_code: the exit code of a query that failed
+ * with sqlstate (five characters, or "" when none): 69 for class 08 and
+ * 57P, 65 for 22 and 23, else 70. pd_db_transient: 1 for a transaction the
+ * server rolled back (class 40: deadlock, serialization failure) or a
+ * resource it ran out of (53): the same statements may pass when sent
+ * again. pd_db_data_error: 1 for values the server refused (22, 23) or
+ * that exceed one of its limits (54): the same statement fails again.
+ */
+int pd_db_exit_code(const char *sqlstate);
+int pd_db_transient(const char *sqlstate);
+int pd_db_data_error(const char *sqlstate);
+
+/* A caller's own meaning of an SQLSTATE or of a class (its first characters). */
+struct pd_db_remap {
+	const char *state; /* "23503", "22"; NULL ends a list */
+	int code;	   /* the exit code it means there */
+};
+
+/*
+ * The explicit remap, for a caller that gives some SQLSTATEs a meaning of its
+ * own (a foreign key naming a job that does not exist: 2): the code of the
+ * first entry of map (ended by {NULL, 0}) that sqlstate begins with, or 0
+ * when none matches (the error keeps its code from the table).
+ */
+int pd_db_remap_code(const struct pd_db_remap *map, const char *sqlstate);
+
+/* The value of a column, malloc'd, or NULL for SQL NULL. */
+char *pd_db_dup(const PGresult *r, int row, int col);
+
+/* Append an array literal to b: bigint[] of v ("{1,2,3}"), text[] of v ({"a","b"}). */
+void pd_db_id_array(struct pd_buf *b, const long long *v, int n);
+void pd_db_text_array(struct pd_buf *b, const char *const *v, int n);
 
 /* Describe conninfo for messages: "host=... port=... dbname=..." without secrets. */
 void pd_db_describe(const char *conninfo, char *out, size_t n);

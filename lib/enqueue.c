@@ -1,8 +1,9 @@
 /*
  * enqueue: read and check pd-enqueue's input, enqueue it in one transaction
  * through the bulk statement of sql/009_enqueue_many.sql (or, for a large
- * batch without keys and dependencies, one COPY into pendulum.jobs), wait
- * for a job.
+ * batch without keys and dependencies, COPY into pendulum.jobs of the
+ * columns the jobs give, the table's defaults filling the rest), wait for
+ * a job.
  */
 #include <errno.h>
 #include <limits.h>
@@ -217,10 +218,7 @@ static int run_json_marked(struct pd_enqueue *q, struct pd_db *db, struct pd_err
 	if (pd_db_exec_script(db, "BEGIN", e) < 0)
 		return -1;
 	if (run_json(q, db, e) == 0) {
-		pd_buf_putc(&ids, '{');
-		for (int i = 0; i < q->n; i++)
-			pd_buf_printf(&ids, "%s%lld", i ? "," : "", q->ids[i]);
-		pd_buf_putc(&ids, '}');
+		pd_db_id_array(&ids, q->ids, q->n);
 		params[0] = ids.data;
 		if (pd_db_exec(db, "SELECT pendulum.wait_job(id) FROM unnest($1::bigint[]) id", 1,
 			       params, PGRES_TUPLES_OK, NULL, e) == 0)
@@ -349,7 +347,7 @@ static int notify_queues(const struct pd_enqueue *q, struct pd_db *db, struct pd
 	const char **v = pd_xcalloc((size_t)q->n, sizeof(*v));
 	struct pd_buf arr = PD_BUF_INIT;
 	const char *params[1];
-	int m = 0, rc;
+	int m = 0, k, rc;
 
 	for (int i = 0; i < q->n; i++) {
 		const char *name = q->jobs[i].queue ? q->jobs[i].queue : "default";
@@ -358,19 +356,11 @@ static int notify_queues(const struct pd_enqueue *q, struct pd_db *db, struct pd
 			v[m++] = name;
 	}
 	qsort(v, (size_t)m, sizeof(*v), cmp_str);
-	pd_buf_putc(&arr, '{');
-	for (int i = 0, k = 0; i < m; i++) {
-		if (i > 0 && strcmp(v[i], v[i - 1]) == 0)
-			continue;
-		pd_buf_puts(&arr, k++ ? ",\"" : "\"");
-		for (const char *c = v[i]; *c; c++) {
-			if (*c == '"' || *c == '\\')
-				pd_buf_putc(&arr, '\\');
-			pd_buf_putc(&arr, *c);
-		}
-		pd_buf_putc(&arr, '"');
-	}
-	pd_buf_putc(&arr, '}');
+	k = m > 0;
+	for (int i = 1; i < m; i++) /* each name once */
+		if (strcmp(v[i], v[k - 1]) != 0)
+			v[k++] = v[i];
+	pd_db_text_array(&arr, v, k);
 	params[0] = arr.data;
 	rc = pd_db_exec(db, "SELECT pendulum.notify_jobs($1::text[])", 1, params, PGRES_TUPLES_OK,
 			NULL, e);
@@ -380,43 +370,78 @@ static int notify_queues(const struct pd_enqueue *q, struct pd_db *db, struct pd
 }
 
 /*
- * The direct path, in the open transaction: the ids first, in input order,
- * then one COPY straight into pendulum.jobs with every column given (run_at
- * resolved against now_us, the transaction's now()), then the notification.
+ * One COPY straight into pendulum.jobs of the jobs from first on that give
+ * the columns cols; *line as pd_db_copy_end, made the job's number.
  */
-static int run_direct(struct pd_enqueue *q, struct pd_db *db, long long now_us, int *line,
-		      long long *t1, struct pd_err *e)
+static int copy_direct(struct pd_enqueue *q, struct pd_db *db, unsigned cols, int first,
+		       long long now_us, int *line, struct pd_err *e)
 {
-	static const char copy_sql[] =
-	    "COPY pendulum.jobs (id, tenant_id, queue, job_type, payload, priority, state, run_at, "
-	    "max_attempts, timeout, delivery, traceparent) FROM STDIN";
-	struct pd_buf chunk = PD_BUF_INIT;
+	struct pd_buf sql = PD_BUF_INIT, chunk = PD_BUF_INIT;
+	int *job = pd_xcalloc((size_t)q->n, sizeof(*job));
 	char at[PD_INSTANT_MAX] = "";
 	long long at_us = 0;
-	int rc = 0;
+	int rc, n = 0, last = first;
 
-	*line = 0;
-	if (take_new_ids(q, db, e) < 0 || pd_db_copy_begin(db, copy_sql, e) < 0)
-		return -1;
-	for (int i = 0; i < q->n && rc == 0; i++) {
+	for (int i = first; i < q->n; i++)
+		if (pd_jobspec_given(&q->jobs[i]) == cols)
+			last = i;
+	pd_buf_puts(&sql, "COPY pendulum.jobs ");
+	pd_jobspec_copy_cols(cols, &sql);
+	pd_buf_puts(&sql, " FROM STDIN");
+	rc = pd_db_copy_begin(db, sql.data, e);
+	for (int i = first; i <= last && rc == 0; i++) {
 		const struct pd_jobspec *s = &q->jobs[i];
 		/* No overflow: run_at is before year 10000, a delay at most 100 years (dur.h). */
 		long long run_at = (s->has_run_at ? s->run_at_us : now_us) +
 				   (s->delay_ms > 0 ? s->delay_ms * 1000 : 0);
 
-		if (at[0] == '\0' || run_at != at_us) {
+		if (pd_jobspec_given(s) != cols)
+			continue;
+		if ((cols & PD_JOBSPEC_COL_RUN_AT) && (at[0] == '\0' || run_at != at_us)) {
 			pd_instant_format(run_at, at, sizeof(at));
 			at_us = run_at;
 		}
-		pd_jobspec_copy_job(s, q->ids[i], at, &chunk);
-		if (chunk.len >= COPY_CHUNK || i == q->n - 1) {
+		job[n++] = i;
+		pd_jobspec_copy_job(s, q->ids[i], cols, at, &chunk);
+		if (chunk.len >= COPY_CHUNK || i == last) {
 			rc = pd_db_copy_put(db, chunk.data, chunk.len, e);
 			pd_buf_reset(&chunk);
 		}
 	}
+	if (rc == 0 && pd_db_copy_end(db, line, e) < 0) {
+		*line = *line >= 1 && *line <= n ? job[*line - 1] + 1 : 0;
+		rc = -1;
+	}
+	pd_buf_release(&sql);
 	pd_buf_release(&chunk);
-	if (rc < 0 || pd_db_copy_end(db, line, e) < 0)
+	free(job);
+	return rc;
+}
+
+/*
+ * The direct path, in the open transaction: the ids first, in input order,
+ * then a COPY straight into pendulum.jobs for each set of columns the jobs
+ * give (most often one): what a job leaves out, the table's defaults fill,
+ * as they fill it for enqueue_ex and the bulk statement; run_at is resolved
+ * against now_us, the transaction's now(). Then the notification.
+ */
+static int run_direct(struct pd_enqueue *q, struct pd_db *db, long long now_us, int *line,
+		      long long *t1, struct pd_err *e)
+{
+	unsigned char done[1u << PD_JOBSPEC_COL_NCOLS] = {0};
+
+	*line = 0;
+	if (take_new_ids(q, db, e) < 0)
 		return -1;
+	for (int i = 0; i < q->n; i++) {
+		unsigned cols = pd_jobspec_given(&q->jobs[i]);
+
+		if (done[cols])
+			continue;
+		done[cols] = 1;
+		if (copy_direct(q, db, cols, i, now_us, line, e) < 0)
+			return -1;
+	}
 	*t1 = pd_now_us();
 	for (int i = 0; i < q->n; i++)
 		q->created[i] = 1;
@@ -478,8 +503,10 @@ out:
 
 int pd_enqueue_run(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e)
 {
+	/* depends_on naming a job that does not exist (foreign_key_violation): not found. */
+	static const struct pd_db_remap remap[] = {{"23503", PD_EX_NOTFOUND}, {NULL, 0}};
 	struct pd_err inner = PD_ERR_INIT;
-	int line = 0, rc;
+	int line = 0, code, rc;
 
 	free(q->ids);
 	free(q->created);
@@ -493,16 +520,17 @@ int pd_enqueue_run(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e)
 		rc = run_copy(q, db, &line, &inner);
 	if (rc == 0)
 		return 0;
-	if (strcmp(inner.sqlstate, "23503") == 0)
-		inner.code = PD_EX_NOTFOUND;
-	else if (strncmp(inner.sqlstate, "22", 2) == 0 || strncmp(inner.sqlstate, "23", 2) == 0)
-		inner.code = PD_EX_DATAERR;
+	if ((code = pd_db_remap_code(remap, inner.sqlstate)) == 0)
+		code = inner.code;
+	if (e->code != 0)
+		return -1; /* the first writer wins */
 	/* A row the COPY refused is job number line, from input line q->lines[line - 1]. */
 	if (line >= 1 && line <= q->n && q->lines[line - 1] > 0)
-		pd_errf(e, inner.code, "stdin line %d: %s", q->lines[line - 1], inner.msg);
+		pd_errf(e, code, "stdin line %d: %s", q->lines[line - 1], inner.msg);
 	else if (line >= 1 && line <= q->n)
-		pd_errf(e, inner.code, "job %d: %s", line, inner.msg);
-	pd_errf(e, inner.code, "%s", inner.msg);
+		pd_errf(e, code, "job %d: %s", line, inner.msg);
+	else
+		pd_errf(e, code, "%s", inner.msg);
 	snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", inner.sqlstate);
 	return -1;
 }
@@ -799,10 +827,7 @@ int pd_enqueue_rows(struct pd_db *db, const long long *ids, int n, PGresult **re
 	const char *params[1];
 	int rc;
 
-	pd_buf_putc(&arr, '{');
-	for (int i = 0; i < n; i++)
-		pd_buf_printf(&arr, "%s%lld", i ? "," : "", ids[i]);
-	pd_buf_putc(&arr, '}');
+	pd_db_id_array(&arr, ids, n);
 	params[0] = arr.data;
 	rc =
 	    pd_db_exec(db,

@@ -9,10 +9,11 @@
  * temporary staging table that pendulum.enqueue_staged reads; or, when no
  * job of a large batch has an idempotency key or a dependency and
  * pendulum.jobs has no row-level security, copied straight into
- * pendulum.jobs, its ids taken first and every column given as the
- * statement would fill it. Either way the ids come back in input order, a repeated idempotency key
- * (in the batch or already in the table) gives the existing job's id, and each queue that got jobs
- * is notified once.
+ * pendulum.jobs, its ids taken first, each job giving only the columns it
+ * names: the table's defaults, the values of the bulk statement and of
+ * enqueue_ex, fill the rest. Either way the ids come back in input order, a
+ * repeated idempotency key (in the batch or already in the table) gives the existing job's id, and
+ * each queue that got jobs is notified once.
  *
  *   struct pd_enqueue q;
  *   pd_enqueue_init(&q);

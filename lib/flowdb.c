@@ -27,23 +27,25 @@ static const char *server_text(const struct pd_err *in)
 }
 
 /*
- * e from the failed query's in, with code for SQLSTATE sqlstate (or for a
- * state of its class when sqlstate is two characters) and the server's words.
+ * e (unless filled already: the first writer wins) from the failed query's
+ * in. A SQLSTATE map gives a code of its own (pd_db_remap_code), and a
+ * refused value (exit 65 by the SQLSTATE table) is the caller's: both read
+ * in the server's words. Anything else is in as it is. Returns -1.
  */
-static int map_state(struct pd_err *e, const struct pd_err *in, const char *sqlstate, int code)
+static int flow_fail(struct pd_err *e, const struct pd_err *in, const struct pd_db_remap *map)
 {
-	if (strncmp(in->sqlstate, sqlstate, strlen(sqlstate)) != 0)
-		return 0;
+	int code = pd_db_remap_code(map, in->sqlstate);
+
+	if (e->code != 0)
+		return -1;
+	if (code == 0 && in->code == PD_EX_DATAERR && pd_db_exit_code(in->sqlstate) == in->code)
+		code = in->code;
+	if (code == 0) {
+		*e = *in;
+		return -1;
+	}
 	pd_errf(e, code, "%s", server_text(in));
 	snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", in->sqlstate);
-	return 1;
-}
-
-/* e from in as it is (unless e is filled already); returns -1. */
-static int pass(struct pd_err *e, const struct pd_err *in)
-{
-	if (e->code == 0)
-		*e = *in;
 	return -1;
 }
 
@@ -101,6 +103,11 @@ static int start_in_tx(struct pd_db *db, const char *const *params, int notify_d
 	return 0;
 }
 
+/* A key of a job that is no run: unique_violation, raised by start_workflow. */
+static const struct pd_db_remap start_remap[] = {{"23505", PD_EX_CONFLICT}, {NULL, 0}};
+/* object_not_in_prerequisite_state: the run is over. */
+static const struct pd_db_remap signal_remap[] = {{"55000", PD_EX_CONFLICT}, {NULL, 0}};
+
 int pd_flow_start(struct pd_db *db, const char *name, const struct pd_jobspec *spec,
 		  const struct pd_flow *def, int notify_done, struct pd_flow_started *out,
 		  struct pd_err *e)
@@ -144,11 +151,7 @@ int pd_flow_start(struct pd_db *db, const char *name, const struct pd_jobspec *s
 	if (rc == 0)
 		return 0;
 	pd_flow_started_release(out);
-	/* a key of a job that is no run: unique_violation, raised by start_workflow */
-	if (map_state(e, &inner, "23505", PD_EX_CONFLICT) ||
-	    map_state(e, &inner, "22", PD_EX_DATAERR) || map_state(e, &inner, "23", PD_EX_DATAERR))
-		return -1;
-	return pass(e, &inner);
+	return flow_fail(e, &inner, start_remap);
 }
 
 int pd_flow_signal(struct pd_db *db, long long run, const char *name, const char *payload,
@@ -172,11 +175,7 @@ int pd_flow_signal(struct pd_db *db, long long run, const char *name, const char
 	}
 	if (strcmp(inner.sqlstate, "P0002") == 0) /* no_data_found */
 		return pd_errf(e, PD_EX_NOTFOUND, "workflow run %lld not found", run);
-	/* object_not_in_prerequisite_state: the run is over */
-	if (map_state(e, &inner, "55000", PD_EX_CONFLICT) ||
-	    map_state(e, &inner, "22", PD_EX_DATAERR))
-		return -1;
-	return pass(e, &inner);
+	return flow_fail(e, &inner, signal_remap);
 }
 
 int pd_flow_job(struct pd_db *db, long long run, long long *job, struct pd_err *e)

@@ -7,28 +7,6 @@
 #include "log.h"
 #include "trip.h"
 
-void pd_pg_array(struct pd_buf *b, const char *const *v, int n)
-{
-	pd_buf_putc(b, '{');
-	for (int i = 0; i < n; i++) {
-		if (i)
-			pd_buf_putc(b, ',');
-		pd_buf_putc(b, '"');
-		for (const char *p = v[i]; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				pd_buf_putc(b, '\\');
-			pd_buf_putc(b, *p);
-		}
-		pd_buf_putc(b, '"');
-	}
-	pd_buf_putc(b, '}');
-}
-
-static char *dup_or_null(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? NULL : pd_xstrdup(PQgetvalue(r, row, col));
-}
-
 /*
  * The claim is pendulum.claim_jobs (sql/005_claim.sql, where its plan is
  * described and the reasons for it): per served queue an index walk of
@@ -61,9 +39,9 @@ static void claim_args_build(struct claim_args *a, const char *worker, const cha
 			     long long lease_ms, int start)
 {
 	memset(a, 0, sizeof(*a));
-	pd_pg_array(&a->queues, queues, nqueues);
+	pd_db_text_array(&a->queues, queues, nqueues);
 	if (types)
-		pd_pg_array(&a->types, types, ntypes);
+		pd_db_text_array(&a->types, types, ntypes);
 	snprintf(a->limit, sizeof(a->limit), "%d", limit);
 	snprintf(a->lease, sizeof(a->lease), "%lld", lease_ms);
 	a->params[0] = a->queues.data;
@@ -94,14 +72,14 @@ static void claim_parse(const PGresult *r, struct pd_claimed **out, int *n)
 		c->max_attempts = atoi(PQgetvalue(r, i, 3));
 		c->replay_count = atoi(PQgetvalue(r, i, 4));
 		c->timeout_ms = strtoll(PQgetvalue(r, i, 5), NULL, 10);
-		c->type = dup_or_null(r, i, 6);
-		c->queue = dup_or_null(r, i, 7);
-		c->tenant = dup_or_null(r, i, 8);
-		c->payload = dup_or_null(r, i, 9);
-		c->run_at = dup_or_null(r, i, 10);
-		c->idempotency_key = dup_or_null(r, i, 11);
-		c->traceparent = dup_or_null(r, i, 12);
-		c->flow = dup_or_null(r, i, 13);
+		c->type = pd_db_dup(r, i, 6);
+		c->queue = pd_db_dup(r, i, 7);
+		c->tenant = pd_db_dup(r, i, 8);
+		c->payload = pd_db_dup(r, i, 9);
+		c->run_at = pd_db_dup(r, i, 10);
+		c->idempotency_key = pd_db_dup(r, i, 11);
+		c->traceparent = pd_db_dup(r, i, 12);
+		c->flow = pd_db_dup(r, i, 13);
 	}
 }
 
@@ -140,15 +118,6 @@ void pd_claimed_free(struct pd_claimed *c, int n)
 	free(c);
 }
 
-/* "{1,2,3}" */
-static void id_array(struct pd_buf *b, const long long *v, int n)
-{
-	pd_buf_putc(b, '{');
-	for (int i = 0; i < n; i++)
-		pd_buf_printf(b, "%s%lld", i ? "," : "", v[i]);
-	pd_buf_putc(b, '}');
-}
-
 void pd_leases_free(struct pd_lease *l, int n)
 {
 	for (int i = 0; l && i < n; i++) {
@@ -171,8 +140,8 @@ static struct pd_lease *leases_from(const PGresult *r, int *n)
 	for (int i = 0; i < *n; i++) {
 		l[i].id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
 		l[i].token = strtoll(PQgetvalue(r, i, 1), NULL, 10);
-		l[i].owner = dup_or_null(r, i, 2);
-		l[i].host = dup_or_null(r, i, 3);
+		l[i].owner = pd_db_dup(r, i, 2);
+		l[i].host = pd_db_dup(r, i, 3);
 		l[i].pid = PQgetisnull(r, i, 4) ? 0 : atoi(PQgetvalue(r, i, 4));
 		if (PQnfields(r) > 5)
 			l[i].dead = strcmp(PQgetvalue(r, i, 5), "DEAD_LETTERED") == 0;
@@ -284,8 +253,8 @@ int pd_worker_register(struct pd_db *db, const char *id, const char *host, int p
 	const char *params[7];
 	int rc;
 
-	pd_pg_array(&q, queues, nqueues);
-	pd_pg_array(&t, types, ntypes);
+	pd_db_text_array(&q, queues, nqueues);
+	pd_db_text_array(&t, types, ntypes);
 	snprintf(p, sizeof(p), "%d", pid);
 	snprintf(c, sizeof(c), "%d", concurrency);
 	snprintf(l, sizeof(l), "%lld", lease_ms);
@@ -376,7 +345,7 @@ int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long
 	int dead = 0, rc;
 
 	*released = 0;
-	id_array(&t, tokens, n);
+	pd_db_id_array(&t, tokens, n);
 	params[0] = worker;
 	params[1] = t.data;
 	rc = pd_db_exec(db, release_unheld_sql, 2, params, PGRES_TUPLES_OK, &r, e);
@@ -830,4 +799,141 @@ int pd_jobs_sweep(struct pd_db *db, long long *next_ms, int *unblocked, struct p
 		*unblocked = atoi(PQgetvalue(r, 0, 1));
 	PQclear(r);
 	return 0;
+}
+
+/* clang-format off */
+/*
+ * What a replay resets; the CTE names the updated table j. A job with a
+ * dependency that has not SUCCEEDED (a propagated dependent, sql/012) goes
+ * back to BLOCKED behind it, not to PENDING: it must not run before it.
+ */
+#define REPLAY_SET                                                                                 \
+	" state = CASE WHEN EXISTS (SELECT 1 FROM pendulum.jobs d WHERE d.id = ANY (j.depends_on)" \
+	" AND d.state <> 'SUCCEEDED') THEN 'BLOCKED' ELSE 'PENDING' END,"                          \
+	" attempt = 0, replay_count = j.replay_count + 1, run_at = now(),"                        \
+	" lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, finished_at = NULL,"    \
+	" dead_reason = NULL, last_error = NULL, result = NULL, result_is_text = false,"          \
+	" result_truncated = false, failed_dependency = NULL"
+
+/*
+ * A replayed job's queue wait leaves pendulum.metric_samples (it is no longer
+ * finished): add it to retired_metrics first, in the same statement, so that
+ * pendulum_queue_wait_seconds never goes down (sql/011). IDS: an SQL
+ * expression of the jobs about to be replayed.
+ */
+#define RETIRE_WAITS(IDS)                                                                          \
+	" w AS (INSERT INTO pendulum.retired_metrics AS m (kind, queue, outcome, bucket, n, seconds)" \
+	" SELECT s.kind, s.queue, s.outcome, s.bucket, count(*), coalesce(sum(s.d), 0)"           \
+	" FROM pendulum.metric_samples s WHERE s.kind = 'wait' AND s.job_id IN (" IDS ")"          \
+	" GROUP BY s.kind, s.queue, s.outcome, s.bucket"                                           \
+	" ON CONFLICT (kind, queue, outcome, bucket)"                                              \
+	" DO UPDATE SET n = m.n + EXCLUDED.n, seconds = m.seconds + EXCLUDED.seconds),"
+
+/*
+ * After the UPDATE CTE j: the replayed jobs r, with the propagated
+ * dependents of DEPS (an SQL expression of job ids, or NULL) put back to
+ * BLOCKED (pendulum.reblock_dependents, sql/012); x all of them, each
+ * BLOCKED one with the first dependency it waits for and that one's state
+ * (its new state when this statement replays it too); idle workers of the
+ * queues that got PENDING jobs woken. Columns: id, job_type, state, queue,
+ * replay_count, waits_for, waits_for_state, dependent (re-blocked by DEPS).
+ */
+#define REPLAY_TAIL(DEPS)                                                                          \
+	" RETURNING j.id, j.job_type, j.state, j.queue, j.replay_count, j.depends_on),"           \
+	" x AS (SELECT id, job_type, state, queue, replay_count, depends_on, false AS dep FROM r"  \
+	" UNION ALL SELECT b.id, b.job_type, b.state, b.queue, b.replay_count,"                   \
+	" ARRAY[b.failed_dependency], true FROM pendulum.reblock_dependents(" DEPS ") b),"         \
+	" n AS (SELECT pg_notify('pendulum_jobs', q.queue)"                                        \
+	" FROM (SELECT DISTINCT queue FROM r WHERE state = 'PENDING') q)"                          \
+	" SELECT x.id, x.job_type, x.state, x.queue, x.replay_count, w.id, w.state, x.dep,"       \
+	" (SELECT count(*) FROM n) FROM x LEFT JOIN LATERAL (SELECT d.id,"                         \
+	" coalesce((SELECT y.state FROM x y WHERE y.id = d.id), d.state) AS state"               \
+	" FROM pendulum.jobs d WHERE x.state = 'BLOCKED' AND d.id = ANY (x.depends_on)"          \
+	" AND coalesce((SELECT y.state FROM x y WHERE y.id = d.id), d.state) <> 'SUCCEEDED'"     \
+	" ORDER BY d.id LIMIT 1) w ON true ORDER BY x.dep, x.id"
+/* clang-format on */
+
+int pd_jobs_replay(struct pd_db *db, long long id, int with_dependents, PGresult **r,
+		   struct pd_err *e)
+{
+	/* clang-format off */
+	/*
+	 * A clean success's record is its job row (sql/008): the view's row for it
+	 * is stored before the job row is reset.
+	 */
+	static const char sql[] =
+	    "WITH k AS (INSERT INTO pendulum.attempt_rows (job_id, attempt, lease_token, worker,"
+	    " started_at, finished_at, outcome, exit_code)"
+	    " SELECT v.job_id, v.attempt, v.lease_token, v.worker,"
+	    " coalesce(v.started_at, v.finished_at), v.finished_at, v.outcome, v.exit_code"
+	    " FROM pendulum.job_attempts v"
+	    " JOIN pendulum.jobs j ON j.id = v.job_id AND j.lease_token = v.lease_token"
+	    " WHERE v.job_id = $1 AND j.state = 'SUCCEEDED'"
+	    " ON CONFLICT (job_id, lease_token) DO NOTHING)," RETIRE_WAITS("$1")
+	    " r AS (UPDATE pendulum.jobs j SET" REPLAY_SET
+	    " WHERE j.id = $1 AND j.state IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELLED')"
+	    REPLAY_TAIL("CASE WHEN $2::boolean THEN ARRAY(SELECT id FROM r) END");
+	/* clang-format on */
+	char ids[24];
+	const char *params[2] = {ids, with_dependents ? "true" : "false"};
+
+	snprintf(ids, sizeof(ids), "%lld", id);
+	return pd_db_exec(db, sql, 2, params, PGRES_TUPLES_OK, r, e);
+}
+
+int pd_jobs_cancel(struct pd_db *db, long long id, const char *reason, PGresult **r,
+		   struct pd_err *e)
+{
+	/* the jobs BLOCKED on it, transitively, are cancelled with it (sql/012) */
+	static const char sql[] =
+	    "WITH c AS (UPDATE pendulum.jobs SET state = 'CANCELLED', finished_at = now(),"
+	    " dead_reason = $2, last_error = $2"
+	    " WHERE id = $1 AND state IN ('PENDING', 'BLOCKED')"
+	    " RETURNING id, job_type, state, queue, dead_reason)"
+	    " SELECT id, job_type, state, queue, dead_reason,"
+	    " pendulum.fail_dependents(ARRAY[id], 'CANCELLED') FROM c";
+	char ids[24];
+	const char *params[2] = {ids, reason};
+
+	snprintf(ids, sizeof(ids), "%lld", id);
+	return pd_db_exec(db, sql, 2, params, PGRES_TUPLES_OK, r, e);
+}
+
+int pd_jobs_dlq_replay(struct pd_db *db, const long long *ids, int nids, const char *tenant,
+		       const char *type, const char *queue, long long limit, PGresult **r,
+		       struct pd_err *e)
+{
+	/* $1 ids or NULL, $2 tenant, $3 type, $4 queue, $5 limit. */
+/* clang-format off */
+#define DLQ_PICK                                                                                   \
+	"WITH c AS (SELECT id FROM pendulum.jobs WHERE state = 'DEAD_LETTERED'"                     \
+	" AND ($1::bigint[] IS NULL OR id = ANY ($1::bigint[]))"                                    \
+	" AND ($2::text IS NULL OR tenant_id = $2) AND ($3::text IS NULL OR job_type = $3)"       \
+	" AND ($4::text IS NULL OR queue = $4)"                                                     \
+	" ORDER BY finished_at NULLS FIRST, id LIMIT $5"
+#define DLQ_REPLAY                                                                                 \
+	")," RETIRE_WAITS("SELECT id FROM c") " r AS (UPDATE pendulum.jobs j SET" REPLAY_SET " FROM c" \
+	" WHERE j.id = c.id AND j.state = 'DEAD_LETTERED'" REPLAY_TAIL("NULL::bigint[]")
+	/* clang-format on */
+	/* Bulk: skip rows another session holds; by id: wait for them, then recheck. */
+	static const char bulk_sql[] = DLQ_PICK " FOR UPDATE SKIP LOCKED" DLQ_REPLAY;
+	static const char ids_sql[] = DLQ_PICK " FOR UPDATE" DLQ_REPLAY;
+#undef DLQ_PICK
+#undef DLQ_REPLAY
+	struct pd_buf ia = PD_BUF_INIT;
+	char lim[24];
+	const char *params[5];
+	int rc;
+
+	if (nids > 0)
+		pd_db_id_array(&ia, ids, nids);
+	snprintf(lim, sizeof(lim), "%lld", limit);
+	params[0] = nids > 0 ? ia.data : NULL;
+	params[1] = tenant;
+	params[2] = type;
+	params[3] = queue;
+	params[4] = lim;
+	rc = pd_db_exec(db, nids > 0 ? ids_sql : bulk_sql, 5, params, PGRES_TUPLES_OK, r, e);
+	pd_buf_release(&ia);
+	return rc;
 }

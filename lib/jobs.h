@@ -185,9 +185,6 @@ int pd_worker_register(struct pd_db *db, const char *id, const char *host, int p
 		       int concurrency, long long lease_ms, struct pd_err *e);
 int pd_worker_unregister(struct pd_db *db, const char *id, struct pd_err *e);
 
-/* Append a PostgreSQL array literal of strings ({"a","b"}) to b. */
-void pd_pg_array(struct pd_buf *b, const char *const *v, int n);
-
 /*
  * The reap pass's sweep, one statement: move to PENDING the BLOCKED jobs
  * whose dependencies have all succeeded (normally done by the success
@@ -198,5 +195,33 @@ void pd_pg_array(struct pd_buf *b, const char *const *v, int n);
  * of the BLOCKED rows and one of the leased ones).
  */
 int pd_jobs_sweep(struct pd_db *db, long long *next_ms, int *unblocked, struct pd_err *e);
+
+/*
+ * The operator's statements. Each returns the rows it changed in *r (the
+ * caller PQclear()s it; no row: nothing was in a state it works from).
+ *
+ * Replay job id (SUCCEEDED, DEAD_LETTERED or CANCELLED): back to PENDING,
+ * or BLOCKED behind a dependency that has not SUCCEEDED, attempt 0,
+ * replay_count + 1; with with_dependents, the dependents that failed or
+ * were cancelled with it back to BLOCKED. Rows: id, job_type, state,
+ * queue, replay_count, waits_for, waits_for_state, dependent (t for a
+ * re-blocked dependent), the replayed job first.
+ *
+ * DLQ replay: the same for DEAD_LETTERED jobs, without dependents: the
+ * nids ids (waiting for rows another session holds), or else the first
+ * limit that match tenant, type and queue (NULL: any; rows another session
+ * holds are skipped), oldest first.
+ *
+ * Cancel job id (PENDING or BLOCKED) with reason (dead_reason and
+ * last_error), and the jobs BLOCKED on it, transitively. Row: id,
+ * job_type, state, queue, dead_reason, the number of dependents cancelled.
+ */
+int pd_jobs_replay(struct pd_db *db, long long id, int with_dependents, PGresult **r,
+		   struct pd_err *e);
+int pd_jobs_dlq_replay(struct pd_db *db, const long long *ids, int nids, const char *tenant,
+		       const char *type, const char *queue, long long limit, PGresult **r,
+		       struct pd_err *e);
+int pd_jobs_cancel(struct pd_db *db, long long id, const char *reason, PGresult **r,
+		   struct pd_err *e);
 
 #endif

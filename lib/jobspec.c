@@ -336,20 +336,55 @@ void pd_jobspec_copy(const struct pd_jobspec *s, int ord, struct pd_buf *b)
 	}
 }
 
-void pd_jobspec_copy_job(const struct pd_jobspec *s, long long id, const char *run_at,
-			 struct pd_buf *b)
+unsigned pd_jobspec_given(const struct pd_jobspec *s)
+{
+	return (s->tenant ? PD_JOBSPEC_COL_TENANT : 0) | (s->queue ? PD_JOBSPEC_COL_QUEUE : 0) |
+	       (s->has_priority ? PD_JOBSPEC_COL_PRIORITY : 0) |
+	       (s->has_run_at || s->delay_ms > 0 ? PD_JOBSPEC_COL_RUN_AT : 0) |
+	       (s->max_attempts > 0 ? PD_JOBSPEC_COL_MAX_ATTEMPTS : 0) |
+	       (s->delivery ? PD_JOBSPEC_COL_DELIVERY : 0);
+}
+
+void pd_jobspec_copy_cols(unsigned cols, struct pd_buf *b)
+{
+	pd_buf_puts(b, "(id");
+	if (cols & PD_JOBSPEC_COL_TENANT)
+		pd_buf_puts(b, ", tenant_id");
+	if (cols & PD_JOBSPEC_COL_QUEUE)
+		pd_buf_puts(b, ", queue");
+	pd_buf_puts(b, ", job_type, payload");
+	if (cols & PD_JOBSPEC_COL_PRIORITY)
+		pd_buf_puts(b, ", priority");
+	if (cols & PD_JOBSPEC_COL_RUN_AT)
+		pd_buf_puts(b, ", run_at");
+	if (cols & PD_JOBSPEC_COL_MAX_ATTEMPTS)
+		pd_buf_puts(b, ", max_attempts");
+	pd_buf_puts(b, ", timeout");
+	if (cols & PD_JOBSPEC_COL_DELIVERY)
+		pd_buf_puts(b, ", delivery");
+	pd_buf_puts(b, ", traceparent)");
+}
+
+void pd_jobspec_copy_job(const struct pd_jobspec *s, long long id, unsigned cols,
+			 const char *run_at, struct pd_buf *b)
 {
 	pd_buf_printf(b, "%lld", id);
-	copy_str(b, s->tenant ? s->tenant : "default");
-	copy_str(b, s->queue ? s->queue : "default");
+	if (cols & PD_JOBSPEC_COL_TENANT)
+		copy_str(b, s->tenant);
+	if (cols & PD_JOBSPEC_COL_QUEUE)
+		copy_str(b, s->queue);
 	copy_str(b, s->type);
 	pd_buf_putc(b, '\t');
 	copy_text(b, s->payload, s->payload_len);
-	pd_buf_printf(b, "\t%lld\tPENDING", s->has_priority ? s->priority : 0);
-	copy_str(b, run_at);
-	pd_buf_printf(b, "\t%lld", s->max_attempts > 0 ? s->max_attempts : PD_JOBSPEC_MAX_ATTEMPTS);
+	if (cols & PD_JOBSPEC_COL_PRIORITY)
+		pd_buf_printf(b, "\t%lld", s->priority);
+	if (cols & PD_JOBSPEC_COL_RUN_AT)
+		copy_str(b, run_at);
+	if (cols & PD_JOBSPEC_COL_MAX_ATTEMPTS)
+		pd_buf_printf(b, "\t%lld", s->max_attempts);
 	copy_dur(b, s->timeout_ms);
-	copy_str(b, s->delivery ? s->delivery : "at-least-once");
+	if (cols & PD_JOBSPEC_COL_DELIVERY)
+		copy_str(b, s->delivery);
 	copy_str(b, s->traceparent);
 	pd_buf_putc(b, '\n');
 }

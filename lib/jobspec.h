@@ -80,16 +80,36 @@ void pd_jobspec_json(const struct pd_jobspec *s, struct pd_buf *b);
  */
 void pd_jobspec_copy(const struct pd_jobspec *s, int ord, struct pd_buf *b);
 
+/* The columns of pendulum.jobs a job may leave to the table's defaults (pd_jobspec_copy_job). */
+enum pd_jobspec_col {
+	PD_JOBSPEC_COL_TENANT = 1 << 0,
+	PD_JOBSPEC_COL_QUEUE = 1 << 1,
+	PD_JOBSPEC_COL_PRIORITY = 1 << 2,
+	PD_JOBSPEC_COL_RUN_AT = 1 << 3, /* run_at or a delay */
+	PD_JOBSPEC_COL_MAX_ATTEMPTS = 1 << 4,
+	PD_JOBSPEC_COL_DELIVERY = 1 << 5,
+	PD_JOBSPEC_COL_NCOLS = 6,
+};
+
+/* The columns of enum pd_jobspec_col that s gives, as bits. */
+unsigned pd_jobspec_given(const struct pd_jobspec *s);
+
+/*
+ * The column list of a COPY into pendulum.jobs of jobs that give the columns
+ * cols: "(id, job_type, payload, timeout, traceparent" and those of cols,
+ * in the order pd_jobspec_copy_job writes them.
+ */
+void pd_jobspec_copy_cols(unsigned cols, struct pd_buf *b);
+
 /*
  * Append s as one line of COPY text format straight into pendulum.jobs, for
- * a job with no idempotency key and no dependency whose id was taken: the
- * columns (id, tenant_id, queue, job_type, payload, priority, state, run_at,
- * max_attempts, timeout, delivery, traceparent), every one given, with the
- * defaults the bulk statement applies (tenant and queue 'default', priority
- * 0, state PENDING, max_attempts 5, delivery at-least-once). run_at is the
- * instant already resolved (run_at or now, plus delay), as text.
+ * a job with no idempotency key and no dependency whose id was taken: id,
+ * its type, payload, timeout and traceparent, and the columns of cols
+ * (pd_jobspec_given(s)); the table's defaults fill the rest as they fill a
+ * job of pendulum.enqueue_ex (state PENDING, sql/002 and sql/014). run_at
+ * is the instant already resolved (run_at or now, plus delay), as text.
  */
-void pd_jobspec_copy_job(const struct pd_jobspec *s, long long id, const char *run_at,
-			 struct pd_buf *b);
+void pd_jobspec_copy_job(const struct pd_jobspec *s, long long id, unsigned cols,
+			 const char *run_at, struct pd_buf *b);
 
 #endif

@@ -59,7 +59,7 @@ int pd_link_failed(struct pd_link *l, const struct pd_err *e)
 	 * daemon's fault: the link goes down and comes back after its backoff,
 	 * and whatever the statement carried is sent again then.
 	 */
-	if (strncmp(e->sqlstate, "40", 2) == 0 || strncmp(e->sqlstate, "53", 2) == 0) {
+	if (pd_db_transient(e->sqlstate)) {
 		pd_log(PD_LOG_WARN, "transaction rolled back by the database, will retry",
 		       "retry_ms=%lld sqlstate=%s error=%s", l->backoff_ms, e->sqlstate,
 		       pd_log_quote(q, sizeof(q), e->msg));

@@ -11,11 +11,6 @@
 #include "json.h"
 #include "outbox.h"
 
-static char *dup_or_null(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? NULL : pd_xstrdup(PQgetvalue(r, row, col));
-}
-
 /*
  * c: the candidates, in id order, locked or skipped: PENDING heads whose
  * time has come. Only a key's earliest unpublished message is a head
@@ -85,7 +80,7 @@ int pd_outbox_claim(struct pd_db *db, const char *relay, const char *const *topi
 	*out = NULL;
 	*n = *dead = 0;
 	if (topics)
-		pd_pg_array(&t, topics, ntopics);
+		pd_db_text_array(&t, topics, ntopics);
 	snprintf(lim, sizeof(lim), "%d", limit);
 	snprintf(vis, sizeof(vis), "%lld", visibility_ms);
 	params[0] = topics ? t.data : NULL;
@@ -115,11 +110,11 @@ int pd_outbox_claim(struct pd_db *db, const char *relay, const char *const *topi
 		m->token = strtoll(PQgetvalue(r, i, 1), NULL, 10);
 		m->attempt = atoi(PQgetvalue(r, i, 2));
 		m->max_attempts = atoi(PQgetvalue(r, i, 3));
-		m->tenant = dup_or_null(r, i, 4);
-		m->topic = dup_or_null(r, i, 5);
-		m->key = dup_or_null(r, i, 6);
-		m->payload = dup_or_null(r, i, 7);
-		m->headers = dup_or_null(r, i, 8);
+		m->tenant = pd_db_dup(r, i, 4);
+		m->topic = pd_db_dup(r, i, 5);
+		m->key = pd_db_dup(r, i, 6);
+		m->payload = pd_db_dup(r, i, 7);
+		m->headers = pd_db_dup(r, i, 8);
 	}
 	PQclear(r);
 	if (*n == 0) {
@@ -328,4 +323,38 @@ void pd_outbox_env_free(char **env)
 	for (char **p = env; p && *p; p++)
 		free(*p);
 	free(env);
+}
+
+int pd_outbox_replay(struct pd_db *db, const long long *ids, int nids, PGresult **r,
+		     struct pd_err *e)
+{
+	/* clang-format off */
+	/*
+	 * The claim is cleared too: a relay still holding the message's last
+	 * token (its claim was abandoned and dead-lettered) is fenced off.
+	 * is_head is left alone: a dead letter blocking its key is that key's
+	 * head (sql/006_outbox_claim.sql), so once PENDING it is claimable at
+	 * once, before the messages queued behind it. (Deleting a dead letter,
+	 * with SQL, hands its key to the next message: a trigger does it.)
+	 */
+	static const char sql[] =
+	    "WITH r AS (UPDATE pendulum.outbox o SET state = 'PENDING', attempts = 0,"
+	    " replay_count = o.replay_count + 1, next_attempt_at = now(), claim_token = NULL,"
+	    " claimed_by = NULL, last_error = NULL, dead_reason = NULL, dead_lettered_at = NULL"
+	    " WHERE o.id = ANY ($1::bigint[]) AND o.state = 'DEAD_LETTERED'"
+	    " RETURNING o.id, o.topic, o.state, o.message_key, o.replay_count),"
+	    " n AS (SELECT pg_notify('pendulum_outbox', t.topic)"
+	    " FROM (SELECT DISTINCT topic FROM r) t)"
+	    " SELECT id, topic, state, message_key, replay_count, (SELECT count(*) FROM n) FROM r"
+	    " ORDER BY id";
+	/* clang-format on */
+	struct pd_buf ia = PD_BUF_INIT;
+	const char *params[1];
+	int rc;
+
+	pd_db_id_array(&ia, ids, nids);
+	params[0] = ia.data;
+	rc = pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, r, e);
+	pd_buf_release(&ia);
+	return rc;
 }

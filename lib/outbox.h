@@ -87,4 +87,13 @@ void pd_outbox_header_var(struct pd_buf *out, const char *key);
 char **pd_outbox_env(const char *const *base, const struct pd_outbox_msg *m, struct pd_err *e);
 void pd_outbox_env_free(char **env);
 
+/*
+ * Replay the DEAD_LETTERED messages among the nids ids: PENDING again, due
+ * now, attempts 0, replay_count + 1, the relays of their topics woken.
+ * *r: the rows replayed (id, topic, state, message_key, replay_count), by
+ * id; the caller PQclear()s it.
+ */
+int pd_outbox_replay(struct pd_db *db, const long long *ids, int nids, PGresult **r,
+		     struct pd_err *e);
+
 #endif

@@ -462,11 +462,6 @@ fail:
 	return -1;
 }
 
-static char *dup_or_null(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? NULL : pd_xstrdup(PQgetvalue(r, row, col));
-}
-
 static long long num(const PGresult *r, int row, int col, long long null)
 {
 	return PQgetisnull(r, row, col) ? null : strtoll(PQgetvalue(r, row, col), NULL, 10);
@@ -513,30 +508,30 @@ int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **ro
 		struct pd_sched_row *w = &(*rows)[i];
 
 		w->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-		w->tenant = dup_or_null(r, i, 1);
-		w->name = dup_or_null(r, i, 2);
-		w->cron = dup_or_null(r, i, 3);
-		w->timezone = dup_or_null(r, i, 4);
-		w->type = dup_or_null(r, i, 5);
-		w->payload = dup_or_null(r, i, 6);
-		w->queue = dup_or_null(r, i, 7);
+		w->tenant = pd_db_dup(r, i, 1);
+		w->name = pd_db_dup(r, i, 2);
+		w->cron = pd_db_dup(r, i, 3);
+		w->timezone = pd_db_dup(r, i, 4);
+		w->type = pd_db_dup(r, i, 5);
+		w->payload = pd_db_dup(r, i, 6);
+		w->queue = pd_db_dup(r, i, 7);
 		w->priority = strtoll(PQgetvalue(r, i, 8), NULL, 10);
-		w->misfire = dup_or_null(r, i, 9);
+		w->misfire = pd_db_dup(r, i, 9);
 		w->catch_up_limit = strtoll(PQgetvalue(r, i, 10), NULL, 10);
 		w->enabled = PQgetvalue(r, i, 11)[0] == 't';
-		w->disabled_reason = dup_or_null(r, i, 12);
+		w->disabled_reason = pd_db_dup(r, i, 12);
 		w->last_fired_at = strtoll(PQgetvalue(r, i, 13), NULL, 10);
 		w->has_next = !PQgetisnull(r, i, 14);
 		w->next_fire_at = w->has_next ? strtoll(PQgetvalue(r, i, 14), NULL, 10) : 0;
-		w->overlap = dup_or_null(r, i, 15);
+		w->overlap = pd_db_dup(r, i, 15);
 		w->jitter_ms = num(r, i, 16, 0);
 		w->max_attempts = num(r, i, 17, -1);
 		w->timeout_ms = num(r, i, 18, -1);
 		w->has_fire = !PQgetisnull(r, i, 19);
-		w->fire_kind = dup_or_null(r, i, 19);
+		w->fire_kind = pd_db_dup(r, i, 19);
 		w->fire_at_us = num(r, i, 20, 0);
 		w->job_id = num(r, i, 21, 0);
-		w->job_state = dup_or_null(r, i, 22);
+		w->job_state = pd_db_dup(r, i, 22);
 		w->duration_ms = num(r, i, 23, -1);
 	}
 	PQclear(r);
@@ -626,8 +621,8 @@ int pd_sched_history(struct pd_db *db, const char *tenant, const char *name, int
 	for (int i = 0; i < *n; i++) {
 		struct pd_fire_row *w = &(*rows)[i];
 
-		w->kind = dup_or_null(r, i, 0);
-		w->state = dup_or_null(r, i, 1);
+		w->kind = pd_db_dup(r, i, 0);
+		w->state = pd_db_dup(r, i, 1);
 		w->fire_at_us = num(r, i, 2, 0);
 		w->job_id = num(r, i, 3, 0);
 		w->busy_job_id = num(r, i, 4, 0);
@@ -673,15 +668,6 @@ static void log_disabled(const char *tenant, const char *name, const char *reaso
 	       pd_log_quote(qn, sizeof(qn), name), pd_log_quote(qr, sizeof(qr), reason));
 }
 
-/* A bigint[] literal of at[0..n). */
-static void bigint_array(struct pd_buf *b, const long long *at, int n)
-{
-	pd_buf_putc(b, '{');
-	for (int i = 0; i < n; i++)
-		pd_buf_printf(b, "%s%lld", i ? "," : "", at[i]);
-	pd_buf_putc(b, '}');
-}
-
 /* The occurrence's key: cron:<id>:<instant, UTC, whole seconds>. */
 #define OCCURRENCE_KEY                                                                             \
 	"'cron:' || s.id || ':' || to_char(to_timestamp(u.t) AT TIME ZONE 'UTC', "                 \
@@ -711,8 +697,8 @@ static int enqueue_due(struct pd_db *db, const char *id, const char *tenant, con
 			return -1;
 		nfire = busy ? 0 : 1;
 	}
-	bigint_array(&fire, d->at, nfire);
-	bigint_array(&skip, d->at + nfire, d->n - nfire);
+	pd_db_id_array(&fire, d->at, nfire);
+	pd_db_id_array(&skip, d->at + nfire, d->n - nfire);
 	snprintf(offset, sizeof(offset), "%lld", pd_sched_jitter_offset(tenant, name, jitter_ms));
 	params[1] = fire.data;
 	params[2] = offset;
@@ -824,7 +810,7 @@ static int tick_one(struct pd_db *db, const char *id, long long grace, struct pd
 	if (d.n > 0 && enqueue_due(db, id, tenant, name, ov, jitter, &d, st, e) < 0) {
 		rollback(db);
 		/* Data the database refuses for a job (class 22, 23) will not get better. */
-		if (strncmp(e->sqlstate, "22", 2) == 0 || strncmp(e->sqlstate, "23", 2) == 0) {
+		if (pd_db_exit_code(e->sqlstate) == PD_EX_DATAERR) {
 			char reason[sizeof(e->msg) + 32];
 
 			snprintf(reason, sizeof(reason), "cannot enqueue its jobs: %s", e->msg);
@@ -1405,12 +1391,10 @@ int pd_sched_apply_types(struct pd_db *db, const struct pd_sched *v, int n, cons
 	if (rc == 0 && lines.len)
 		pd_buf_append(out, lines.data, lines.len);
 out:
-	if (rc < 0) {
+	/* Data the database refuses (a payload number jsonb cannot hold...) is 65
+	 * (pd_db_exit_code). */
+	if (rc < 0)
 		rollback(db);
-		/* Data the database refuses (a payload number jsonb cannot hold...). */
-		if (strncmp(e->sqlstate, "22", 2) == 0)
-			e->code = PD_EX_DATAERR;
-	}
 	if (r)
 		PQclear(r);
 	for (int i = 0; payloads && i < n; i++)

@@ -309,9 +309,7 @@ int pd_trip_refused(struct pd_trip *t, struct pd_holdings *hs, const struct pd_e
 	struct pd_hold *f;
 	char q[600];
 
-	if (e->code == PD_EX_UNAVAILABLE ||
-	    (strncmp(e->sqlstate, "22", 2) != 0 && strncmp(e->sqlstate, "23", 2) != 0 &&
-	     strncmp(e->sqlstate, "54", 2) != 0))
+	if (e->code == PD_EX_UNAVAILABLE || !pd_db_data_error(e->sqlstate))
 		return 0;
 	for (int k = 0; k < t->n; k++) {
 		if (t->items[k].kind == PD_TRIP_OUTCOME && t->items[k].fin >= 0) {

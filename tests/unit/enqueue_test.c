@@ -37,6 +37,34 @@ static void refused(const char *text, const char *want)
 	pd_enqueue_release(&q);
 }
 
+/*
+ * The one job in text as a row of the direct COPY into pendulum.jobs: the
+ * columns it gives (want_cols, the COPY's column list) and its row.
+ */
+static void direct(const char *text, const char *want_cols, const char *want)
+{
+	struct pd_enqueue q;
+	struct pd_jobspec d;
+	struct pd_err e = PD_ERR_INIT;
+	struct pd_buf b = PD_BUF_INIT;
+
+	pd_enqueue_init(&q);
+	pd_jobspec_init(&d);
+	if (ok(ndjson(&q, &d, text, &e) == 0 && q.n == 1, "one job")) {
+		unsigned cols = pd_jobspec_given(&q.jobs[0]);
+
+		pd_jobspec_copy_cols(cols, &b);
+		is_str(b.data, want_cols, "  the columns it gives");
+		pd_buf_reset(&b);
+		pd_jobspec_copy_job(&q.jobs[0], 7, cols, "2026-01-02T00:00:00Z", &b);
+		is_str(b.data, want, "  its row");
+	} else {
+		diag(e.msg);
+	}
+	pd_buf_release(&b);
+	pd_enqueue_release(&q);
+}
+
 /* The one job in text as a COPY row (copy) or as a JSON array element. */
 static void written(int copy, const char *text, const char *want)
 {
@@ -146,6 +174,18 @@ int main(void)
 	    "\"depends_on\":[4,5]}",
 	    "7\t\\N\t\\N\ta\t{}\t10\t2026-03-29T01:30:00Z\t90.250\tk\t3\t2.000\tat-most-once\ttp"
 	    "\t{4,5}\n");
+
+	/* The direct COPY: only what the job gives; the table's defaults fill the rest. */
+	direct("{\"type\":\"a\",\"payload\":[1]}", "(id, job_type, payload, timeout, traceparent)",
+	       "7\ta\t[1]\t\\N\t\\N\n");
+	direct("{\"type\":\"a\",\"tenant\":\"t\",\"queue\":\"q\",\"priority\":0,\"delay\":\"1s\","
+	       "\"max_attempts\":3,\"timeout\":2,\"delivery\":\"at-most-once\",\"traceparent\":"
+	       "\"tp\"}",
+	       "(id, tenant_id, queue, job_type, payload, priority, run_at, max_attempts, timeout,"
+	       " delivery, traceparent)",
+	       "7\tt\tq\ta\t{}\t0\t2026-01-02T00:00:00Z\t3\t2.000\tat-most-once\ttp\n");
+	direct("{\"type\":\"a\",\"delay\":\"0s\"}", "(id, job_type, payload, timeout, traceparent)",
+	       "7\ta\t{}\t\\N\t\\N\n");
 
 	/* The JSON element pendulum.enqueue_many reads: durations as seconds. */
 	written(0,
