@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "dur.h"
 #include "enqueue.h"
+#include "job.h"
 #include "jobs.h"
 #include "log.h"
 #include "metrics.h"
@@ -341,12 +342,11 @@ static int parse(struct pd_app *a, const struct command *c, int argc, char **arg
 			return 1;
 		case O_STATE:
 			if (c->fn == cmd_outbox_list)
-				rc =
-				    add_states(&x->f, optarg, pd_admin_outbox_states, "outbox ", e);
+				rc = add_states(&x->f, optarg, pd_outbox_states, "outbox ", e);
 			else if (c->fn == cmd_flow_runs)
-				rc = add_states(&x->f, optarg, pd_admin_flow_states, "run ", e);
+				rc = add_states(&x->f, optarg, pd_run_states, "run ", e);
 			else
-				rc = add_states(&x->f, optarg, pd_admin_states, "", e);
+				rc = add_states(&x->f, optarg, pd_job_states, "", e);
 			if (rc == 0 && c->fn == cmd_depth && x->f.nstates > 1)
 				rc = pd_errf(e, PD_EX_USAGE, "option --state: one state only");
 			x->state = x->f.states[0];

@@ -6,6 +6,7 @@
 
 #include "admin.h"
 #include "flowdb.h"
+#include "job.h"
 #include "json.h"
 
 /* An instant as ISO 8601 UTC with milliseconds, and an interval as seconds (3 decimals). */
@@ -13,16 +14,6 @@
 #define SECS(x) "round(extract(epoch FROM (" x "))::numeric, 3)"
 
 #define CELL_MAX 72 /* table cells are cut to this many characters */
-
-const char *const pd_admin_states[] = {
-    "PENDING", "BLOCKED", "LEASED", "RUNNING", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED", NULL,
-};
-
-const char *const pd_admin_outbox_states[] = {"PENDING", "PUBLISHED", "DEAD_LETTERED", NULL};
-
-const char *const pd_admin_flow_states[] = {
-    "RUNNING", "SLEEPING", "WAITING", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED", NULL,
-};
 
 /* clang-format off */
 const char pd_admin_queues_sql[] =
@@ -62,22 +53,32 @@ const char pd_admin_flow_sql[] =
 /* The ANSI colour of a state or outcome word, or NULL. */
 static const char *word_color(const char *v)
 {
+	static const char *const job_sgr[PD_JOB_NSTATES] = {
+	    [PD_JOB_BLOCKED] = "33",   [PD_JOB_LEASED] = "36",	      [PD_JOB_RUNNING] = "1;36",
+	    [PD_JOB_SUCCEEDED] = "32", [PD_JOB_DEAD_LETTERED] = "31", [PD_JOB_CANCELLED] = "2",
+	};
+	enum pd_job_state st = pd_job_state_parse(v);
 	/* clang-format off */
 	static const struct {
 		const char *word, *sgr;
 	} map[] = {
-	    {"BLOCKED", "33"},	      {"LEASED", "36"},		{"RUNNING", "1;36"},
-	    {"SUCCEEDED", "32"},      {"DEAD_LETTERED", "31"},	{"CANCELLED", "2"},
 	    {"succeeded", "32"},      {"failed", "31"},		{"terminal", "31"},
 	    {"timeout", "31"},	      {"could_not_start", "31"}, {"lease_expired", "33"},
 	    {"lease_lost", "33"},     {"released", "2"},		{"gone", "31"},
-	    {"live", "32"},	      {"WAITING", "33"},		{"SLEEPING", "2"},
+	    {"live", "32"},
 	    {"done", "32"},	      {"running", "1;36"},	{"waiting", "33"},
 	    {"sleeping", "2"},	      {"dead", "31"},		{"cancelled", "2"},
 	    {"claim_lost", "33"},
 	};
 	/* clang-format on */
 
+	if (st != PD_JOB_NONE)
+		return job_sgr[st];
+	/* A run's states are the job's words but for these two. */
+	if (strcmp(v, pd_run_states[PD_RUN_WAITING]) == 0)
+		return "33";
+	if (strcmp(v, pd_run_states[PD_RUN_SLEEPING]) == 0)
+		return "2";
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (strcmp(v, map[i].word) == 0)
 			return map[i].sgr;
@@ -349,12 +350,12 @@ const char *pd_admin_state_in(const char *const *names, const char *s)
 
 const char *pd_admin_state(const char *s)
 {
-	return pd_admin_state_in(pd_admin_states, s);
+	return pd_admin_state_in(pd_job_states, s);
 }
 
 const char *pd_admin_outbox_state(const char *s)
 {
-	return pd_admin_state_in(pd_admin_outbox_states, s);
+	return pd_admin_state_in(pd_outbox_states, s);
 }
 
 int pd_admin_parse_id(const char *s, const char *what, long long *id, struct pd_err *e)
@@ -387,7 +388,7 @@ static void id_array(struct pd_buf *b, const long long *v, int n)
 	pd_buf_putc(b, '}');
 }
 
-/* "{"PENDING","RUNNING"}", or NULL for no states. */
+/* A text[] literal of the filter's states, "{"A","B"}", or NULL for no states. */
 static char *state_array(const struct pd_admin_filter *f)
 {
 	struct pd_buf b = PD_BUF_INIT;
@@ -771,12 +772,13 @@ static void waits_lines(const PGresult *r, int from, int to, struct pd_buf *out)
 {
 	for (int i = from; i < to; i++) {
 		const char *st = PQgetvalue(r, i, 6);
+		enum pd_job_state s = pd_job_state_parse(st);
 
 		if (PQgetisnull(r, i, 5))
 			continue;
 		pd_buf_printf(out, "job %s is BLOCKED: it waits for job %s, which is %s%s\n",
 			      PQgetvalue(r, i, 0), PQgetvalue(r, i, 5), st,
-			      strcmp(st, "DEAD_LETTERED") == 0 || strcmp(st, "CANCELLED") == 0
+			      s == PD_JOB_DEAD_LETTERED || s == PD_JOB_CANCELLED
 				  ? ": replay that one to run it"
 				  : "");
 	}
@@ -1165,11 +1167,12 @@ int pd_admin_depth(struct pd_db *db, const char *queue, const char *state, int r
 {
 	static const char sql[] = "SELECT count(*) FROM pendulum.jobs WHERE queue = $1"
 				  " AND state = $2 AND (NOT $3::boolean OR run_at <= now())";
-	const char *params[3] = {queue, state ? state : "PENDING", runnable ? "true" : "false"};
+	const char *pending = pd_job_state_name(PD_JOB_PENDING);
+	const char *params[3] = {queue, state ? state : pending, runnable ? "true" : "false"};
 	char *n = NULL;
 
 	if (runnable)
-		params[1] = "PENDING";
+		params[1] = pending;
 	if (pd_db_value(db, sql, 3, params, &n, e) < 0)
 		return -1;
 	if (fmt->json) {

@@ -215,34 +215,25 @@ int pd_admin_flow_signal(struct pd_db *db, long long run, const char *name, cons
 int pd_admin_flow_cancel(struct pd_db *db, long long run, const char *reason,
 			 const struct pd_admin_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
-/* The six workflow run states of pendulum.workflow_run_states, NULL-terminated. */
-extern const char *const pd_admin_flow_states[];
-
 /*
  * The SQL of the per-workflow run counts (for `metrics`): workflow, then
- * the counts in pd_admin_flow_states order; ordered by workflow, byte-wise.
+ * the counts in pd_run_states order (job.h); ordered by workflow, byte-wise.
  */
 extern const char pd_admin_flow_sql[];
 #define PD_ADMIN_FLOW_NCOLS 7
 
-/* The three outbox states, in life order, NULL-terminated. */
-extern const char *const pd_admin_outbox_states[];
-
 /*
  * The SQL of the per-topic outbox summary shared by `outbox stats` and
- * `metrics`: topic, the three state counts in pd_admin_outbox_states order,
+ * `metrics`: topic, the three state counts in pd_outbox_states order (job.h),
  * the oldest PENDING message's age in seconds (NULL when none); ordered by
  * topic, byte-wise.
  */
 extern const char pd_admin_outbox_sql[];
 #define PD_ADMIN_OUTBOX_NCOLS 5
 
-/* The seven job states, in state-machine order, NULL-terminated. */
-extern const char *const pd_admin_states[];
-
 /*
  * The SQL of the per-queue summary shared by `queues`, `metrics` and `top`:
- * queue, the seven state counts in pd_admin_states order, runnable, oldest
+ * queue, the seven state counts in pd_job_states order (job.h), runnable, oldest
  * runnable age in seconds (NULL when none), the live workers that take from
  * the queue, the types of its PENDING jobs that no live worker serves
  * (pendulum.unserved) as "a,b" (NULL when none) and as a JSON array;

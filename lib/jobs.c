@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job.h"
 #include "jobs.h"
 #include "json.h"
 #include "log.h"
@@ -174,7 +175,7 @@ static struct pd_lease *leases_from(const PGresult *r, int *n)
 		l[i].host = dup_or_null(r, i, 3);
 		l[i].pid = PQgetisnull(r, i, 4) ? 0 : atoi(PQgetvalue(r, i, 4));
 		if (PQnfields(r) > 5)
-			l[i].dead = strcmp(PQgetvalue(r, i, 5), "DEAD_LETTERED") == 0;
+			l[i].dead = pd_job_state_parse(PQgetvalue(r, i, 5)) == PD_JOB_DEAD_LETTERED;
 	}
 	return l;
 }
@@ -386,7 +387,7 @@ int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long
 	for (int i = 0; i < *released; i++) {
 		if (i < 100)
 			pd_buf_printf(&ids, "%s%s", i ? "," : "", PQgetvalue(r, i, 0));
-		dead += strcmp(PQgetvalue(r, i, 1), "DEAD_LETTERED") == 0;
+		dead += pd_job_state_parse(PQgetvalue(r, i, 1)) == PD_JOB_DEAD_LETTERED;
 	}
 	if (*released > 100)
 		pd_buf_puts(&ids, ",...");
