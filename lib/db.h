@@ -111,7 +111,4 @@ int pd_db_pipeline_collect(struct pd_db *db, struct pd_err *e);
 /* Block until the connection's socket is readable: 0, or -1 with e filled (69). */
 int pd_db_await(struct pd_db *db, struct pd_err *e);
 
-/* Describe conninfo for messages: "host=... port=... dbname=..." without secrets. */
-void pd_db_describe(const char *conninfo, char *out, size_t n);
-
 #endif

@@ -264,11 +264,6 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 	return 0;
 }
 
-int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
-{
-	return pd_jobs_reap_leases(db, requeued, dead, NULL, NULL, e);
-}
-
 int pd_worker_register(struct pd_db *db, const char *id, const char *host, int pid,
 		       const char *const *queues, int nqueues, const char *const *types, int ntypes,
 		       int concurrency, long long lease_ms, struct pd_err *e)

@@ -161,21 +161,17 @@ void pd_leases_free(struct pd_lease *l, int n);
 /*
  * Give expired leases back: PENDING, or DEAD_LETTERED when attempts are
  * exhausted or delivery is at-most-once; the lost attempt is recorded as
- * lease_expired. Counts what it did. This is the statement alone: pd_reap_pass()
- * (reap.h) also deals with what the dead workers' handlers left running.
- */
-int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e);
-
-/*
- * The same, and *out gets the leases it gave back (n of them, malloc'd:
- * pd_leases_free). out may be NULL.
+ * lease_expired. Counts what it did, and *out gets the leases it gave back
+ * (n of them, malloc'd: pd_leases_free); out may be NULL. This is the
+ * statement alone: pd_reap_pass() (reap.h) also deals with what the dead
+ * workers' handlers left running.
  */
 int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_lease **out, int *n,
 			struct pd_err *e);
 
 /*
  * The leases that have expired and are not given back yet, at most the 1000
- * that pd_jobs_reap would take first; nothing is locked or changed.
+ * that pd_jobs_reap_leases would take first; nothing is locked or changed.
  */
 int pd_jobs_expired(struct pd_db *db, struct pd_lease **out, int *n, struct pd_err *e);
 
