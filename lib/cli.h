@@ -86,8 +86,7 @@ struct pd_table {
 
 void pd_table_init(struct pd_table *t, int ncols, const char **names, const char *numeric);
 void pd_table_add(struct pd_table *t, const char *const *row);
-/* Print to f; json = 1 for JSON lines. Headers are printed in table mode unless there are no rows
- * and quiet_empty is set. */
+/* Print to f as a table (its header line even without rows), or with json = 1 as JSON lines. */
 void pd_table_print(const struct pd_table *t, FILE *f, int json);
 void pd_table_release(struct pd_table *t);
 
