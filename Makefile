@@ -132,6 +132,8 @@ lint:
 	# bats defines $$output, $$stderr, $$lines... for the tests that read them.
 	shellcheck -S warning -s bash -e SC2154,SC2034 $(BATS)
 	mandoc -T lint -W warning $(MANS)
+	# lib/'s includes point only down the layers of lib/README.md.
+	sh scripts/layers
 
 install: $(BINS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
