@@ -46,3 +46,11 @@ copy_lib() {
 	[ "$status" -eq 1 ]
 	[ "$output" = "lib/newmod is in no layer of lib/README.md: add it to the map" ]
 }
+
+@test "a circle of includes within a layer fails (err including log, the old circle)" {
+	copy_lib
+	sed -i 's/^#include "err.h"$/#include "err.h"\n#include "log.h"/' "$BATS_TEST_TMPDIR/lib/err.c"
+	run sh "$PD_ROOT/scripts/layers" "$BATS_TEST_TMPDIR/lib"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"a circle of includes in lib/: err -> log -> err"* ]]
+}
