@@ -36,7 +36,7 @@ copy_lib() {
 	sed -i 's/^#include "buf.h"$/#include "buf.h"\n#include "worker.h"/' "$BATS_TEST_TMPDIR/lib/json.c"
 	run sh "$PD_ROOT/scripts/layers" "$BATS_TEST_TMPDIR/lib"
 	[ "$status" -eq 1 ]
-	[ "$output" = "lib/json (layer 1, base) includes worker.h (layer 3, engine): an arrow up" ]
+	[[ "$output" == *"lib/json (layer 1, base) includes worker.h (layer 3, engine): an arrow up"* ]]
 }
 
 @test "a module the map does not place fails" {
