@@ -5,7 +5,8 @@
 #   make demo       the state machine moving in your terminal
 #   make demo-flow  a durable workflow (examples/place-order) run step by step
 #   make bench      performance figures beside their targets (never gates anything)
-#   make lint       clang-format, shellcheck, mandoc -T lint
+#   make lint       clang-format, shellcheck, mandoc -T lint, the layers of lib/
+#   make schema     regenerate sql/schema.sql (the schema in force) from a migrated database
 #   make install    PREFIX=/usr/local DESTDIR= (SYSTEMDUNITDIR, SYSCONFDIR)
 
 PREFIX   ?= /usr/local
@@ -91,6 +92,13 @@ $(B)/bench/%: bench/%.c
 deps:
 	sh scripts/deps
 
+# sql/schema.sql: the schema the migrations leave, dumped from a throwaway
+# cluster (scripts/schema-snapshot); tests/schema.bats compares it. Run after
+# adding a migration and commit the result. ($(SQL) leaves it out: it is no
+# migration.)
+schema: $(B)/bin/pd-admin
+	sh scripts/schema-snapshot $(abspath $(B))/bin
+
 # The normal build uses $(CC) (gcc on Debian), the sanitizer build clang: both
 # compilers build the tree with -Werror on every check.
 check: deps
@@ -124,6 +132,8 @@ lint:
 	# bats defines $$output, $$stderr, $$lines... for the tests that read them.
 	shellcheck -S warning -s bash -e SC2154,SC2034 $(BATS)
 	mandoc -T lint -W warning $(MANS)
+	# lib/'s includes point only down the layers of lib/README.md.
+	sh scripts/layers
 
 install: $(BINS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
@@ -140,7 +150,7 @@ install: $(BINS)
 clean:
 	rm -rf build build-asan
 
-.PHONY: all deps check verify-units unit demo demo-flow bench lint install clean
+.PHONY: all deps check verify-units unit demo demo-flow bench lint schema install clean
 .SECONDARY:
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -6,6 +6,7 @@
 
 #include "admin.h"
 #include "flowdb.h"
+#include "job.h"
 #include "jobs.h"
 #include "outbox.h"
 #include "json.h"
@@ -14,10 +15,6 @@
 /* An instant as ISO 8601 UTC with milliseconds, and an interval as seconds (3 decimals). */
 #define ISO(x)	"to_char((" x ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 #define SECS(x) "round(extract(epoch FROM (" x "))::numeric, 3)"
-
-const char *const pd_admin_states[] = {
-    "PENDING", "BLOCKED", "LEASED", "RUNNING", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED", NULL,
-};
 
 /* --- parsing --- */
 
@@ -31,12 +28,12 @@ const char *pd_admin_state_in(const char *const *names, const char *s)
 
 const char *pd_admin_state(const char *s)
 {
-	return pd_admin_state_in(pd_admin_states, s);
+	return pd_admin_state_in(pd_job_states, s);
 }
 
 const char *pd_admin_outbox_state(const char *s)
 {
-	return pd_admin_state_in(pd_summary_outbox_states, s);
+	return pd_admin_state_in(pd_outbox_states, s);
 }
 
 int pd_admin_parse_id(const char *s, const char *what, long long *id, struct pd_err *e)
@@ -345,12 +342,13 @@ static void waits_lines(const PGresult *r, int from, int to, struct pd_buf *out)
 {
 	for (int i = from; i < to; i++) {
 		const char *st = PQgetvalue(r, i, 6);
+		enum pd_job_state s = pd_job_state_parse(st);
 
 		if (PQgetisnull(r, i, 5))
 			continue;
 		pd_buf_printf(out, "job %s is BLOCKED: it waits for job %s, which is %s%s\n",
 			      PQgetvalue(r, i, 0), PQgetvalue(r, i, 5), st,
-			      strcmp(st, "DEAD_LETTERED") == 0 || strcmp(st, "CANCELLED") == 0
+			      s == PD_JOB_DEAD_LETTERED || s == PD_JOB_CANCELLED
 				  ? ": replay that one to run it"
 				  : "");
 	}
@@ -662,11 +660,12 @@ int pd_admin_depth(struct pd_db *db, const char *queue, const char *state, int r
 {
 	static const char sql[] = "SELECT count(*) FROM pendulum.jobs WHERE queue = $1"
 				  " AND state = $2 AND (NOT $3::boolean OR run_at <= now())";
-	const char *params[3] = {queue, state ? state : "PENDING", runnable ? "true" : "false"};
+	const char *pending = pd_job_state_name(PD_JOB_PENDING);
+	const char *params[3] = {queue, state ? state : pending, runnable ? "true" : "false"};
 	char *n = NULL;
 
 	if (runnable)
-		params[1] = "PENDING";
+		params[1] = pending;
 	if (pd_db_value(db, sql, 3, params, &n, e) < 0)
 		return -1;
 	if (fmt->json) {

@@ -179,7 +179,4 @@ int pd_admin_flow_signal(struct pd_db *db, long long run, const char *name, cons
 int pd_admin_flow_cancel(struct pd_db *db, long long run, const char *reason,
 			 const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
-/* The seven job states, in state-machine order, NULL-terminated. */
-extern const char *const pd_admin_states[];
-
 #endif

@@ -10,6 +10,7 @@
 
 #include "admin.h"
 #include "admincmd.h"
+#include "job.h"
 #include "cli.h"
 #include "clock.h"
 #include "dur.h"
@@ -134,11 +135,11 @@ int pd_admincmd_set(struct pd_subcall *k, int opt, const char *v, struct pd_err 
 	switch (opt) {
 	case O_STATE:
 		if (c->fn == pd_admincmd_outbox_list)
-			rc = add_states(&x->f, v, pd_summary_outbox_states, "outbox ", e);
+			rc = add_states(&x->f, v, pd_outbox_states, "outbox ", e);
 		else if (c->fn == pd_admincmd_flow_runs)
-			rc = add_states(&x->f, v, pd_summary_flow_states, "run ", e);
+			rc = add_states(&x->f, v, pd_run_states, "run ", e);
 		else
-			rc = add_states(&x->f, v, pd_admin_states, "", e);
+			rc = add_states(&x->f, v, pd_job_states, "", e);
 		if (rc == 0 && c->fn == pd_admincmd_depth && x->f.nstates > 1)
 			rc = pd_errf(e, PD_EX_USAGE, "option --state: one state only");
 		x->state = x->f.states[0];

@@ -53,7 +53,8 @@ void pd_engine_cfg_settle(struct pd_engine_cfg *c, const struct pd_engine_cfg *f
 
 #define DAY_MS 86400000LL
 
-void pd_retention_init(struct pd_retention *r)
+/* The defaults of retention:. */
+static void pd_retention_init(struct pd_retention *r)
 {
 	r->succeeded_ms = 7 * DAY_MS;
 	r->cancelled_ms = 7 * DAY_MS;
@@ -108,16 +109,6 @@ void pd_config_release(struct pd_config *c)
 	free(c->path);
 	pd_ydoc_release(&c->doc);
 	pd_config_init(c);
-}
-
-const struct pd_handler *pd_config_handler(const struct pd_config *c, const char *type)
-{
-	return pd_handler_find(c->handlers, c->nhandlers, type);
-}
-
-const struct pd_handler *pd_config_topic(const struct pd_config *c, const char *topic)
-{
-	return pd_handler_find(c->relay.topics, c->relay.ntopics, topic);
 }
 
 const struct pd_flow *pd_config_flow(const struct pd_config *c, const char *name)

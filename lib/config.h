@@ -96,17 +96,8 @@ void pd_config_init(struct pd_config *c);
  */
 int pd_config_load(struct pd_config *c, const char *explicit_path, struct pd_err *e);
 
-/* The defaults of retention:. */
-void pd_retention_init(struct pd_retention *r);
-
 /* Free everything; c holds the defaults again. */
 void pd_config_release(struct pd_config *c);
-
-/* The handler for a job type: an exact match, else "*", else NULL. */
-const struct pd_handler *pd_config_handler(const struct pd_config *c, const char *type);
-
-/* The relay's publish command for a topic: an exact match, else "*", else NULL. */
-const struct pd_handler *pd_config_topic(const struct pd_config *c, const char *topic);
 
 /* The workflow called name (without "workflow:"), or NULL. */
 const struct pd_flow *pd_config_flow(const struct pd_config *c, const char *name);

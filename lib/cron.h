@@ -45,6 +45,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "tz.h"
 
 struct pd_cron {
 	uint64_t minute; /* bit i set = minute i allowed, bits 0..59 */
@@ -62,17 +63,6 @@ struct pd_cron {
  * range 0-59". c is zeroed first and is only meaningful on success.
  */
 int pd_cron_parse(struct pd_cron *c, const char *expr, struct pd_err *e);
-
-/*
- * Check that zone names a zone of the tz database ($TZDIR, else
- * /usr/share/zoneinfo): a relative name of a TZif file without leap
- * seconds. Fixed offsets ("+02:00", "UTC+2"), POSIX TZ strings, absolute
- * paths, '..' and "localtime" are refused with a message saying why;
- * database names such as "Etc/GMT-3" or "EST5EDT" are accepted. Returns 0,
- * or -1 with e filled: PD_EX_DATAERR for a bad or unknown zone,
- * PD_EX_CONFIG when the file exists but cannot be read.
- */
-int pd_tz_check(const char *zone, struct pd_err *e);
 
 /*
  * The first fire instant of c in zone strictly after `after` (both UTC

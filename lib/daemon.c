@@ -286,7 +286,8 @@ void pd_daemon_drain(struct pd_daemon *d)
 	notify_stopping(d);
 }
 
-int pd_daemon_drained(const struct pd_daemon *d)
+/* The pool is empty and the phase is past SERVING: the daemon's work is over. */
+static int pd_daemon_drained(const struct pd_daemon *d)
 {
 	return d->phase != PD_DAEMON_SERVING && (d->pool == NULL || pd_pool_busy(d->pool) == 0);
 }

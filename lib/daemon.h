@@ -174,9 +174,6 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e);
  */
 void pd_daemon_drain(struct pd_daemon *d);
 
-/* The pool is empty and the phase is past SERVING: the daemon's work is over. */
-int pd_daemon_drained(const struct pd_daemon *d);
-
 /* Close the signalfd (the connection is the caller's). */
 void pd_daemon_close(struct pd_daemon *d);
 

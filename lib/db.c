@@ -11,7 +11,8 @@
 
 static void flight_free(struct pd_db *db);
 
-void pd_db_describe(const char *conninfo, char *out, size_t n)
+/* Describe conninfo for messages: "host=... port=... dbname=..." without secrets. */
+static void pd_db_describe(const char *conninfo, char *out, size_t n)
 {
 	static const char *keep[] = {"host", "hostaddr", "port", "dbname", "user", "service", NULL};
 	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);

@@ -149,7 +149,4 @@ char *pd_db_dup(const PGresult *r, int row, int col);
 void pd_db_id_array(struct pd_buf *b, const long long *v, int n);
 void pd_db_text_array(struct pd_buf *b, const char *const *v, int n);
 
-/* Describe conninfo for messages: "host=... port=... dbname=..." without secrets. */
-void pd_db_describe(const char *conninfo, char *out, size_t n);
-
 #endif

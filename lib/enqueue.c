@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "dur.h"
 #include "enqueue.h"
+#include "job.h"
 #include "json.h"
 #include "log.h"
 
@@ -691,6 +692,7 @@ static int read_job(struct pd_db *db, struct waiting *st, struct pd_enqueue_end 
 	int ask = st->warn >= 0 && pd_now_ms() >= st->warn;
 	const char *params[3] = {idstr, ask ? "true" : "false", seen};
 	const char *state;
+	enum pd_job_state js;
 	PGresult *r;
 	int ended = 1;
 
@@ -713,15 +715,16 @@ static int read_job(struct pd_db *db, struct waiting *st, struct pd_enqueue_end 
 	}
 	state = PQgetvalue(r, 0, 0);
 	snprintf(end->state, sizeof(end->state), "%s", state);
-	if (strcmp(state, "SUCCEEDED") == 0) {
+	js = pd_job_state_parse(state);
+	if (js == PD_JOB_SUCCEEDED) {
 		end->succeeded = 1;
 		end->result_is_text = PQgetvalue(r, 0, 2)[0] == 't';
 		if (!PQgetisnull(r, 0, 1))
 			end->result = pd_xstrdup(PQgetvalue(r, 0, end->result_is_text ? 3 : 1));
 		if (end->result && !end->result_is_text)
 			pd_json_compact(end->result);
-	} else if (strcmp(state, "DEAD_LETTERED") == 0 || strcmp(state, "CANCELLED") == 0) {
-		end->cancelled = state[0] == 'C';
+	} else if (js == PD_JOB_DEAD_LETTERED || js == PD_JOB_CANCELLED) {
+		end->cancelled = js == PD_JOB_CANCELLED;
 		end->reason = pd_xstrdup(PQgetvalue(r, 0, 4));
 		end->last_error = pd_xstrdup(PQgetvalue(r, 0, 5));
 		end->status = 1;

@@ -136,7 +136,7 @@ struct pd_enqueue_waiting {
 /*
  * Wait until job id ends (SUCCEEDED, DEAD_LETTERED, CANCELLED) and fill end:
  * 0. Listens on pendulum_done, marks the job unless w->marked (better
- * marked when it is enqueued: q->notify_done, pd_flow_start's notify_done),
+ * marked when it is enqueued: struct pd_enqueue's notify_done, pd_flow_start's notify_done),
  * and between reads sleeps until notified or w->poll_ms has passed, whatever
  * the job's state: one statement a read, which also reports the failed
  * attempts since the last read (w->failed). Returns 1 when w->timeout_ms

@@ -4,9 +4,23 @@
 #include <unistd.h>
 
 #include "err.h"
-#include "log.h"
 
-int pd_verrf(struct pd_err *e, int code, const char *fmt, va_list ap)
+static const char *progname = "pendulum";
+
+void pd_set_progname(const char *argv0)
+{
+	const char *slash = argv0 ? strrchr(argv0, '/') : NULL;
+
+	if (argv0 && *argv0)
+		progname = slash ? slash + 1 : argv0;
+}
+
+const char *pd_progname(void)
+{
+	return progname;
+}
+
+static int pd_verrf(struct pd_err *e, int code, const char *fmt, va_list ap)
 {
 	if (e == NULL || e->code != 0)
 		return -1;
@@ -30,29 +44,6 @@ void pd_err_clear(struct pd_err *e)
 	e->code = 0;
 	e->sqlstate[0] = '\0';
 	e->msg[0] = '\0';
-}
-
-const char *pd_exit_name(int code)
-{
-	switch (code) {
-	case PD_EX_OK:
-		return "done";
-	case PD_EX_CONFLICT:
-		return "conflict";
-	case PD_EX_NOTFOUND:
-		return "not found";
-	case PD_EX_USAGE:
-		return "usage error";
-	case PD_EX_DATAERR:
-		return "bad input data";
-	case PD_EX_UNAVAILABLE:
-		return "database unavailable";
-	case PD_EX_SOFTWARE:
-		return "internal error";
-	case PD_EX_CONFIG:
-		return "configuration error";
-	}
-	return "unknown";
 }
 
 void pd_oom(void)

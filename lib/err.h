@@ -1,5 +1,7 @@
 /*
- * err: one error per call chain, and the exit codes every binary shares.
+ * err: one error per call chain, the exit codes every binary shares, the
+ * program's name and allocation that never fails. The bottom of lib/: it
+ * includes no other module (lib/README.md).
  *
  * Library calls return 0 on success and -1 on failure, having filled a
  * struct pd_err. The first writer wins: a caller that adds context after a
@@ -35,13 +37,13 @@ struct pd_err {
 
 /* Fill e (unless already filled) and return -1. */
 int pd_errf(struct pd_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int pd_verrf(struct pd_err *e, int code, const char *fmt, va_list ap);
 
 /* Forget a previous error (for callers that handled it). */
 void pd_err_clear(struct pd_err *e);
 
-/* The name of an exit code, for messages and man pages ("conflict"...). */
-const char *pd_exit_name(int code);
+/* Set the program name (basename of argv[0]) used in messages. */
+void pd_set_progname(const char *argv0);
+const char *pd_progname(void);
 
 /* Abort with exit 70 after printing "progname: out of memory". */
 __attribute__((noreturn)) void pd_oom(void);

@@ -2,10 +2,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job.h"
 #include "jobs.h"
 #include "json.h"
 #include "log.h"
-#include "trip.h"
 
 /*
  * The claim is pendulum.claim_jobs (sql/005_claim.sql, where its plan is
@@ -144,7 +144,7 @@ static struct pd_lease *leases_from(const PGresult *r, int *n)
 		l[i].host = pd_db_dup(r, i, 3);
 		l[i].pid = PQgetisnull(r, i, 4) ? 0 : atoi(PQgetvalue(r, i, 4));
 		if (PQnfields(r) > 5)
-			l[i].dead = strcmp(PQgetvalue(r, i, 5), "DEAD_LETTERED") == 0;
+			l[i].dead = pd_job_state_parse(PQgetvalue(r, i, 5)) == PD_JOB_DEAD_LETTERED;
 	}
 	return l;
 }
@@ -231,11 +231,6 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 		pd_leases_free(l, nl);
 	}
 	return 0;
-}
-
-int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e)
-{
-	return pd_jobs_reap_leases(db, requeued, dead, NULL, NULL, e);
 }
 
 int pd_worker_register(struct pd_db *db, const char *id, const char *host, int pid,
@@ -356,7 +351,7 @@ int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long
 	for (int i = 0; i < *released; i++) {
 		if (i < 100)
 			pd_buf_printf(&ids, "%s%s", i ? "," : "", PQgetvalue(r, i, 0));
-		dead += strcmp(PQgetvalue(r, i, 1), "DEAD_LETTERED") == 0;
+		dead += pd_job_state_parse(PQgetvalue(r, i, 1)) == PD_JOB_DEAD_LETTERED;
 	}
 	if (*released > 100)
 		pd_buf_puts(&ids, ",...");
@@ -606,6 +601,27 @@ static void flow_json(struct pd_buf *b, const struct pd_job_outcome *x)
 	pd_json_member_raw(b, "output", f->output);
 	pd_buf_printf(b, ",\"output_is_text\":%s,\"output_truncated\":%s}",
 		      f->output_is_text ? "true" : "false", f->output_truncated ? "true" : "false");
+}
+
+void pd_trip_array(struct pd_buf *b, const struct pd_trip *t, enum pd_trip_kind k,
+		   enum pd_trip_field f)
+{
+	int n = 0;
+
+	pd_buf_putc(b, '{');
+	for (int i = 0; i < t->n; i++) {
+		const struct pd_trip_item *it = &t->items[i];
+		long long v;
+
+		if (it->kind != k)
+			continue;
+		v = f == PD_TRIP_ID	   ? it->id
+		    : f == PD_TRIP_TOKEN   ? it->token
+		    : f == PD_TRIP_ATTEMPT ? it->attempt
+					   : it->ago_ms;
+		pd_buf_printf(b, "%s%lld", n++ ? "," : "", v);
+	}
+	pd_buf_putc(b, '}');
 }
 
 int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)

@@ -98,7 +98,7 @@ struct pd_job_outcome {
 };
 
 /*
- * One loop iteration's writes in one round trip (struct pd_trip, lib/trip:
+ * One loop iteration's writes in one round trip (struct pd_trip, built by lib/trip:
  * pipeline mode, one transaction), in this order: the start records
  * (LEASED jobs whose handlers started: RUNNING, fenced), the outcomes (each
  * fenced by its own token; the fenced-off ones counted in writes_fenced by
@@ -109,7 +109,58 @@ struct pd_job_outcome {
  * when empty (the heartbeat unless beat). Statements are prepared once per
  * connection.
  */
-struct pd_trip;
+enum pd_trip_kind {
+	PD_TRIP_START,	 /* a LEASED job's handler started: RUNNING, fenced */
+	PD_TRIP_OUTCOME, /* a finished job's outcome, or a ready job's release */
+	PD_TRIP_LOST,	 /* an attempt ended by a lost lease: its lease_lost record */
+	PD_TRIP_BEAT,	 /* a lease to extend */
+};
+
+/* The columns of the items of one kind that the statements take as arrays. */
+enum pd_trip_field { PD_TRIP_ID, PD_TRIP_TOKEN, PD_TRIP_ATTEMPT, PD_TRIP_AGO };
+
+struct pd_trip_item {
+	enum pd_trip_kind kind;
+	long long id, token;
+	int attempt;		   /* LOST: the attempt's number */
+	long long ago_ms;	   /* LOST: ms since its handler started */
+	int fin;		   /* OUTCOME, LOST: its entry in the holdings' finished list;
+				      -1: a ready job's release */
+	int held;		   /* BEAT, out: 1 while the lease is still ours, 0 lost */
+	struct pd_job_outcome out; /* OUTCOME (out.id, out.token: id, token) */
+};
+
+struct pd_trip {
+	/*
+	 * n of them: the starts, then the outcomes and lease_lost records in
+	 * the order their handlers ended, the releases, the beats
+	 */
+	struct pd_trip_item *items;
+	int n, cap;
+	int nstart, noutcomes, nlost, nbeat, nrel; /* by kind; nrel: releases among outcomes */
+	int beat;				   /* send the heartbeat */
+	int claim;				   /* how many to claim; 0: none */
+	int claim_start; /* claim straight to RUNNING (handlers start at once), else LEASED */
+	/* the worker's: who claims, for how long, from which queues and types */
+	const char *worker;
+	long long lease_ms;
+	const char *const *queues;
+	int nqueues;
+	const char *const *types; /* NULL: any */
+	int ntypes;
+	long long sent_us, sent_ms; /* pd_now_us(), pd_now_ms() at send */
+	/* out */
+	struct pd_claimed *claimed; /* malloc'd: the caller takes the strings */
+	int nclaimed;
+	int fenced; /* outcomes fenced off */
+	/* private to lib/jobs: the pipeline in flight */
+	struct pd_db_stmt st[6];
+	int nst, fi, bi, ci;
+};
+
+/* Append "{a,b,c}": field f of the items of kind k. */
+void pd_trip_array(struct pd_buf *b, const struct pd_trip *t, enum pd_trip_kind k,
+		   enum pd_trip_field f);
 
 /*
  * One round trip in two halves (pd_db_pipeline_send/collect): send returns 0
@@ -136,21 +187,17 @@ void pd_leases_free(struct pd_lease *l, int n);
 /*
  * Give expired leases back: PENDING, or DEAD_LETTERED when attempts are
  * exhausted or delivery is at-most-once; the lost attempt is recorded as
- * lease_expired. Counts what it did. This is the statement alone: pd_reap_pass()
- * (reap.h) also deals with what the dead workers' handlers left running.
- */
-int pd_jobs_reap(struct pd_db *db, int *requeued, int *dead, struct pd_err *e);
-
-/*
- * The same, and *out gets the leases it gave back (n of them, malloc'd:
- * pd_leases_free). out may be NULL.
+ * lease_expired. Counts what it did, and *out gets the leases it gave back
+ * (n of them, malloc'd: pd_leases_free); out may be NULL. This is the
+ * statement alone: pd_reap_pass() (reap.h) also deals with what the dead
+ * workers' handlers left running.
  */
 int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_lease **out, int *n,
 			struct pd_err *e);
 
 /*
  * The leases that have expired and are not given back yet, at most the 1000
- * that pd_jobs_reap would take first; nothing is locked or changed.
+ * that pd_jobs_reap_leases would take first; nothing is locked or changed.
  */
 int pd_jobs_expired(struct pd_db *db, struct pd_lease **out, int *n, struct pd_err *e);
 

@@ -6,7 +6,7 @@
 #include "jobspec.h"
 #include "text.h"
 
-void pd_jobspec_mem_keep(struct pd_jobspec_mem *m, void *p)
+static void pd_jobspec_mem_keep(struct pd_jobspec_mem *m, void *p)
 {
 	if (m->n == m->cap) {
 		m->cap = m->cap ? 2 * m->cap : 64;

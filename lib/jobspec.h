@@ -51,7 +51,6 @@ struct pd_jobspec_mem {
 		NULL, 0, 0                                                                         \
 	}
 
-void pd_jobspec_mem_keep(struct pd_jobspec_mem *m, void *p);
 void pd_jobspec_mem_release(struct pd_jobspec_mem *m);
 
 void pd_jobspec_init(struct pd_jobspec *s);

@@ -21,7 +21,8 @@ void pd_link_up(struct pd_link *l)
 	l->backoff_ms = BACKOFF_MIN_MS;
 }
 
-void pd_link_down(struct pd_link *l, const struct pd_err *e)
+/* The connection was lost: log it once and schedule a reconnect. */
+static void pd_link_down(struct pd_link *l, const struct pd_err *e)
 {
 	char q[600];
 
@@ -79,18 +80,6 @@ void pd_link_read(struct pd_link *l)
 		pd_errf(&e, PD_EX_UNAVAILABLE, "%s", PQerrorMessage(l->db->conn));
 		pd_link_down(l, &e);
 	}
-}
-
-int pd_link_notifies(struct pd_link *l)
-{
-	PGnotify *nt;
-	int n = 0;
-
-	while (l->up && (nt = PQnotifies(l->db->conn)) != NULL) {
-		PQfreemem(nt);
-		n++;
-	}
-	return n;
 }
 
 long long pd_deadline_min(long long a, long long b)

@@ -20,8 +20,6 @@ struct pd_link {
 void pd_link_init(struct pd_link *l, struct pd_db *db);
 /* Connected (again): reset the backoff. */
 void pd_link_up(struct pd_link *l);
-/* The connection was lost: log it once and schedule a reconnect. */
-void pd_link_down(struct pd_link *l, const struct pd_err *e);
 /* A reconnect attempt failed: log it and try again after a longer wait. */
 void pd_link_retry(struct pd_link *l, const struct pd_err *e);
 /*
@@ -33,8 +31,6 @@ void pd_link_retry(struct pd_link *l, const struct pd_err *e);
 int pd_link_failed(struct pd_link *l, const struct pd_err *e);
 /* Read what the socket has (after poll said so); marks the link down if it is closed. */
 void pd_link_read(struct pd_link *l);
-/* Consume the notifications received so far; returns how many. */
-int pd_link_notifies(struct pd_link *l);
 
 /* The earlier of two monotonic deadlines, -1 meaning none. */
 long long pd_deadline_min(long long a, long long b);

@@ -10,25 +10,11 @@
 #include "json.h"
 #include "log.h"
 
-static const char *progname = "pendulum";
 static enum pd_log_level min_level = PD_LOG_INFO;
 static enum pd_log_format log_format = PD_LOG_LOGFMT;
 static int journal = -1; /* stderr is the journal: 1, no: 0, not looked yet: -1 */
 static const char *level_names[] = {"debug", "info", "warn", "error"};
 static const int syslog_priority[] = {7, 6, 4, 3};
-
-void pd_set_progname(const char *argv0)
-{
-	const char *slash = argv0 ? strrchr(argv0, '/') : NULL;
-
-	if (argv0 && *argv0)
-		progname = slash ? slash + 1 : argv0;
-}
-
-const char *pd_progname(void)
-{
-	return progname;
-}
 
 void pd_log_set_level(enum pd_log_level level)
 {
@@ -244,5 +230,5 @@ void pd_log(enum pd_log_level level, const char *msg, const char *fmt, ...)
 
 void pd_die_msg(const char *msg)
 {
-	fprintf(stderr, "%s: %s\n", progname, msg);
+	fprintf(stderr, "%s: %s\n", pd_progname(), msg);
 }

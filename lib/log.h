@@ -3,7 +3,7 @@
  *
  *   ts=2026-11-30T00:42:39.123Z level=info msg="job done" job=42 outcome=ok
  *
- * The only process-wide state besides progname. Values that may hold spaces,
+ * The only process-wide state besides the program name (err.h). Values that may hold spaces,
  * quotes or newlines go through pd_log_quote(), which adds quotes only when
  * needed.
  *
@@ -25,13 +25,10 @@
 #include <sys/time.h>
 
 #include "buf.h"
+#include "err.h"
 
 enum pd_log_level { PD_LOG_DEBUG, PD_LOG_INFO, PD_LOG_WARN, PD_LOG_ERROR };
 enum pd_log_format { PD_LOG_LOGFMT, PD_LOG_JSON };
-
-/* Set the program name (basename of argv[0]) used in messages. */
-void pd_set_progname(const char *argv0);
-const char *pd_progname(void);
 
 void pd_log_set_level(enum pd_log_level level);
 enum pd_log_level pd_log_get_level(void);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "job.h"
 #include "json.h"
 #include "metrics.h"
 #include "summary.h"
@@ -87,9 +88,9 @@ static void queue_metrics(const PGresult *q, struct out *o)
 
 	family(o, "pendulum_queue_depth", "gauge", "Jobs in each queue and state.");
 	for (int i = 0; i < n; i++)
-		for (int s = 0; pd_admin_states[s]; s++)
+		for (int s = 0; pd_job_states[s]; s++)
 			sample2(o, "pendulum_queue_depth", "queue", PQgetvalue(q, i, 0), "state",
-				pd_admin_states[s], PQgetvalue(q, i, 1 + s));
+				pd_job_states[s], PQgetvalue(q, i, 1 + s));
 	family(o, "pendulum_queue_runnable", "gauge",
 	       "PENDING jobs of each queue whose run_at has come.");
 	for (int i = 0; i < n; i++)
@@ -263,9 +264,9 @@ static void outbox_metrics(const PGresult *ob, const PGresult *f, struct out *o)
 
 	family(o, "pendulum_outbox_messages", "gauge", "Outbox messages of each topic and state.");
 	for (int i = 0; i < n; i++)
-		for (int s = 0; pd_summary_outbox_states[s]; s++)
+		for (int s = 0; pd_outbox_states[s]; s++)
 			sample2(o, "pendulum_outbox_messages", "topic", PQgetvalue(ob, i, 0),
-				"state", pd_summary_outbox_states[s], PQgetvalue(ob, i, 1 + s));
+				"state", pd_outbox_states[s], PQgetvalue(ob, i, 1 + s));
 	family(o, "pendulum_outbox_oldest_pending_age_seconds", "gauge",
 	       "Seconds since the oldest PENDING message of each topic was recorded; 0 when none.");
 	for (int i = 0; i < n; i++)
@@ -282,9 +283,9 @@ static void flow_metrics(const PGresult *fl, struct out *o)
 {
 	family(o, "pendulum_workflow_runs", "gauge", "Workflow runs of each workflow and state.");
 	for (int i = 0; i < PQntuples(fl); i++)
-		for (int s = 0; pd_summary_flow_states[s]; s++)
+		for (int s = 0; pd_run_states[s]; s++)
 			sample2(o, "pendulum_workflow_runs", "workflow", PQgetvalue(fl, i, 0),
-				"state", pd_summary_flow_states[s], PQgetvalue(fl, i, 1 + s));
+				"state", pd_run_states[s], PQgetvalue(fl, i, 1 + s));
 }
 
 int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd_buf *out,

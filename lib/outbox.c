@@ -134,13 +134,6 @@ void pd_outbox_msg_clear(struct pd_outbox_msg *m)
 	memset(m, 0, sizeof(*m));
 }
 
-void pd_outbox_msgs_free(struct pd_outbox_msg *m, int n)
-{
-	for (int i = 0; m && i < n; i++)
-		pd_outbox_msg_clear(&m[i]);
-	free(m);
-}
-
 /*
  * Fenced on (id, claim_token, PENDING). claimed_by is cleared: the claim is
  * closed. A release (drain) notifies, so another relay takes the message

@@ -39,7 +39,7 @@ struct pd_outbox_msg {
 /*
  * Claim up to limit messages for relay (its id, stored in claimed_by), of
  * these topics (topics NULL: any topic), invisible to others for
- * visibility_ms. *out is malloc'd (pd_outbox_msgs_free), *n messages, in id
+ * visibility_ms. *out is malloc'd (pd_outbox_msg_clear each, then free), *n messages, in id
  * order. A claimable message whose attempts were already used up (its last
  * claim was abandoned: the relay died) is dead-lettered instead of claimed;
  * *dead counts those.
@@ -47,7 +47,6 @@ struct pd_outbox_msg {
 int pd_outbox_claim(struct pd_db *db, const char *relay, const char *const *topics, int ntopics,
 		    int limit, long long visibility_ms, struct pd_outbox_msg **out, int *n,
 		    int *dead, struct pd_err *e);
-void pd_outbox_msgs_free(struct pd_outbox_msg *m, int n);
 /* Free one message's strings (the struct itself is the caller's). */
 void pd_outbox_msg_clear(struct pd_outbox_msg *m);
 

@@ -435,11 +435,6 @@ void pd_proc_close_input(struct pd_proc *p)
 		close_input(p);
 }
 
-size_t pd_proc_pending(const struct pd_proc *p)
-{
-	return p->in_fd >= 0 ? p->input.len - p->input_off : 0;
-}
-
 /* One read of stdout; returns what read(2) returned. */
 static ssize_t read_out(struct pd_proc *p)
 {

@@ -177,9 +177,6 @@ void pd_proc_flush(struct pd_proc *p);
 /* keep_stdin: close stdin once what is queued is written (at once if nothing is). */
 void pd_proc_close_input(struct pd_proc *p);
 
-/* Bytes queued for stdin and not written yet. */
-size_t pd_proc_pending(const struct pd_proc *p);
-
 /*
  * Fill up to max entries of fds with the descriptors to poll now (stdin
  * for POLLOUT while input is left, stdout and stderr for POLLIN until EOF)

@@ -364,7 +364,12 @@ out:
 	return killed;
 }
 
-int pd_reap_leftovers(const struct pd_lease *l, int n)
+/*
+ * Kill what is left on this host of the attempts l[0..n) whose workers ran
+ * on this host and are gone; the others are left alone. Returns how many
+ * processes were killed.
+ */
+static int pd_reap_leftovers(const struct pd_lease *l, int n)
 {
 	char here[HOST_MAX];
 	struct pd_buf b = PD_BUF_INIT;

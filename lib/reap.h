@@ -1,6 +1,6 @@
 /*
  * reap: one reap pass. Expired leases go back to their queues (the
- * statement is pd_jobs_reap's), and on this host nothing of the handlers
+ * statement is pd_jobs_reap_leases'), and on this host nothing of the handlers
  * of a dead worker is left running when its jobs are given back.
  *
  * A handler's own process dies with its worker (PR_SET_PDEATHSIG, see
@@ -42,7 +42,7 @@ struct pd_err;
  * succeeded, and when the earliest lease expires); if a lease has expired,
  * kill the leftovers of the expired leases of dead workers on this host
  * (each killed process is logged), then give the expired leases back
- * (pd_jobs_reap). *requeued and *dead count the jobs given back as PENDING
+ * (pd_jobs_reap_leases). *requeued and *dead count the jobs given back as PENDING
  * and DEAD_LETTERED. *next_ms: the ms until the next pass is due for the
  * leases (the earliest expiry; 0 after a reap: soon; -1 nothing leased).
  * A pass with nothing expired and no prune due is one statement. -1 with e
@@ -71,12 +71,5 @@ int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, long long *ne
 int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, int prune_batches,
 		       int batch, long long *next_ms, int *requeued, int *dead,
 		       struct pd_prune_report *pruned, struct pd_err *e);
-
-/*
- * Kill what is left on this host of the attempts l[0..n) whose workers ran
- * on this host and are gone; the others are left alone. Returns how many
- * processes were killed.
- */
-int pd_reap_leftovers(const struct pd_lease *l, int n);
 
 #endif

@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "dur.h"
+#include "job.h"
 #include "log.h"
 #include "outbox.h"
 #include "pool.h"
@@ -112,7 +113,7 @@ static void log_outcome(const char *prefix, const struct pd_outbox_outcome *o, c
 		return;
 	}
 	pd_buf_printf(&b, "%s state=%s", prefix, state);
-	if (o->kind == PD_VERDICT_RETRY && strcmp(state, "PENDING") == 0)
+	if (o->kind == PD_VERDICT_RETRY && strcmp(state, pd_outbox_states[PD_OUTBOX_PENDING]) == 0)
 		pd_buf_printf(&b, " retry_ms=%lld", o->backoff_ms);
 	if (o->error)
 		pd_buf_printf(&b, " error=%s", pd_log_quote(q, sizeof(q), o->error));

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "job.h"
 #include "json.h"
 #include "render.h"
 
@@ -12,22 +13,32 @@
 /* The ANSI colour of a state or outcome word, or NULL. */
 static const char *word_color(const char *v)
 {
+	static const char *const job_sgr[PD_JOB_NSTATES] = {
+	    [PD_JOB_BLOCKED] = "33",   [PD_JOB_LEASED] = "36",	      [PD_JOB_RUNNING] = "1;36",
+	    [PD_JOB_SUCCEEDED] = "32", [PD_JOB_DEAD_LETTERED] = "31", [PD_JOB_CANCELLED] = "2",
+	};
+	enum pd_job_state st = pd_job_state_parse(v);
 	/* clang-format off */
 	static const struct {
 		const char *word, *sgr;
 	} map[] = {
-	    {"BLOCKED", "33"},	      {"LEASED", "36"},		{"RUNNING", "1;36"},
-	    {"SUCCEEDED", "32"},      {"DEAD_LETTERED", "31"},	{"CANCELLED", "2"},
 	    {"succeeded", "32"},      {"failed", "31"},		{"terminal", "31"},
 	    {"timeout", "31"},	      {"could_not_start", "31"}, {"lease_expired", "33"},
 	    {"lease_lost", "33"},     {"released", "2"},		{"gone", "31"},
-	    {"live", "32"},	      {"WAITING", "33"},		{"SLEEPING", "2"},
+	    {"live", "32"},
 	    {"done", "32"},	      {"running", "1;36"},	{"waiting", "33"},
 	    {"sleeping", "2"},	      {"dead", "31"},		{"cancelled", "2"},
 	    {"claim_lost", "33"},
 	};
 	/* clang-format on */
 
+	if (st != PD_JOB_NONE)
+		return job_sgr[st];
+	/* A run's states are the job's words but for these two. */
+	if (strcmp(v, pd_run_states[PD_RUN_WAITING]) == 0)
+		return "33";
+	if (strcmp(v, pd_run_states[PD_RUN_SLEEPING]) == 0)
+		return "2";
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (strcmp(v, map[i].word) == 0)
 			return map[i].sgr;

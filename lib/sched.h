@@ -99,6 +99,12 @@ int pd_sched_check_name(const char *name, struct pd_err *e);
 int pd_sched_check(const struct pd_sched *s, struct pd_err *e);
 
 /*
+ * The expression parses, the zone exists, and it can fire at all
+ * (pd_cron_next finds a time): 0, or -1 with e filled.
+ */
+int pd_sched_check_timing(const char *cron, const char *zone, struct pd_err *e);
+
+/*
  * The occurrences one tick fires: of those of c in zone after `after`
  * (exclusive) up to `now` (inclusive), both epoch seconds,
  *   SKIP       the latest, only if it is at most grace seconds old;

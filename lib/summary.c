@@ -2,12 +2,6 @@
 
 #define SECS(x) "round(extract(epoch FROM (" x "))::numeric, 3)"
 
-const char *const pd_summary_outbox_states[] = {"PENDING", "PUBLISHED", "DEAD_LETTERED", NULL};
-
-const char *const pd_summary_flow_states[] = {
-    "RUNNING", "SLEEPING", "WAITING", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED", NULL,
-};
-
 /* clang-format off */
 const char pd_summary_queues_sql[] =
     "WITH u AS (SELECT queue, array_agg(job_type ORDER BY job_type COLLATE \"C\") AS types"

@@ -21,23 +21,17 @@ extern const char pd_summary_queues_sql[];
 extern const struct pd_col pd_summary_queue_cols[];
 #define PD_SUMMARY_QUEUE_NCOLS 13
 
-/* The three outbox states, in life order, NULL-terminated. */
-extern const char *const pd_summary_outbox_states[];
-
 /*
  * The per-topic outbox summary: topic, the three state counts in
- * pd_summary_outbox_states order, the oldest PENDING message's age in
+ * pd_outbox_states order (job.h), the oldest PENDING message's age in
  * seconds (NULL when none); ordered by topic, byte-wise.
  */
 extern const char pd_summary_outbox_sql[];
 #define PD_SUMMARY_OUTBOX_NCOLS 5
 
-/* The six workflow run states of pendulum.workflow_run_states, NULL-terminated. */
-extern const char *const pd_summary_flow_states[];
-
 /*
  * The per-workflow run counts: workflow, then the counts in
- * pd_summary_flow_states order; ordered by workflow, byte-wise.
+ * pd_run_states order (job.h); ordered by workflow, byte-wise.
  */
 extern const char pd_summary_flow_sql[];
 #define PD_SUMMARY_FLOW_NCOLS 7

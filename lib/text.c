@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <string.h>
 
 #include "text.h"
@@ -84,4 +85,18 @@ int pd_name_check(const char *field, const char *value, struct pd_err *e)
 		i += len;
 	}
 	return 0;
+}
+
+const char *pd_text_show(char *out, size_t n, const char *s, size_t len)
+{
+	size_t i, j = 0, max = n - 1 < PD_TEXT_SHOW_MAX ? n - 1 : PD_TEXT_SHOW_MAX;
+
+	for (i = 0; i < len && j < max; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		out[j++] = isspace(ch) ? ' ' : (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
+	}
+	if (i < len && j >= 3)
+		memcpy(out + j - 3, "...", 3);
+	out[j] = '\0';
+	return out;
 }

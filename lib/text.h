@@ -1,4 +1,4 @@
-/* text: make bytes safe for a PostgreSQL text value. */
+/* text: make bytes safe for a PostgreSQL text value, and for a message. */
 #ifndef PD_TEXT_H
 #define PD_TEXT_H
 
@@ -26,5 +26,14 @@ void pd_utf8_sanitize(struct pd_buf *out, const char *s, size_t n);
  * pendulum.check_name (sql/017).
  */
 int pd_name_check(const char *field, const char *value, struct pd_err *e);
+
+#define PD_TEXT_SHOW_MAX 100 /* pd_text_show's longest text */
+
+/*
+ * Copy len bytes of s into out (size n) for quoting in a message: white
+ * space becomes ' ', other control bytes '?', and text longer than n - 1
+ * or PD_TEXT_SHOW_MAX bytes is cut with "...". Returns out.
+ */
+const char *pd_text_show(char *out, size_t n, const char *s, size_t len);
 
 #endif

@@ -96,7 +96,8 @@ void pd_ticker_lead_reset(struct pd_ticker_lead *l)
 		    ROLE_NONE; /* the next standby is logged again; an ACTIVE one's loss too */
 }
 
-void pd_ticker_lead_release(struct pd_ticker_lead *l, struct pd_db *db)
+/* Give the role up if held (a clean stop); errors are ignored (it then expires). */
+static void pd_ticker_lead_release(struct pd_ticker_lead *l, struct pd_db *db)
 {
 	struct pd_err e = PD_ERR_INIT;
 

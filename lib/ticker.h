@@ -79,9 +79,6 @@ void pd_ticker_lead_init(struct pd_ticker_lead *l, const char *holder, long long
 /* After a reconnect: the next standing is logged again. */
 void pd_ticker_lead_reset(struct pd_ticker_lead *l);
 
-/* Give the role up if held (a clean stop); errors are ignored (it then expires). */
-void pd_ticker_lead_release(struct pd_ticker_lead *l, struct pd_db *db);
-
 /*
  * Stand for the role (take, renew, or find it held by another) and learn
  * when the next schedule fires, in one statement; tick (pd_sched_tick) when

@@ -349,24 +349,3 @@ int pd_trip_refused(struct pd_trip *t, struct pd_holdings *hs, const struct pd_e
 		pd_holdings_fin_drop(hs, last);
 	return 1;
 }
-
-void pd_trip_array(struct pd_buf *b, const struct pd_trip *t, enum pd_trip_kind k,
-		   enum pd_trip_field f)
-{
-	int n = 0;
-
-	pd_buf_putc(b, '{');
-	for (int i = 0; i < t->n; i++) {
-		const struct pd_trip_item *it = &t->items[i];
-		long long v;
-
-		if (it->kind != k)
-			continue;
-		v = f == PD_TRIP_ID	   ? it->id
-		    : f == PD_TRIP_TOKEN   ? it->token
-		    : f == PD_TRIP_ATTEMPT ? it->attempt
-					   : it->ago_ms;
-		pd_buf_printf(b, "%s%lld", n++ ? "," : "", v);
-	}
-	pd_buf_putc(b, '}');
-}

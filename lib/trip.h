@@ -4,8 +4,9 @@
  * a lease_lost record, a lease to heartbeat), plus the heartbeat flag and the
  * claim's size, built from the holdings (lib/hold) and handed to the job
  * statements (pd_jobs_sync_send, lib/jobs), which fill in what the database
- * said. One batch is in flight at a time; what its items refer to stays put
- * until its results are in (pd_trip_written) or it failed.
+ * said. The value itself (struct pd_trip, its items) is declared in jobs.h,
+ * beside the statements that take it. One batch is in flight at a time; what its items refer to
+ * stays put until its results are in (pd_trip_written) or it failed.
  */
 #ifndef PD_TRIP_H
 #define PD_TRIP_H
@@ -19,55 +20,6 @@ struct pd_holdings;
 struct pd_hold;
 
 #define PD_TRIP_MAX_BYTES (16 * 1024 * 1024) /* outcome bytes sent in one round trip */
-
-enum pd_trip_kind {
-	PD_TRIP_START,	 /* a LEASED job's handler started: RUNNING, fenced */
-	PD_TRIP_OUTCOME, /* a finished job's outcome, or a ready job's release */
-	PD_TRIP_LOST,	 /* an attempt ended by a lost lease: its lease_lost record */
-	PD_TRIP_BEAT,	 /* a lease to extend */
-};
-
-/* The columns of the items of one kind that the statements take as arrays. */
-enum pd_trip_field { PD_TRIP_ID, PD_TRIP_TOKEN, PD_TRIP_ATTEMPT, PD_TRIP_AGO };
-
-struct pd_trip_item {
-	enum pd_trip_kind kind;
-	long long id, token;
-	int attempt;		   /* LOST: the attempt's number */
-	long long ago_ms;	   /* LOST: ms since its handler started */
-	int fin;		   /* OUTCOME, LOST: its entry in the holdings' finished list;
-				      -1: a ready job's release */
-	int held;		   /* BEAT, out: 1 while the lease is still ours, 0 lost */
-	struct pd_job_outcome out; /* OUTCOME (out.id, out.token: id, token) */
-};
-
-struct pd_trip {
-	/*
-	 * n of them: the starts, then the outcomes and lease_lost records in
-	 * the order their handlers ended, the releases, the beats
-	 */
-	struct pd_trip_item *items;
-	int n, cap;
-	int nstart, noutcomes, nlost, nbeat, nrel; /* by kind; nrel: releases among outcomes */
-	int beat;				   /* send the heartbeat */
-	int claim;				   /* how many to claim; 0: none */
-	int claim_start; /* claim straight to RUNNING (handlers start at once), else LEASED */
-	/* the worker's: who claims, for how long, from which queues and types */
-	const char *worker;
-	long long lease_ms;
-	const char *const *queues;
-	int nqueues;
-	const char *const *types; /* NULL: any */
-	int ntypes;
-	long long sent_us, sent_ms; /* pd_now_us(), pd_now_ms() at send */
-	/* out */
-	struct pd_claimed *claimed; /* malloc'd: the caller takes the strings */
-	int nclaimed;
-	int fenced; /* outcomes fenced off */
-	/* private to lib/jobs: the pipeline in flight */
-	struct pd_db_stmt st[6];
-	int nst, fi, bi, ci;
-};
 
 /* What the worker wants of the next round trip. */
 struct pd_trip_ask {
@@ -117,9 +69,5 @@ int pd_trip_refused(struct pd_trip *t, struct pd_holdings *hs, const struct pd_e
 
 /* When entry x's start is to be written (pd_now_us), or -1: not to be. */
 long long pd_trip_start_due(const struct pd_hold *x, long long rtt_us);
-
-/* Append "{a,b,c}": field f of the items of kind k. */
-void pd_trip_array(struct pd_buf *b, const struct pd_trip *t, enum pd_trip_kind k,
-		   enum pd_trip_field f);
 
 #endif

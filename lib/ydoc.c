@@ -550,8 +550,12 @@ static int edits(const char *a, const char *b)
 	return d[la][lb] > 3 ? 3 : d[la][lb];
 }
 
-int pd_y_unknown_key_hint(const struct pd_ydoc *d, const struct pd_ynode *key_node,
-			  const char *const *known, int code, struct pd_err *e)
+/*
+ * pd_y_unknown_key with a hint when k is one or two edits from one of known
+ * (a NULL-terminated list): "...; did you mean 'retry'?".
+ */
+static int pd_y_unknown_key_hint(const struct pd_ydoc *d, const struct pd_ynode *key_node,
+				 const char *const *known, int code, struct pd_err *e)
 {
 	const struct pd_ynode *map = key_node->parent;
 	const char *best = NULL;

@@ -92,12 +92,6 @@ int pd_y_seq(const struct pd_ydoc *d, const struct pd_ynode *n, int code, struct
 int pd_y_unknown_key(const struct pd_ydoc *d, const struct pd_ynode *key_node, int code,
 		     struct pd_err *e);
 /*
- * The same with a hint when k is one or two edits from one of known
- * (a NULL-terminated list): "...; did you mean 'retry'?".
- */
-int pd_y_unknown_key_hint(const struct pd_ydoc *d, const struct pd_ynode *key_node,
-			  const char *const *known, int code, struct pd_err *e);
-/*
  * Check that map is a mapping whose keys are all in known (NULL-terminated);
  * the first other key is reported with pd_y_unknown_key_hint.
  */

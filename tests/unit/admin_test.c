@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "job.h"
 #include "metrics.h"
 #include "tap.h"
 #include "top.h"
@@ -21,7 +22,7 @@ static void test_state_and_id(void)
 	is_str(pd_admin_state("Dead_Lettered"), "DEAD_LETTERED", "mixed case");
 	ok(pd_admin_state("DEAD") == NULL, "an unknown state is NULL");
 	ok(pd_admin_state("") == NULL, "an empty state is NULL");
-	ok(pd_admin_state("PENDING") == pd_admin_states[0], "the canonical string is returned");
+	ok(pd_admin_state("PENDING") == pd_job_states[0], "the canonical string is returned");
 
 	ok(pd_admin_id("42", &id, &e) == 0 && id == 42, "id 42");
 	ok(pd_admin_id("9223372036854775807", &id, &e) == 0 && id == 9223372036854775807LL,

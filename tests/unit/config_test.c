@@ -174,8 +174,10 @@ static void test_full(void)
 	is_str(c.handlers[4].name, "*", "handler '*'");
 	is_str(c.handlers[4].run, "exit 0", "handler '*' run");
 
-	ok(pd_config_handler(&c, "resize") == &c.handlers[1], "handler lookup: exact type");
-	ok(pd_config_handler(&c, "other") == &c.handlers[4], "handler lookup: '*' otherwise");
+	ok(pd_handler_find(c.handlers, c.nhandlers, "resize") == &c.handlers[1],
+	   "handler lookup: exact type");
+	ok(pd_handler_find(c.handlers, c.nhandlers, "other") == &c.handlers[4],
+	   "handler lookup: '*' otherwise");
 	ok(pd_y_get(c.doc.root, "worker") != NULL, "the document is kept for later sections");
 
 	pd_config_release(&c);
@@ -450,7 +452,8 @@ static void test_relay(void)
 	       c.relay.timeout_ms == 30000 && c.relay.engine.drain_ms == 30000 &&
 	       c.relay.engine.grace_ms == 5000 && c.relay.topics == NULL && c.relay.ntopics == 0,
 	   "relay: the defaults");
-	ok(pd_config_topic(&c, "orders") == NULL, "relay: no topic command by default");
+	ok(pd_handler_find(c.relay.topics, c.relay.ntopics, "orders") == NULL,
+	   "relay: no topic command by default");
 	pd_config_release(&c);
 
 	good(&c,
@@ -495,8 +498,10 @@ static void test_relay(void)
 	t = &c.relay.topics[2];
 	ok(strcmp(t->name, "*") == 0 && t->exec_argv && t->exec_argv[1] == NULL,
 	   "topic '*' with a single exec string");
-	ok(pd_config_topic(&c, "hooks") == &c.relay.topics[1], "topic lookup: exact");
-	ok(pd_config_topic(&c, "other") == &c.relay.topics[2], "topic lookup: '*' otherwise");
+	ok(pd_handler_find(c.relay.topics, c.relay.ntopics, "hooks") == &c.relay.topics[1],
+	   "topic lookup: exact");
+	ok(pd_handler_find(c.relay.topics, c.relay.ntopics, "other") == &c.relay.topics[2],
+	   "topic lookup: '*' otherwise");
 	ok(c.worker.engine.concurrency == 4 && c.nhandlers == 0, "relay: leaves worker: alone");
 	pd_config_release(&c);
 	ok(c.relay.topics == NULL && c.relay.ntopics == 0 && c.relay.visibility_ms == 60000,
@@ -510,7 +515,7 @@ static void test_relay(void)
 	   "relay: an empty topics map");
 	pd_config_release(&c);
 	ok(load(&c, &e, "relay: {topics: {a: {run: x}}}\n") == 0 &&
-	       pd_config_topic(&c, "b") == NULL,
+	       pd_handler_find(c.relay.topics, c.relay.ntopics, "b") == NULL,
 	   "relay: no '*': other topics have no command");
 	pd_config_release(&c);
 

@@ -9,6 +9,7 @@
 #include "admin.h"
 #include "summary.h"
 #include "enqueue.h"
+#include "job.h"
 #include "tap.h"
 
 static void test_run_states(void)
@@ -17,18 +18,16 @@ static void test_run_states(void)
 			      "SUCCEEDED", "DEAD_LETTERED", "CANCELLED"};
 	int n = 0;
 
-	for (; pd_summary_flow_states[n]; n++)
-		is_str(pd_summary_flow_states[n], want[n], "run states in view order");
+	for (; pd_run_states[n]; n++)
+		is_str(pd_run_states[n], want[n], "run states in view order");
 	is_int(n, 6, "six run states");
-	ok(pd_admin_state_in(pd_summary_flow_states, "waiting") == pd_summary_flow_states[2],
+	ok(pd_admin_state_in(pd_run_states, "waiting") == pd_run_states[2],
 	   "a run state in any case is the canonical string");
-	ok(pd_admin_state_in(pd_summary_flow_states, "PENDING") == NULL,
-	   "a job state is not a run state");
-	ok(pd_admin_state_in(pd_summary_flow_states, "") == NULL, "an empty state is none");
-	ok(pd_admin_state_in(pd_admin_states, "leased") == pd_admin_state("LEASED"),
+	ok(pd_admin_state_in(pd_run_states, "PENDING") == NULL, "a job state is not a run state");
+	ok(pd_admin_state_in(pd_run_states, "") == NULL, "an empty state is none");
+	ok(pd_admin_state_in(pd_job_states, "leased") == pd_admin_state("LEASED"),
 	   "pd_admin_state is pd_admin_state_in over the job states");
-	ok(pd_admin_state_in(pd_summary_outbox_states, "published") ==
-	       pd_admin_outbox_state("PUBLISHED"),
+	ok(pd_admin_state_in(pd_outbox_states, "published") == pd_admin_outbox_state("PUBLISHED"),
 	   "pd_admin_outbox_state is pd_admin_state_in over the outbox states");
 }
 

@@ -1,6 +1,6 @@
 /*
  * text_test: the one rule for names (pd_name_check) at each of its edges,
- * and the messages that name the field and the byte.
+ * and the messages that name the field and the byte; pd_text_show.
  */
 #include <string.h>
 
@@ -21,6 +21,22 @@ static void name_bad(const char *v, const char *want, const char *name)
 
 	ok(pd_name_check("queue", v, &e) == -1 && e.code == PD_EX_DATAERR, name);
 	is_str(e.msg, want, name);
+}
+
+/* pd_text_show: text for quoting in a message. */
+static void test_show(void)
+{
+	char out[8], big[PD_TEXT_SHOW_MAX + 20], src[PD_TEXT_SHOW_MAX + 10];
+
+	is_str(pd_text_show(out, sizeof(out), "a\tb\nc", 5), "a b c", "white space becomes ' '");
+	is_str(pd_text_show(out, sizeof(out), "a\x01\x7f", 3), "a??", "control bytes become '?'");
+	is_str(pd_text_show(out, sizeof(out), "abcdefghij", 10), "abcd...",
+	       "cut to n - 1 with ...");
+	is_str(pd_text_show(out, sizeof(out), "abcdefghij", 3), "abc", "len bytes only");
+	memset(src, 'x', sizeof(src));
+	pd_text_show(big, sizeof(big), src, sizeof(src));
+	is_int((long long)strlen(big), PD_TEXT_SHOW_MAX, "at most PD_TEXT_SHOW_MAX bytes");
+	is_str(big + PD_TEXT_SHOW_MAX - 3, "...", "a long text ends in ...");
 }
 
 int main(void)
@@ -50,5 +66,6 @@ int main(void)
 	name_bad("\xc0\xaf", "invalid queue: invalid UTF-8 at byte 1", "overlong form");
 	name_bad("\xed\xa0\x80", "invalid queue: invalid UTF-8 at byte 1", "a surrogate");
 	name_bad("\xf4\x90\x80\x80", "invalid queue: invalid UTF-8 at byte 1", "above U+10FFFF");
+	test_show();
 	return done_testing();
 }
