@@ -1,3 +1,11 @@
+/*
+ * admin: pd-admin's listing queries (jobs, job show, dlq, queues, workers,
+ * outbox, flow runs, depth) and the rows they hand to lib/render. It is over
+ * 1,000 lines because each listing is one statement written out in full,
+ * with its columns beside it, so that a reader sees the SQL a command runs in
+ * one place; the statements that change state live in lib/jobs and
+ * lib/outbox, the rendering in lib/render, the commands in lib/admincmd.
+ */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>

@@ -118,13 +118,6 @@ char **pd_jobrun_stream_env(const char *worker)
 	return env;
 }
 
-void pd_jobrun_env_free(char **env)
-{
-	for (char **e = env; e && *e; e++)
-		free(*e);
-	free(env);
-}
-
 void pd_jobrun_line(struct pd_buf *b, const struct pd_claimed *j)
 {
 	pd_buf_reset(b);

@@ -17,15 +17,13 @@
 /*
  * The environment of j's handler process h (NULL: none of its own), run by
  * worker, a workflow step's when plan is not NULL: a NULL-terminated vector
- * (pd_jobrun_env_free). A job's PD_* variable is never replaced by h's env.
+ * (pd_strv_free, text.h). A job's PD_* variable is never replaced by h's env.
  */
 char **pd_jobrun_env(const struct pd_claimed *j, const char *worker,
 		     const struct pd_flow_plan *plan, const struct pd_handler *h);
 
 /* A stream handler's environment: the worker's, with PD_WORKER_ID; no job's. */
 char **pd_jobrun_stream_env(const char *worker);
-
-void pd_jobrun_env_free(char **env);
 
 /*
  * j's line for a stream handler, into b (reset first): one JSON object, no

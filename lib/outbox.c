@@ -311,13 +311,6 @@ char **pd_outbox_env(const char *const *base, const struct pd_outbox_msg *m, str
 	return env;
 }
 
-void pd_outbox_env_free(char **env)
-{
-	for (char **p = env; p && *p; p++)
-		free(*p);
-	free(env);
-}
-
 int pd_outbox_replay(struct pd_db *db, const long long *ids, int nids, PGresult **r,
 		     struct pd_err *e)
 {

@@ -80,11 +80,10 @@ void pd_outbox_header_var(struct pd_buf *out, const char *key);
  * one PD_HEADER_<NAME>=value per header, in the order of m->headers; when
  * two names map to one variable the later wins. String values are
  * exported unescaped, other values as their JSON text. Returns a malloc'd
- * NULL-terminated vector (pd_outbox_env_free), or NULL with e filled (code
+ * NULL-terminated vector (pd_strv_free, text.h), or NULL with e filled (code
  * 65) when m->headers is not a JSON object.
  */
 char **pd_outbox_env(const char *const *base, const struct pd_outbox_msg *m, struct pd_err *e);
-void pd_outbox_env_free(char **env);
 
 /*
  * Replay the DEAD_LETTERED messages among the nids ids: PENDING again, due

@@ -14,6 +14,7 @@
 #include "pool.h"
 #include "relay.h"
 #include "retry.h"
+#include "text.h"
 
 #define OUT_LIMIT 4096 /* the publish command's stdout is read and thrown away */
 
@@ -215,7 +216,7 @@ static int start_msg(struct relay *r, struct pd_outbox_msg *m, struct pd_err *e)
 		o.error = he.msg;
 	} else if (i < 0) {
 		pd_log(PD_LOG_ERROR, "no free slot for a claimed message: released", "%s", prefix);
-		pd_outbox_env_free(envp);
+		pd_strv_free(envp);
 		o.kind = PD_VERDICT_RELEASE;
 		h = NULL;
 	}

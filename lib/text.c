@@ -1,4 +1,5 @@
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "text.h"
@@ -99,4 +100,11 @@ const char *pd_text_show(char *out, size_t n, const char *s, size_t len)
 		memcpy(out + j - 3, "...", 3);
 	out[j] = '\0';
 	return out;
+}
+
+void pd_strv_free(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
 }

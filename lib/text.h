@@ -36,4 +36,8 @@ int pd_name_check(const char *field, const char *value, struct pd_err *e);
  */
 const char *pd_text_show(char *out, size_t n, const char *s, size_t len);
 
+/* Free a NULL-terminated vector of malloc'd strings (an environment) and the vector; NULL is fine.
+ */
+void pd_strv_free(char **v);
+
 #endif

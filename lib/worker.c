@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "jobrun.h"
 #include "log.h"
+#include "text.h"
 #include "worker-internal.h"
 
 void pd_worker_cfg_init(struct pd_worker_cfg *w)
@@ -585,7 +586,7 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	free(w.streams);
 	free(w.stream_old);
 	free(w.stream_of);
-	pd_jobrun_env_free(w.stream_env);
+	pd_strv_free(w.stream_env);
 	claim_types_free(&w);
 	if (w.own) {
 		pd_worker_cfg_release(w.own);

@@ -8,6 +8,7 @@
 
 #include "outbox.h"
 #include "tap.h"
+#include "text.h"
 
 static void var_is(const char *key, const char *want)
 {
@@ -103,7 +104,7 @@ static void test_env(void)
 	is_int(count(env), 5 + 7 + 5, "nothing else: 5 kept, 7 PD_*, 5 headers");
 	ok(strstr(env[0], "PATH=") == env[0] && strstr(env[4], "PD_JOB_ID=") == env[4],
 	   "the base comes first, in its order");
-	pd_outbox_env_free(env);
+	pd_strv_free(env);
 
 	m.key = NULL;
 	m.headers = "{}";
@@ -111,18 +112,18 @@ static void test_env(void)
 	ok(env != NULL, "no key, no headers, no base");
 	ok(get(env, "PD_MESSAGE_KEY") == NULL, "  PD_MESSAGE_KEY is unset without a key");
 	is_int(count(env), 6, "  six variables");
-	pd_outbox_env_free(env);
+	pd_strv_free(env);
 
 	m.headers = NULL;
 	env = pd_outbox_env(NULL, &m, &e);
 	ok(env != NULL && count(env) == 6, "NULL headers are none");
-	pd_outbox_env_free(env);
+	pd_strv_free(env);
 
 	m.headers = "{\"a-b\": \"1\", \"a_b\": \"2\", \"A.B\": \"3\"}";
 	env = pd_outbox_env(NULL, &m, &e);
 	is_str(get(env, "PD_HEADER_A_B"), "3", "two headers on one variable: the later wins, once");
 	is_int(count(env), 7, "  one variable for the three");
-	pd_outbox_env_free(env);
+	pd_strv_free(env);
 
 	m.headers = "[\"a\"]";
 	pd_err_clear(&e);
