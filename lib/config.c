@@ -76,6 +76,7 @@ void pd_config_init(struct pd_config *c)
 	c->worker.engine.batch = 0;
 	c->worker.reap = 1;
 	c->worker.result_limit = 1048576;
+	c->max_payload = PD_MAX_PAYLOAD_DEFAULT;
 	c->retry.base_ms = 1000;
 	c->retry.cap_ms = 3600000;
 	c->reaper.interval_ms = 5000;
@@ -356,6 +357,20 @@ static int dec_database_url(struct pd_config *c, const struct pd_ynode *n, struc
 		return -1;
 	free(c->database_url);
 	c->database_url = pd_xstrdup(s);
+	return 0;
+}
+
+static int dec_max_payload(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	struct pd_err se = PD_ERR_INIT;
+	const char *s;
+	char desc[160];
+
+	if (pd_y_str(&c->doc, n, &s, CODE, e) < 0)
+		return -1;
+	if (pd_size_parse(s, &c->max_payload, &se) < 0)
+		return pd_y_errf(&c->doc, n, CODE, e, "%s: %s",
+				 pd_y_describe(n, desc, sizeof(desc)), se.msg);
 	return 0;
 }
 
@@ -752,6 +767,7 @@ static const struct section {
 	int (*decode)(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e);
 } sections[] = {
     {"database_url", dec_database_url},
+    {"max_payload", dec_max_payload},
     {"log_level", dec_log_level},
     {"worker", dec_worker},
     {"retry", dec_retry},
