@@ -78,9 +78,10 @@ int pd_enqueue_read(int fd, struct pd_buf *b, long long max_payload, struct pd_e
 		if (max_payload > 0 && b->len > (size_t)max_payload) {
 			char lim[32];
 
-			return pd_errf(e, PD_EX_DATAERR,
-				       "payload on stdin: more than %lld bytes, over max_payload %s",
-				       max_payload, size_str(max_payload, lim, sizeof(lim)));
+			return pd_errf(
+			    e, PD_EX_DATAERR,
+			    "payload on stdin: more than %lld bytes, over max_payload %s",
+			    max_payload, size_str(max_payload, lim, sizeof(lim)));
 		}
 	}
 	pd_buf_grow(b, 0);
@@ -401,10 +402,9 @@ static int run_staged(struct pd_enqueue *q, struct pd_db *db, int *made, int *li
 	int rc;
 
 	/* *made: the stage exists already in this transaction (an earlier batch's) */
-	if (pd_db_exec_script(db,
-			      *made ? "TRUNCATE pg_temp.pendulum_stage"
-				    : "SELECT pendulum.enqueue_stage()",
-			      e) < 0)
+	if (pd_db_exec_script(
+		db, *made ? "TRUNCATE pg_temp.pendulum_stage" : "SELECT pendulum.enqueue_stage()",
+		e) < 0)
 		return -1;
 	*made = 1;
 	if (copy_jobs(q, db, line, e) < 0)

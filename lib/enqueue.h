@@ -98,9 +98,9 @@ int pd_enqueue_ndjson(struct pd_enqueue *q, const struct pd_jobspec *defaults, c
  *   else pd_enqueue_stream(&nd, &q, &db, each, ctx, &e);
  *   pd_ndjson_release(&nd);
  */
-#define PD_ENQUEUE_BATCH	(20 * 1000)
-#define PD_ENQUEUE_BATCH_BYTES	(4 * 1024 * 1024)
-#define PD_ENQUEUE_LINE_SLACK	(64 * 1024)
+#define PD_ENQUEUE_BATCH       (20 * 1000)
+#define PD_ENQUEUE_BATCH_BYTES (4 * 1024 * 1024)
+#define PD_ENQUEUE_LINE_SLACK  (64 * 1024)
 
 struct pd_ndjson {
 	int fd;

@@ -172,3 +172,20 @@ peak_kb() {
 	[ "$stderr" = "pd-enqueue: '$CFG': 17000011 bytes, over the 16 MiB (16777216 bytes) a YAML file may hold" ]
 	[ "$(njobs)" -eq 0 ]
 }
+
+@test "a stream handler's answer line over its bound fails the job, not the worker" {
+	cat >"$BATS_TEST_TMPDIR/h" <<'SH'
+#!/bin/sh
+while IFS= read -r job; do head -c 20000000 /dev/zero | tr '\0' x; echo; done
+SH
+	chmod +x "$BATS_TEST_TMPDIR/h"
+	printf 'worker: {result_limit: 1000}\nhandlers:\n  s:\n    exec: [%s]\n    mode: stream\n' \
+		"$BATS_TEST_TMPDIR/h" >"$CFG"
+	start_worker w -c "$CFG" --lease 2s
+	id=$(pd-enqueue --max-attempts 1 s '{}')
+	wait_for 60 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" DEAD_LETTERED
+	alive "$(bg_pid w)"
+	[[ "$(sql "SELECT last_error FROM pendulum.jobs WHERE id = $id")" == *"a line longer than 67536 bytes"* ]]
+	hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$(bg_pid w)/status")
+	[ "$hwm" -lt 25000 ]
+}
