@@ -527,8 +527,8 @@ static int dec_entries(struct pd_config *c, const struct pd_ynode *n, size_t siz
 static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
 		       void *elem, struct pd_err *e)
 {
-	static const char *const known[] = {"run",  "exec", "timeout", "terminal_exit_codes",
-					    "mode", NULL};
+	static const char *const known[] = {
+	    "run", "exec", "timeout", "terminal_exit_codes", "mode", "result_limit", NULL};
 	const struct pd_ydoc *d = &c->doc;
 	const struct pd_ynode *v;
 	struct pd_handler *h = elem;
@@ -554,6 +554,9 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 			return pd_y_errf(d, v, CODE, e, "%s: expected process or stream, got '%s'",
 					 pd_y_describe(v, desc, sizeof(desc)), s);
 	}
+	if ((v = pd_y_get(n, "result_limit")) != NULL &&
+	    pd_y_int(d, v, 1, 1073741824, &h->result_limit, CODE, e) < 0)
+		return -1;
 	if ((v = pd_y_get(n, "terminal_exit_codes")) != NULL) {
 		if (h->mode == PD_HANDLER_STREAM)
 			return pd_y_errf(d, v, CODE, e,

@@ -128,9 +128,14 @@ peak_kb() {
 @test "a handler's output past the limits: stdout truncated and flagged in job show, stderr bounded in the worker" {
 	printf 'worker: {result_limit: 1000}\nhandlers:\n  noisy:\n    run: %s\n' \
 		"'head -c 30000000 /dev/zero | tr \"\\\\0\" x >&2; seq 1 100000'" >"$CFG"
+	printf '  small:\n    run: seq 1 100\n    result_limit: 10\n' >>"$CFG"
 	start_worker w -c "$CFG" --lease 2s
 	id=$(pd-enqueue noisy '{}')
+	small=$(pd-enqueue small '{}')
 	wait_for 60 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
+	wait_for 60 sql_is "SELECT state FROM pendulum.jobs WHERE id = $small" SUCCEEDED
+	# a handler's own result_limit over the worker's
+	[ "$(sql "SELECT length(result #>> '{}') || ' ' || result_truncated FROM pendulum.jobs WHERE id = $small")" = "10 true" ]
 	run pd-admin job show "$id"
 	[ "$status" -eq 0 ]
 	[[ "$output" =~ result_truncated\ +yes ]]
