@@ -2,8 +2,9 @@
  * enqueue: read and check pd-enqueue's input, enqueue it in one transaction
  * through the bulk statement of sql/009_enqueue_many.sql (or, for a large
  * batch without keys and dependencies, COPY into pendulum.jobs of the
- * columns the jobs give, the table's defaults filling the rest), wait for
- * a job.
+ * columns the jobs give, the table's defaults filling the rest), a long
+ * NDJSON input batch after batch in that transaction (its ids spooled to a
+ * temporary file), wait for a job.
  */
 #include <errno.h>
 #include <limits.h>

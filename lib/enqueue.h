@@ -15,6 +15,18 @@
  * repeated idempotency key (in the batch or already in the table) gives the existing job's id, and
  * each queue that got jobs is notified once.
  *
+ * pd-enqueue --ndjson streams its input (pd_ndjson_read, pd_enqueue_stream):
+ * memory stays bounded whatever the number of lines, because nothing grows
+ * with it. The input is read into one buffer of fixed size, a batch of at
+ * most PD_ENQUEUE_BATCH jobs at a time, whose jobs point into it; each
+ * batch is enqueued inside the one open transaction (all or nothing, as
+ * above: a bad line or a refused row rolls back the batches before it) and
+ * then forgotten but for its ids, which go to an unnamed temporary file in
+ * input order (10 million ids would not fit in 64 MiB as an array) and are
+ * printed from it only after the commit. A payload over max_payload, or a
+ * line that runs past max_payload plus PD_ENQUEUE_LINE_SLACK without a
+ * newline, is refused with its line before more is read.
+ *
  *   struct pd_enqueue q;
  *   pd_enqueue_init(&q);
  *   if (pd_enqueue_ndjson(&q, &defaults, in.data, in.len, &e) < 0 ||
