@@ -404,7 +404,7 @@ static int print_jobs(struct pd_db *db, const struct opts *o, const struct pd_en
 	return 0;
 }
 
-/* What print_streamed keeps: --json prints the rows of ids by the hundred. */
+/* What print_streamed keeps: with --json the rows are read 256 ids at a time. */
 struct printer {
 	struct pd_db *db;
 	const struct opts *o;
@@ -446,7 +446,7 @@ static int print_streamed(void *ctx, long long id, int created, const char *tena
 	return p->n < (int)(sizeof(p->ids) / sizeof(p->ids[0])) ? 0 : print_rows(p, e);
 }
 
-/* --ndjson: q holds the first batch of nd; it all or nothing, the ids printed. */
+/* --ndjson: enqueue nd (q holds its first batch) all or nothing, then print the ids. */
 static int run_ndjson(struct pd_app *a, const struct opts *o, struct pd_ndjson *nd,
 		      struct pd_enqueue *q, struct pd_err *e)
 {
