@@ -43,6 +43,8 @@ static void help(void)
 	    "      --traceparent TP         W3C trace context (default $TRACEPARENT)\n"
 	    "      --after ID               run only after job ID succeeded (repeatable)\n"
 	    "      --ndjson                 one job a line on stdin, all or nothing\n"
+	    "      --max-payload SIZE       refuse a payload larger than SIZE (default the\n"
+	    "                               file's max_payload, else 1MiB; 512KiB, 65536)\n"
 	    "      --workflow NAME          start a run of workflow NAME (-t -q -p -k, --run-at,\n"
 	    "                               --delay, --max-attempts, --json, --wait apply)\n"
 	    "      --json                   print the job rows as JSON, not the ids\n"
@@ -82,7 +84,8 @@ enum {
 	O_WAIT,
 	O_WORKFLOW,
 	O_PRINT_ID,
-	O_WAIT_TIMEOUT
+	O_WAIT_TIMEOUT,
+	O_MAX_PAYLOAD
 };
 
 struct opts {
@@ -90,6 +93,7 @@ struct opts {
 	long long after[MAX_AFTER];
 	int ndjson, json, wait, print_id;
 	long long wait_timeout_ms; /* --wait-timeout; -1: none */
+	long long max_payload;	   /* --max-payload; 0: the file's */
 	const char *workflow;	   /* --workflow NAME */
 };
 
@@ -252,6 +256,7 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 	    {"workflow", required_argument, NULL, O_WORKFLOW},
 	    {"print-id", no_argument, NULL, O_PRINT_ID},
 	    {"wait-timeout", required_argument, NULL, O_WAIT_TIMEOUT},
+	    {"max-payload", required_argument, NULL, O_MAX_PAYLOAD},
 	    PD_APP_LONG_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
@@ -269,6 +274,11 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 			if (o->wait_timeout_ms == 0)
 				return pd_errf(e, PD_EX_USAGE,
 					       "option --wait-timeout: must be positive");
+		} else if (ch == O_MAX_PAYLOAD) {
+			struct pd_err se = PD_ERR_INIT;
+
+			if (pd_size_parse(optarg, &o->max_payload, &se) < 0)
+				return pd_errf(e, PD_EX_USAGE, "option --max-payload: %s", se.msg);
 		} else if (ch == O_NDJSON || ch == O_JSON || ch == O_WAIT || ch == O_PRINT_ID) {
 			*(ch == O_NDJSON ? &o->ndjson
 			  : ch == O_JSON ? &o->json
@@ -394,6 +404,61 @@ static int print_jobs(struct pd_db *db, const struct opts *o, const struct pd_en
 	return 0;
 }
 
+/* What print_streamed keeps: with --json the rows are read 256 ids at a time. */
+struct printer {
+	struct pd_db *db;
+	const struct opts *o;
+	long long ids[256];
+	int n;
+};
+
+/* The --json rows of p's ids; p emptied. */
+static int print_rows(struct printer *p, struct pd_err *e)
+{
+	PGresult *r;
+
+	if (p->n == 0)
+		return 0;
+	if (pd_enqueue_rows(p->db, p->ids, p->n, &r, e) < 0)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		fprintf(stdout, "%s\n", PQgetvalue(r, i, 0));
+	PQclear(r);
+	p->n = 0;
+	return 0;
+}
+
+/* pd_enqueue_stream's each: print_jobs for one job. */
+static int print_streamed(void *ctx, long long id, int created, const char *tenant,
+			  struct pd_err *e)
+{
+	struct printer *p = ctx;
+
+	if (!created)
+		fprintf(stderr,
+			"%s: idempotency key already used in tenant '%s': existing job %lld\n",
+			pd_progname(), tenant, id);
+	if (!p->o->json) {
+		printf("%lld\n", id);
+		return 0;
+	}
+	p->ids[p->n++] = id;
+	return p->n < (int)(sizeof(p->ids) / sizeof(p->ids[0])) ? 0 : print_rows(p, e);
+}
+
+/* --ndjson: enqueue nd (q holds its first batch) all or nothing, then print the ids. */
+static int run_ndjson(struct pd_app *a, const struct opts *o, struct pd_ndjson *nd,
+		      struct pd_enqueue *q, struct pd_err *e)
+{
+	struct printer p = {&a->db, o, {0}, 0};
+
+	if (nd->done) /* one batch: all at once */
+		return pd_enqueue_run(q, &a->db, e) < 0 || print_jobs(&a->db, o, q, e) < 0 ? -1 : 0;
+	if (pd_enqueue_stream(nd, q, &a->db, print_streamed, &p, e) < 0)
+		return -1;
+	return print_rows(&p, e);
+}
+
 /*
  * --workflow: start the run of spec (its input in payload), print its id (or
  * with --json its row); *job, what: the job that drives it, for --wait.
@@ -433,7 +498,8 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct pd_buf in = PD_BUF_INIT;
 	struct pd_enqueue q;
-	long long job = 0;
+	struct pd_ndjson nd;
+	long long job = 0, max;
 	char what[64] = "";
 	int rc;
 
@@ -456,20 +522,24 @@ int main(int argc, char **argv)
 		pd_cli_usage(SYNOPSIS, "%s", e.msg);
 		return e.code;
 	}
+	memset(&nd, 0, sizeof(nd)); /* released with nothing to free unless --ndjson */
 	if (pd_app_load(&a, &e) < 0)
 		goto done;
+	max = o.max_payload ? o.max_payload : a.cfg.max_payload;
 
-	/* Read and check every input before touching the database. */
+	/* Read and check the input (--ndjson: its first batch) before touching the database. */
 	if (o.ndjson) {
-		if (pd_enqueue_read(0, &in, &e) < 0 ||
-		    pd_enqueue_ndjson(&q, &o.spec, in.data, in.len, &e) < 0)
+		pd_ndjson_init(&nd, 0, &o.spec, max);
+		if (pd_ndjson_read(&nd, &q, PD_ENQUEUE_BATCH, &e) < 0)
 			goto done;
 	} else if (argc - optind == (o.workflow ? 1 : 2)) {
-		if (pd_enqueue_one(&q, &o.spec, argv[argc - 1], strlen(argv[argc - 1]),
+		if (pd_enqueue_check_size(strlen(argv[argc - 1]), max,
+					  o.workflow ? "INPUT" : "PAYLOAD", &e) < 0 ||
+		    pd_enqueue_one(&q, &o.spec, argv[argc - 1], strlen(argv[argc - 1]),
 				   o.workflow ? "INPUT" : "PAYLOAD", 0, &e) < 0)
 			goto done;
 	} else {
-		if (!isatty(0) && pd_enqueue_read(0, &in, &e) < 0)
+		if (!isatty(0) && pd_enqueue_read(0, &in, max, &e) < 0)
 			goto done;
 		if (pd_enqueue_one(&q, &o.spec, in.data, in.len, "stdin", 1, &e) < 0)
 			goto done;
@@ -478,6 +548,9 @@ int main(int argc, char **argv)
 		goto done;
 	if (o.workflow) {
 		if (start_run(&a, &o, &q.jobs[0], &job, what, sizeof(what), &e) < 0)
+			goto done;
+	} else if (o.ndjson) {
+		if (run_ndjson(&a, &o, &nd, &q, &e) < 0)
 			goto done;
 	} else {
 		q.notify_done = o.wait;
@@ -492,6 +565,7 @@ done:
 	if (e.msg[0])
 		pd_die_msg(e.msg);
 	pd_buf_release(&in);
+	pd_ndjson_release(&nd);
 	pd_enqueue_release(&q);
 	pd_app_release(&a);
 	if (pd_cli_finish_stdout() && e.code == 0)

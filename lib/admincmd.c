@@ -364,7 +364,7 @@ int pd_admincmd_flow_runs(struct pd_subcall *k, struct pd_err *e)
 	return pd_admin_flow_runs(DB(k), &X(k)->f, &k->fmt, &k->out, e);
 }
 
-/* flow signal RUN NAME [PAYLOAD]: PAYLOAD "-" is read from stdin. */
+/* flow signal RUN NAME [PAYLOAD]: PAYLOAD "-" is read from stdin; at most max_payload bytes. */
 int pd_admincmd_flow_signal(struct pd_subcall *k, struct pd_err *e)
 {
 	struct pd_app *a = k->a;
@@ -376,9 +376,11 @@ int pd_admincmd_flow_signal(struct pd_subcall *k, struct pd_err *e)
 	int rc = one_id(k, &id, e);
 
 	if (rc == 0 && payload && strcmp(payload, "-") == 0) {
-		rc = pd_enqueue_read(0, &in, e);
+		rc = pd_enqueue_read(0, &in, a->cfg.max_payload, e);
 		payload = pd_buf_str(&in);
 		where = "stdin";
+	} else if (rc == 0 && payload) {
+		rc = pd_enqueue_check_size(strlen(payload), a->cfg.max_payload, where, e);
 	}
 	if (rc == 0)
 		rc = pd_admin_flow_signal(&a->db, id, k->argv[1], payload, where, fmt, out, e);

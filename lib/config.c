@@ -76,6 +76,7 @@ void pd_config_init(struct pd_config *c)
 	c->worker.engine.batch = 0;
 	c->worker.reap = 1;
 	c->worker.result_limit = 1048576;
+	c->max_payload = PD_MAX_PAYLOAD_DEFAULT;
 	c->retry.base_ms = 1000;
 	c->retry.cap_ms = 3600000;
 	c->reaper.interval_ms = 5000;
@@ -359,6 +360,20 @@ static int dec_database_url(struct pd_config *c, const struct pd_ynode *n, struc
 	return 0;
 }
 
+static int dec_max_payload(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	struct pd_err se = PD_ERR_INIT;
+	const char *s;
+	char desc[160];
+
+	if (pd_y_str(&c->doc, n, &s, CODE, e) < 0)
+		return -1;
+	if (pd_size_parse(s, &c->max_payload, &se) < 0)
+		return pd_y_errf(&c->doc, n, CODE, e, "%s: %s",
+				 pd_y_describe(n, desc, sizeof(desc)), se.msg);
+	return 0;
+}
+
 static int dec_log_level(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
 {
 	const char *s;
@@ -512,8 +527,8 @@ static int dec_entries(struct pd_config *c, const struct pd_ynode *n, size_t siz
 static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
 		       void *elem, struct pd_err *e)
 {
-	static const char *const known[] = {"run",  "exec", "timeout", "terminal_exit_codes",
-					    "mode", NULL};
+	static const char *const known[] = {
+	    "run", "exec", "timeout", "terminal_exit_codes", "mode", "result_limit", NULL};
 	const struct pd_ydoc *d = &c->doc;
 	const struct pd_ynode *v;
 	struct pd_handler *h = elem;
@@ -539,6 +554,9 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 			return pd_y_errf(d, v, CODE, e, "%s: expected process or stream, got '%s'",
 					 pd_y_describe(v, desc, sizeof(desc)), s);
 	}
+	if ((v = pd_y_get(n, "result_limit")) != NULL &&
+	    pd_y_int(d, v, 1, 1073741824, &h->result_limit, CODE, e) < 0)
+		return -1;
 	if ((v = pd_y_get(n, "terminal_exit_codes")) != NULL) {
 		if (h->mode == PD_HANDLER_STREAM)
 			return pd_y_errf(d, v, CODE, e,
@@ -623,10 +641,11 @@ static const enum pd_flow_step_kind step_kind[] = {PD_FLOW_STEP_RUN, PD_FLOW_STE
 
 /*
  * Step i of steps (a sequence) into s, whose h.timeout_ms and wait_ms are
- * -1 already; f holds steps 0..i-1, whose names s's must differ from.
+ * -1 already; f holds steps 0..i-1, whose names are in names (each with
+ * its index), which s's must differ from.
  */
 static int dec_step(const struct pd_ydoc *d, const struct pd_flow *f, const struct pd_ynode *steps,
-		    int i, struct pd_flow_step *s, struct pd_err *e)
+		    int i, struct pd_flow_step *s, struct pd_strset *names, struct pd_err *e)
 {
 	static const char *const known[] = {
 	    "name",  "run",	 "exec",       "timeout", "terminal_exit_codes",
@@ -644,7 +663,7 @@ static int dec_step(const struct pd_ydoc *d, const struct pd_flow *f, const stru
 	const struct pd_ynode *n = steps->items[i], *v;
 	const char *str;
 	char desc[160];
-	int kind;
+	int kind, seen;
 
 	if (pd_y_map(d, n, CODE, e) < 0 || pd_y_check_keys(d, n, known, CODE, e) < 0)
 		return -1;
@@ -653,15 +672,14 @@ static int dec_step(const struct pd_ydoc *d, const struct pd_flow *f, const stru
 				 f->name);
 	if (nonempty(d, v, "a step name", &str, e) < 0)
 		return -1;
-	for (int k = 0; k < i; k++)
-		if (strcmp(f->steps[k].name, str) == 0) {
-			const struct pd_ynode *first = pd_y_get(steps->items[k], "name");
-
-			return pd_y_errf(d, v, CODE, e,
-					 "duplicate step name '%s' (first at line %d, column %d)",
-					 str, first->line, first->col);
-		}
 	s->name = s->h.name = pd_xstrdup(str);
+	if ((seen = pd_strset_add(names, s->name, i)) >= 0) {
+		const struct pd_ynode *first = pd_y_get(steps->items[seen], "name");
+
+		return pd_y_errf(d, v, CODE, e,
+				 "duplicate step name '%s' (first at line %d, column %d)", str,
+				 first->line, first->col);
+	}
 	if ((kind = one_of(d, n, n, step_keys, "step", s->name, e)) < 0)
 		return -1;
 	s->kind = step_kind[kind];
@@ -714,7 +732,9 @@ static int dec_workflow(struct pd_config *c, const struct pd_ynode *key, const s
 	const struct pd_ydoc *d = &c->doc;
 	const struct pd_ynode *steps;
 	struct pd_flow *f = elem;
+	struct pd_strset names = PD_STRSET_INIT; /* the step names, with their indexes */
 	char desc[160];
+	int rc = 0;
 
 	f->name = pd_xstrdup(key->value);
 	if (!flow_name_ok(key->value))
@@ -733,14 +753,14 @@ static int dec_workflow(struct pd_config *c, const struct pd_ynode *key, const s
 				 pd_y_describe(steps, desc, sizeof(desc)),
 				 pd_y_is_null(steps) ? "null" : "[]");
 	f->steps = pd_xcalloc((size_t)steps->n, sizeof(*f->steps));
-	for (int i = 0; i < steps->n; i++) {
+	for (int i = 0; i < steps->n && rc == 0; i++) {
 		struct pd_flow_step *s = &f->steps[f->nsteps++];
 
 		s->h.timeout_ms = s->wait_ms = -1;
-		if (dec_step(d, f, steps, i, s, e) < 0)
-			return -1;
+		rc = dec_step(d, f, steps, i, s, &names, e);
 	}
-	return 0;
+	pd_strset_release(&names);
+	return rc;
 }
 
 ENTRIES_SECTION(dec_workflows, flows, nflows, dec_workflow)
@@ -750,6 +770,7 @@ static const struct section {
 	int (*decode)(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e);
 } sections[] = {
     {"database_url", dec_database_url},
+    {"max_payload", dec_max_payload},
     {"log_level", dec_log_level},
     {"worker", dec_worker},
     {"retry", dec_retry},

@@ -50,10 +50,14 @@ struct pd_retention {
 	long long workers_gone_ms;     /* worker rows, by last_seen_at (1d) */
 };
 
+/* max_payload's default: 1 MiB. */
+#define PD_MAX_PAYLOAD_DEFAULT (1024 * 1024)
+
 struct pd_config {
-	char *path;	    /* file read, or NULL */
-	char *database_url; /* NULL unset */
-	int log_level;	    /* enum pd_log_level, -1 unset */
+	char *path;	       /* file read, or NULL */
+	char *database_url;    /* NULL unset */
+	int log_level;	       /* enum pd_log_level, -1 unset */
+	long long max_payload; /* bytes: the largest payload (or input, or signal) taken */
 	struct {
 		char **queues; /* NULL-terminated, or NULL (unset) */
 		int nqueues;

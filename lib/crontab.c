@@ -14,6 +14,7 @@
 #include "crontab.h"
 #include "dur.h"
 #include "jobspec.h"
+#include "text.h"
 
 #define MAX_FILE (4 << 20)
 
@@ -187,11 +188,14 @@ struct parser {
 	struct pd_sched ann;
 	int ann_name, ann_timeout;
 	long long timeout_ms;
+	struct pd_strset names; /* the schedules' names, with their indexes in t->v */
 };
 
 static char *own(struct pd_crontab *t, char *s)
 {
-	t->owned = pd_xrealloc(t->owned, (size_t)(t->nowned + 1) * sizeof(*t->owned));
+	if ((t->nowned & (t->nowned - 1)) == 0) /* 0, 1, 2, 4, ...: double the room */
+		t->owned = pd_xrealloc(t->owned,
+				       (size_t)(t->nowned ? 2 * t->nowned : 1) * sizeof(*t->owned));
 	t->owned[t->nowned++] = s;
 	return s;
 }
@@ -396,7 +400,7 @@ static int schedule(struct parser *p, const char *s)
 	struct pd_cron c;
 	const char *cmd = s, *first = s;
 	size_t n;
-	int fields = s[0] == '@' ? 1 : 5;
+	int fields = s[0] == '@' ? 1 : 5, k;
 
 	for (int i = 0; i < fields; i++) {
 		while (*cmd == ' ' || *cmd == '\t')
@@ -429,7 +433,8 @@ static int schedule(struct parser *p, const char *s)
 		pd_buf_release(&expr);
 		return -1;
 	}
-	t->v = pd_xrealloc(t->v, (size_t)(t->n + 1) * sizeof(*t->v));
+	if ((t->n & (t->n - 1)) == 0) /* 0, 1, 2, 4, ...: double the room */
+		t->v = pd_xrealloc(t->v, (size_t)(t->n ? 2 * t->n : 1) * sizeof(*t->v));
 	en = &t->v[t->n];
 	memset(en, 0, sizeof(*en));
 	if (p->ann_line) {
@@ -459,15 +464,13 @@ static int schedule(struct parser *p, const char *s)
 	p->ann_line = 0;
 	if (pd_sched_check(&en->s, &e2) < 0)
 		return lerr(p, first, "%s", e2.msg);
-	for (int k = 0; k < t->n - 1; k++)
-		if (strcmp(t->v[k].s.name, en->s.name) == 0)
-			return en->named
-				   ? lerr(p, first, "schedule '%s' is already defined at line %d",
-					  en->s.name, t->v[k].s.line)
-				   : lerr(p, first,
-					  "same expression and command as line %d: name one "
-					  "of them with '# pd: name=NAME'",
-					  t->v[k].s.line);
+	if ((k = pd_strset_add(&p->names, en->s.name, t->n - 1)) >= 0)
+		return en->named ? lerr(p, first, "schedule '%s' is already defined at line %d",
+					en->s.name, t->v[k].s.line)
+				 : lerr(p, first,
+					"same expression and command as line %d: name one "
+					"of them with '# pd: name=NAME'",
+					t->v[k].s.line);
 	return 0;
 }
 
@@ -540,6 +543,7 @@ int pd_crontab_parse(struct pd_crontab *t, const char *path, const char *text, s
 		rc = lerr(&p, NULL, "the annotation is followed by no schedule");
 	}
 	free(p.env);
+	pd_strset_release(&p.names);
 	if (rc < 0)
 		pd_crontab_release(t);
 	return rc;

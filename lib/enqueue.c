@@ -2,8 +2,9 @@
  * enqueue: read and check pd-enqueue's input, enqueue it in one transaction
  * through the bulk statement of sql/009_enqueue_many.sql (or, for a large
  * batch without keys and dependencies, COPY into pendulum.jobs of the
- * columns the jobs give, the table's defaults filling the rest), wait for
- * a job.
+ * columns the jobs give, the table's defaults filling the rest), a long
+ * NDJSON input batch after batch in that transaction (its ids spooled to a
+ * temporary file), wait for a job.
  */
 #include <errno.h>
 #include <limits.h>
@@ -19,6 +20,7 @@
 #include "job.h"
 #include "json.h"
 #include "log.h"
+#include "text.h"
 
 /* COPY data is sent in pieces of about this size. */
 #define COPY_CHUNK (64 * 1024)
@@ -49,12 +51,24 @@ static void add(struct pd_enqueue *q, const struct pd_jobspec *s, int line)
 	q->lines[q->n++] = line;
 }
 
-int pd_enqueue_read(int fd, struct pd_buf *b, struct pd_err *e)
+/* "1MiB", "1500000" */
+static const char *size_str(long long n, char *out, size_t len)
+{
+	pd_size_format(n, out, len);
+	return out;
+}
+
+int pd_enqueue_read(int fd, struct pd_buf *b, long long max_payload, struct pd_err *e)
 {
 	for (;;) {
-		char *p = pd_buf_grow(b, 65536);
-		ssize_t n = read(fd, p, 65536);
+		size_t room = 65536;
+		char *p;
+		ssize_t n;
 
+		if (max_payload > 0 && (size_t)max_payload + 1 - b->len < room)
+			room = (size_t)max_payload + 1 - b->len;
+		p = pd_buf_grow(b, room);
+		n = read(fd, p, room);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -62,10 +76,28 @@ int pd_enqueue_read(int fd, struct pd_buf *b, struct pd_err *e)
 		if (n == 0)
 			break;
 		b->len += (size_t)n;
+		if (max_payload > 0 && b->len > (size_t)max_payload) {
+			char lim[32];
+
+			return pd_errf(
+			    e, PD_EX_DATAERR,
+			    "payload on stdin: more than %lld bytes, over max_payload %s",
+			    max_payload, size_str(max_payload, lim, sizeof(lim)));
+		}
 	}
 	pd_buf_grow(b, 0);
 	b->data[b->len] = '\0';
 	return 0;
+}
+
+int pd_enqueue_check_size(size_t len, long long max_payload, const char *where, struct pd_err *e)
+{
+	char lim[32];
+
+	if (max_payload <= 0 || len <= (size_t)max_payload)
+		return 0;
+	return pd_errf(e, PD_EX_DATAERR, "%s: %zu bytes, over max_payload %s", where, len,
+		       size_str(max_payload, lim, sizeof(lim)));
 }
 
 static int blank(const char *s, size_t n)
@@ -124,6 +156,42 @@ int pd_enqueue_one(struct pd_enqueue *q, const struct pd_jobspec *defaults, cons
 	return 0;
 }
 
+/*
+ * Line lineno of NDJSON input (n bytes, not blank) into q as
+ * pd_enqueue_ndjson reads it; its payload at most max_payload (0: no limit).
+ */
+static int ndjson_line(struct pd_enqueue *q, const struct pd_jobspec *defaults, const char *line,
+		       size_t n, int lineno, long long max_payload, struct pd_err *e)
+{
+	struct pd_json j = PD_JSON_INIT;
+	struct pd_err je = PD_ERR_INIT;
+	struct pd_jobspec s = *defaults;
+	char where[64];
+	int rc = 0;
+
+	snprintf(where, sizeof(where), "stdin line %d", lineno);
+	if (pd_json_parse(&j, line, n, &je) < 0)
+		return json_error(e, &je, where, 1);
+	if (defaults->type) {
+		pd_json_span(&j, 0, &s.payload, &s.payload_len);
+	} else {
+		s.payload = "{}";
+		s.payload_len = 2;
+		rc = pd_jobspec_parse(&j, &s, &q->mem, &je);
+	}
+	pd_json_release(&j);
+	if (rc < 0)
+		return pd_errf(e, PD_EX_DATAERR, "%s: %s", where, je.msg);
+	if (max_payload > 0 && s.payload_len > (size_t)max_payload) {
+		char lim[32];
+
+		return pd_errf(e, PD_EX_DATAERR, "%s: payload of %zu bytes, over max_payload %s",
+			       where, s.payload_len, size_str(max_payload, lim, sizeof(lim)));
+	}
+	add(q, &s, lineno);
+	return 0;
+}
+
 int pd_enqueue_ndjson(struct pd_enqueue *q, const struct pd_jobspec *defaults, const char *text,
 		      size_t len, struct pd_err *e)
 {
@@ -133,32 +201,98 @@ int pd_enqueue_ndjson(struct pd_enqueue *q, const struct pd_jobspec *defaults, c
 	while (line < end) {
 		const char *nl = memchr(line, '\n', (size_t)(end - line));
 		size_t n = nl ? (size_t)(nl - line) : (size_t)(end - line);
-		struct pd_json j = PD_JSON_INIT;
-		struct pd_err je = PD_ERR_INIT;
-		struct pd_jobspec s = *defaults;
-		char where[64];
-		int rc = 0;
 
 		lineno++;
-		if (!blank(line, n)) {
-			snprintf(where, sizeof(where), "stdin line %d", lineno);
-			if (pd_json_parse(&j, line, n, &je) < 0)
-				return json_error(e, &je, where, 1);
-			if (defaults->type) {
-				pd_json_span(&j, 0, &s.payload, &s.payload_len);
-			} else {
-				s.payload = "{}";
-				s.payload_len = 2;
-				rc = pd_jobspec_parse(&j, &s, &q->mem, &je);
-			}
-			pd_json_release(&j);
-			if (rc < 0)
-				return pd_errf(e, PD_EX_DATAERR, "%s: %s", where, je.msg);
-			add(q, &s, lineno);
-		}
+		if (!blank(line, n) && ndjson_line(q, defaults, line, n, lineno, 0, e) < 0)
+			return -1;
 		line = nl ? nl + 1 : end;
 	}
 	if (q->n == 0)
+		return pd_errf(e, PD_EX_DATAERR, "no jobs on stdin");
+	return 0;
+}
+
+void pd_ndjson_init(struct pd_ndjson *nd, int fd, const struct pd_jobspec *defaults,
+		    long long max_payload)
+{
+	memset(nd, 0, sizeof(*nd));
+	nd->fd = fd;
+	nd->defaults = defaults;
+	nd->max_payload = max_payload;
+	nd->line_max = (size_t)(max_payload > 0 ? max_payload : 64LL << 20) + PD_ENQUEUE_LINE_SLACK;
+	/* Room for a whole line of line_max bytes and its '\n' wherever a batch may still take
+	 * one (pos <= PD_ENQUEUE_BATCH_BYTES); malloc'd pages are touched only as read into. */
+	nd->cap = PD_ENQUEUE_BATCH_BYTES + nd->line_max + 2;
+	nd->buf = pd_xmalloc(nd->cap);
+}
+
+void pd_ndjson_release(struct pd_ndjson *nd)
+{
+	free(nd->buf);
+	nd->buf = NULL;
+}
+
+/* q emptied for the next batch: no jobs, nothing they point into; the arrays are kept. */
+static void clear(struct pd_enqueue *q)
+{
+	pd_jobspec_mem_release(&q->mem);
+	q->n = 0;
+}
+
+/* Read more of nd->fd after nd->len: 0 (nd->eof at its end), -1 with e filled. */
+static int fill(struct pd_ndjson *nd, struct pd_err *e)
+{
+	for (;;) {
+		ssize_t n = read(nd->fd, nd->buf + nd->len, nd->cap - nd->len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return pd_errf(e, PD_EX_DATAERR, "cannot read stdin: %s", strerror(errno));
+		if (n == 0)
+			nd->eof = 1;
+		nd->len += (size_t)n;
+		return 0;
+	}
+}
+
+int pd_ndjson_read(struct pd_ndjson *nd, struct pd_enqueue *q, int limit, struct pd_err *e)
+{
+	char lim[32];
+
+	clear(q);
+	if (nd->pos > 0) { /* nothing points into the buffer now: keep only what is unread */
+		memmove(nd->buf, nd->buf + nd->pos, nd->len - nd->pos);
+		nd->len -= nd->pos;
+		nd->pos = 0;
+	}
+	while (!nd->done && q->n < limit && nd->pos <= PD_ENQUEUE_BATCH_BYTES) {
+		char *at = nd->buf + nd->pos;
+		char *nl = memchr(at, '\n', nd->len - nd->pos);
+		size_t n = nl ? (size_t)(nl - at) : nd->len - nd->pos;
+
+		if (n > nd->line_max)
+			return pd_errf(e, PD_EX_DATAERR,
+				       "stdin line %d: more than %zu bytes, over max_payload %s",
+				       nd->line + 1, nd->line_max,
+				       size_str(nd->max_payload, lim, sizeof(lim)));
+		if (nl == NULL && !nd->eof) {
+			if (fill(nd, e) < 0)
+				return -1;
+			continue;
+		}
+		if (nl == NULL && n == 0) {
+			nd->done = 1;
+			break;
+		}
+		nd->line++;
+		nd->pos += n + (nl != NULL);
+		if (!blank(at, n) &&
+		    ndjson_line(q, nd->defaults, at, n, nd->line, nd->max_payload, e) < 0)
+			return -1;
+	}
+	nd->jobs += q->n;
+	if (nd->done && nd->jobs == 0)
 		return pd_errf(e, PD_EX_DATAERR, "no jobs on stdin");
 	return 0;
 }
@@ -258,15 +392,23 @@ static int copy_jobs(struct pd_enqueue *q, struct pd_db *db, int *line, struct p
 	return pd_db_copy_end(db, line, e);
 }
 
-/* The staging path, in the open transaction: COPY into pendulum_stage, then enqueue_staged. */
-static int run_staged(struct pd_enqueue *q, struct pd_db *db, int *line, long long *t1,
+/*
+ * The staging path, in the open transaction: COPY into pendulum_stage (made
+ * by enqueue_stage, or emptied when *made), then enqueue_staged.
+ */
+static int run_staged(struct pd_enqueue *q, struct pd_db *db, int *made, int *line, long long *t1,
 		      struct pd_err *e)
 {
 	PGresult *r = NULL;
 	int rc;
 
-	if (pd_db_exec_script(db, "SELECT pendulum.enqueue_stage()", e) < 0 ||
-	    copy_jobs(q, db, line, e) < 0)
+	/* *made: the stage exists already in this transaction (an earlier batch's) */
+	if (pd_db_exec_script(
+		db, *made ? "TRUNCATE pg_temp.pendulum_stage" : "SELECT pendulum.enqueue_stage()",
+		e) < 0)
+		return -1;
+	*made = 1;
+	if (copy_jobs(q, db, line, e) < 0)
 		return -1;
 	*t1 = pd_now_us();
 	if (pd_db_exec(db, "SELECT ord, id, created FROM pendulum.enqueue_staged()", 0, NULL,
@@ -464,7 +606,7 @@ static int run_copy(struct pd_enqueue *q, struct pd_db *db, int *line, struct pd
 	struct pd_err ignore = PD_ERR_INIT;
 	const char *path = "staged";
 	long long t0 = pd_now_us(), t1 = 0, t2 = 0;
-	int rc = -1;
+	int rc = -1, made = 0;
 
 	if (pd_db_exec_script(db, "BEGIN", e) < 0)
 		return -1;
@@ -488,7 +630,7 @@ static int run_copy(struct pd_enqueue *q, struct pd_db *db, int *line, struct pd
 		if (!rls && run_direct(q, db, now_us, line, &t1, e) < 0)
 			goto out;
 	}
-	if (strcmp(path, "staged") == 0 && run_staged(q, db, line, &t1, e) < 0)
+	if (strcmp(path, "staged") == 0 && run_staged(q, db, &made, line, &t1, e) < 0)
 		goto out;
 	t2 = pd_now_us();
 	rc = pd_db_exec_script(db, "COMMIT", e);
@@ -502,38 +644,147 @@ out:
 	return rc;
 }
 
-int pd_enqueue_run(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e)
+/* q->ids and q->created made room for q->n jobs, zeroed. */
+static void room_for_ids(struct pd_enqueue *q)
 {
-	/* depends_on naming a job that does not exist (foreign_key_violation): not found. */
-	static const struct pd_db_remap remap[] = {{"23503", PD_EX_NOTFOUND}, {NULL, 0}};
-	struct pd_err inner = PD_ERR_INIT;
-	int line = 0, code, rc;
-
 	free(q->ids);
 	free(q->created);
 	q->ids = pd_xcalloc(q->n ? (size_t)q->n : 1, sizeof(*q->ids));
 	q->created = pd_xcalloc(q->n ? (size_t)q->n : 1, sizeof(*q->created));
+}
+
+/*
+ * inner, the error of enqueueing q's jobs, into e, naming the input line of
+ * job number line (pd_db_copy_end's) when there is one: -1.
+ */
+static int run_error(const struct pd_enqueue *q, int line, const struct pd_err *inner,
+		     struct pd_err *e)
+{
+	/* depends_on naming a job that does not exist (foreign_key_violation): not found. */
+	static const struct pd_db_remap remap[] = {{"23503", PD_EX_NOTFOUND}, {NULL, 0}};
+	int code;
+
+	if ((code = pd_db_remap_code(remap, inner->sqlstate)) == 0)
+		code = inner->code;
+	if (e->code != 0)
+		return -1; /* the first writer wins */
+	/* A row the COPY refused is job number line, from input line q->lines[line - 1]. */
+	if (line >= 1 && line <= q->n && q->lines[line - 1] > 0)
+		pd_errf(e, code, "stdin line %d: %s", q->lines[line - 1], inner->msg);
+	else if (line >= 1 && line <= q->n)
+		pd_errf(e, code, "job %d: %s", line, inner->msg);
+	else
+		pd_errf(e, code, "%s", inner->msg);
+	snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", inner->sqlstate);
+	return -1;
+}
+
+int pd_enqueue_run(struct pd_enqueue *q, struct pd_db *db, struct pd_err *e)
+{
+	struct pd_err inner = PD_ERR_INIT;
+	int line = 0, rc;
+
+	room_for_ids(q);
 	if (q->n <= PD_ENQUEUE_COPY_MIN && q->notify_done)
 		rc = run_json_marked(q, db, &inner);
 	else if (q->n <= PD_ENQUEUE_COPY_MIN)
 		rc = run_json(q, db, &inner);
 	else
 		rc = run_copy(q, db, &line, &inner);
-	if (rc == 0)
-		return 0;
-	if ((code = pd_db_remap_code(remap, inner.sqlstate)) == 0)
-		code = inner.code;
-	if (e->code != 0)
-		return -1; /* the first writer wins */
-	/* A row the COPY refused is job number line, from input line q->lines[line - 1]. */
-	if (line >= 1 && line <= q->n && q->lines[line - 1] > 0)
-		pd_errf(e, code, "stdin line %d: %s", q->lines[line - 1], inner.msg);
-	else if (line >= 1 && line <= q->n)
-		pd_errf(e, code, "job %d: %s", line, inner.msg);
-	else
-		pd_errf(e, code, "%s", inner.msg);
-	snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", inner.sqlstate);
-	return -1;
+	return rc == 0 ? 0 : run_error(q, line, &inner, e);
+}
+
+/* q's ids into spool, a line each: "ID", or "ID TENANT" for an existing job. */
+static int spool_ids(const struct pd_enqueue *q, FILE *spool, struct pd_err *e)
+{
+	for (int i = 0; i < q->n; i++) {
+		if (q->created[i])
+			fprintf(spool, "%lld\n", q->ids[i]);
+		else
+			fprintf(spool, "%lld %s\n", q->ids[i],
+				q->jobs[i].tenant ? q->jobs[i].tenant : "default");
+	}
+	if (ferror(spool))
+		return pd_errf(e, PD_EX_SOFTWARE, "cannot write the ids to a temporary file: %s",
+			       strerror(errno));
+	return 0;
+}
+
+/* The spooled ids, in order, to each. */
+static int replay_ids(FILE *spool,
+		      int (*each)(void *ctx, long long id, int created, const char *tenant,
+				  struct pd_err *e),
+		      void *ctx, struct pd_err *e)
+{
+	char rec[64 + PD_NAME_MAX];
+
+	if (fflush(spool) != 0 || fseek(spool, 0, SEEK_SET) != 0)
+		return pd_errf(e, PD_EX_SOFTWARE, "cannot read the ids back: %s", strerror(errno));
+	while (fgets(rec, sizeof(rec), spool)) {
+		char *end;
+		long long id = strtoll(rec, &end, 10);
+
+		rec[strcspn(rec, "\n")] = '\0';
+		if (each(ctx, id, *end != ' ', *end == ' ' ? end + 1 : NULL, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int pd_enqueue_stream(struct pd_ndjson *nd, struct pd_enqueue *q, struct pd_db *db,
+		      int (*each)(void *ctx, long long id, int created, const char *tenant,
+				  struct pd_err *e),
+		      void *ctx, struct pd_err *e)
+{
+	static const char check_sql[] =
+	    "SELECT c.relrowsecurity, (extract(epoch FROM now()) * 1000000)::bigint "
+	    "FROM pg_class c WHERE c.oid = 'pendulum.jobs'::regclass";
+	struct pd_err inner = PD_ERR_INIT, ignore = PD_ERR_INIT;
+	FILE *spool = tmpfile();
+	long long now_us = 0, t0 = pd_now_us(), t1 = 0, batches = 0;
+	int rls = 1, made = 0, line = 0, rc = -1;
+	PGresult *r;
+
+	if (spool == NULL)
+		return pd_errf(e, PD_EX_SOFTWARE, "cannot make a temporary file for the ids: %s",
+			       strerror(errno));
+	if (pd_db_exec_script(db, "BEGIN", e) < 0)
+		goto out;
+	if (pd_db_exec(db, check_sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
+		goto out;
+	if (PQntuples(r) == 1) {
+		rls = PQgetvalue(r, 0, 0)[0] == 't';
+		now_us = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+	}
+	PQclear(r);
+	while (q->n > 0) {
+		int brc;
+
+		room_for_ids(q);
+		line = 0;
+		if (!rls && direct_eligible(q))
+			brc = run_direct(q, db, now_us, &line, &t1, &inner);
+		else
+			brc = run_staged(q, db, &made, &line, &t1, &inner);
+		if (brc < 0) {
+			run_error(q, line, &inner, e);
+			goto out;
+		}
+		batches++;
+		if (spool_ids(q, spool, e) < 0 || pd_ndjson_read(nd, q, PD_ENQUEUE_BATCH, e) < 0)
+			goto out;
+	}
+	if (pd_db_exec_script(db, "COMMIT", e) < 0)
+		goto out;
+	rc = 0;
+	pd_log(PD_LOG_DEBUG, "jobs streamed and enqueued", "jobs=%lld batches=%lld ms=%lld",
+	       nd->jobs, batches, (pd_now_us() - t0) / 1000);
+	rc = replay_ids(spool, each, ctx, e);
+out:
+	if (rc < 0 && e->code != 0 && pd_db_ok(db) && PQtransactionStatus(db->conn) != PQTRANS_IDLE)
+		pd_db_exec_script(db, "ROLLBACK", &ignore);
+	fclose(spool);
+	return rc;
 }
 
 void pd_enqueue_end_release(struct pd_enqueue_end *end)

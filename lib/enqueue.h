@@ -15,6 +15,18 @@
  * repeated idempotency key (in the batch or already in the table) gives the existing job's id, and
  * each queue that got jobs is notified once.
  *
+ * pd-enqueue --ndjson streams its input (pd_ndjson_read, pd_enqueue_stream):
+ * memory stays bounded whatever the number of lines, because nothing grows
+ * with it. The input is read into one buffer of fixed size, a batch of at
+ * most PD_ENQUEUE_BATCH jobs at a time, whose jobs point into it; each
+ * batch is enqueued inside the one open transaction (all or nothing, as
+ * above: a bad line or a refused row rolls back the batches before it) and
+ * then forgotten but for its ids, which go to an unnamed temporary file in
+ * input order (10 million ids would not fit in 64 MiB as an array) and are
+ * printed from it only after the commit. A payload over max_payload, or a
+ * line that runs past max_payload plus PD_ENQUEUE_LINE_SLACK without a
+ * newline, is refused with its line before more is read.
+ *
  *   struct pd_enqueue q;
  *   pd_enqueue_init(&q);
  *   if (pd_enqueue_ndjson(&q, &defaults, in.data, in.len, &e) < 0 ||
@@ -46,8 +58,19 @@ struct pd_enqueue {
 void pd_enqueue_init(struct pd_enqueue *q);
 void pd_enqueue_release(struct pd_enqueue *q);
 
-/* Read all of fd into b (NUL-terminated). Code 65 on a read error. */
-int pd_enqueue_read(int fd, struct pd_buf *b, struct pd_err *e);
+/*
+ * Read all of fd into b (NUL-terminated), one payload of at most
+ * max_payload bytes (0: no limit): never more than max_payload + 1 bytes
+ * are read. Code 65 on a read error, and for more than max_payload bytes:
+ * "payload on stdin: more than 1048576 bytes, over max_payload 1MiB".
+ */
+int pd_enqueue_read(int fd, struct pd_buf *b, long long max_payload, struct pd_err *e);
+
+/*
+ * A payload of len bytes is at most max_payload (0: no limit): 0, else -1
+ * with code 65 naming where: "PAYLOAD: 2000000 bytes, over max_payload 1MiB".
+ */
+int pd_enqueue_check_size(size_t len, long long max_payload, const char *where, struct pd_err *e);
 
 /*
  * Check that text (len bytes) is one JSON value. Code 65 naming where, the
@@ -73,6 +96,67 @@ int pd_enqueue_one(struct pd_enqueue *q, const struct pd_jobspec *defaults, cons
  */
 int pd_enqueue_ndjson(struct pd_enqueue *q, const struct pd_jobspec *defaults, const char *text,
 		      size_t len, struct pd_err *e);
+
+/*
+ * Streamed NDJSON (pd-enqueue --ndjson): the input is read from fd into
+ * one buffer of fixed size, PD_ENQUEUE_BATCH_BYTES plus the longest line
+ * allowed (max_payload plus PD_ENQUEUE_LINE_SLACK for a job's other keys),
+ * a batch of at most PD_ENQUEUE_BATCH jobs at a time; the jobs of a batch
+ * point into it, so the memory used does not grow with the input.
+ *
+ *   pd_ndjson_init(&nd, 0, &defaults, max_payload);
+ *   if (pd_ndjson_read(&nd, &q, PD_ENQUEUE_BATCH, &e) < 0) ...   (checked, no database yet)
+ *   if (nd.done) pd_enqueue_run(&q, &db, &e);                      (it all fit in one batch)
+ *   else pd_enqueue_stream(&nd, &q, &db, each, ctx, &e);
+ *   pd_ndjson_release(&nd);
+ */
+#define PD_ENQUEUE_BATCH       (20 * 1000)
+#define PD_ENQUEUE_BATCH_BYTES (4 * 1024 * 1024)
+#define PD_ENQUEUE_LINE_SLACK  (64 * 1024)
+
+struct pd_ndjson {
+	int fd;
+	const struct pd_jobspec *defaults; /* as for pd_enqueue_ndjson */
+	long long max_payload;		   /* 0: no limit */
+	char *buf;			   /* cap bytes, never moved */
+	size_t cap, len, pos;		   /* bytes held; bytes of them consumed */
+	size_t line_max;		   /* longer lines are refused */
+	int line;			   /* lines consumed */
+	long long jobs;			   /* jobs read so far */
+	int eof;			   /* fd is at its end */
+	int done;			   /* every line consumed */
+};
+
+void pd_ndjson_init(struct pd_ndjson *nd, int fd, const struct pd_jobspec *defaults,
+		    long long max_payload);
+void pd_ndjson_release(struct pd_ndjson *nd);
+
+/*
+ * Replace q's jobs with the next ones of nd's input, at most limit of
+ * them: 0, with nd->done set once the input has no more. The jobs point
+ * into nd's buffer until the next call. Code 65 as pd_enqueue_ndjson's
+ * (and "no jobs on stdin" when the whole input holds none), or for a line
+ * over the limit: "stdin line 4: more than 1114112 bytes, over max_payload
+ * 1MiB" (the line is not read to its end), "stdin line 4: payload of
+ * 1500000 bytes, over max_payload 1MiB".
+ */
+int pd_ndjson_read(struct pd_ndjson *nd, struct pd_enqueue *q, int limit, struct pd_err *e);
+
+/*
+ * Enqueue q's jobs and the rest of nd's input (q holds its first batch,
+ * nd->done is not set) all or nothing, in one transaction: each batch
+ * goes in as pd_enqueue_run's large batches do (straight into
+ * pendulum.jobs, else through the staging table, truncated between
+ * batches), and its ids are written to a temporary file, not kept in
+ * memory. After the commit, each is called with every job in input order
+ * (created 0: the job an idempotency key named, of tenant tenant); a
+ * negative return stops the calls and is returned, e filled. Errors as
+ * pd_enqueue_run's, naming the input line; nothing is enqueued then.
+ */
+int pd_enqueue_stream(struct pd_ndjson *nd, struct pd_enqueue *q, struct pd_db *db,
+		      int (*each)(void *ctx, long long id, int created, const char *tenant,
+				  struct pd_err *e),
+		      void *ctx, struct pd_err *e);
 
 /*
  * Enqueue q's jobs in one transaction of their own, all or nothing; fills

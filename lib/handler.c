@@ -55,3 +55,8 @@ int pd_handler_check(const struct pd_handler *h, const char *what, struct pd_err
 	return pd_errf(e, PD_EX_CONFIG, "%s '%s': cannot run %s: %s", what, h->name, prog,
 		       strerror(err));
 }
+
+size_t pd_handler_result_limit(const struct pd_handler *h, size_t dflt)
+{
+	return h->result_limit > 0 ? (size_t)h->result_limit : dflt;
+}

@@ -22,9 +22,13 @@ struct pd_handler {
 	int terminal_codes[PD_HANDLER_MAX_CODES]; /* exit codes that dead-letter at once */
 	int nterminal;
 	enum pd_handler_mode mode; /* zeroed: PD_HANDLER_PROCESS */
-	char *const *env; /* "NAME=value" set in its processes' environment, NULL-terminated;
-			     NULL: none (a crontab's assignments; the job's PD_* win) */
+	char *const *env;	/* "NAME=value" set in its processes' environment, NULL-terminated;
+				   NULL: none (a crontab's assignments; the job's PD_* win) */
+	long long result_limit; /* bytes of stdout kept as the result; 0: the worker's */
 };
+
+/* The bytes of h's stdout kept as the result: its own result_limit, else dflt. */
+size_t pd_handler_result_limit(const struct pd_handler *h, size_t dflt);
 
 /* The handler for name among v[0..n): an exact match, else the first "*", else NULL. */
 const struct pd_handler *pd_handler_find(const struct pd_handler *v, int n, const char *name);

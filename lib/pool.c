@@ -202,7 +202,7 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 	spec.envp = (const char *const *)s->envp;
 	spec.input = j->input;
 	spec.input_len = j->input_len;
-	spec.stdout_limit = p->stdout_limit;
+	spec.stdout_limit = pd_handler_result_limit(j->h, p->stdout_limit);
 	spec.timeout_ms = s->timeout_ms;
 	spec.kill_grace_ms = p->grace_ms;
 	spec.on_stderr_line = on_stderr;

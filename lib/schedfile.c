@@ -201,6 +201,9 @@ int pd_sched_file_load(struct pd_sched_file *f, const char *path, const char *te
 	static const char *const top[] = {"schedules", NULL};
 	const struct pd_ynode *list;
 	struct pd_err le = PD_ERR_INIT;
+	struct pd_strset seen = PD_STRSET_INIT; /* keys[i], with i: the duplicate check */
+	char **keys = NULL;
+	int k;
 
 	memset(f, 0, sizeof(*f));
 	f->doc = (struct pd_ydoc)PD_YDOC_INIT;
@@ -220,23 +223,29 @@ int pd_sched_file_load(struct pd_sched_file *f, const char *path, const char *te
 		goto fail;
 	f->v = pd_xcalloc((size_t)list->n + 1, sizeof(*f->v));
 	f->owned = pd_xcalloc((size_t)list->n + 1, sizeof(*f->owned));
+	/* "tenant\nname" of each schedule (no name holds a newline: pd_name_check) */
+	keys = pd_xcalloc((size_t)list->n + 1, sizeof(*keys));
 	for (int i = 0; i < list->n; i++, f->n++) {
 		const struct pd_ynode *item = list->items[i];
 
 		if (pd_y_map(&f->doc, item, PD_EX_DATAERR, e) < 0 ||
 		    file_entry(f, item, &f->v[i], &f->owned[i], tenant, only, e) < 0)
 			goto fail;
-		for (int k = 0; k < i; k++)
-			if (strcmp(f->v[k].tenant, f->v[i].tenant) == 0 &&
-			    strcmp(f->v[k].name, f->v[i].name) == 0) {
-				pd_y_errf(&f->doc, pd_y_get(item, "name"), PD_EX_DATAERR, e,
-					  "schedule '%s' is already defined at line %d",
-					  f->v[i].name, f->v[k].line);
-				goto fail;
-			}
+		keys[i] = pd_xmalloc(strlen(f->v[i].tenant) + strlen(f->v[i].name) + 2);
+		sprintf(keys[i], "%s\n%s", f->v[i].tenant, f->v[i].name);
+		if ((k = pd_strset_add(&seen, keys[i], i)) >= 0) {
+			pd_y_errf(&f->doc, pd_y_get(item, "name"), PD_EX_DATAERR, e,
+				  "schedule '%s' is already defined at line %d", f->v[i].name,
+				  f->v[k].line);
+			goto fail;
+		}
 	}
+	pd_strset_release(&seen);
+	pd_strv_free(keys);
 	return 0;
 fail:
+	pd_strset_release(&seen);
+	pd_strv_free(keys);
 	pd_sched_file_release(f);
 	return -1;
 }

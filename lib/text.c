@@ -1,4 +1,5 @@
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,4 +108,111 @@ void pd_strv_free(char **v)
 	for (char **p = v; p && *p; p++)
 		free(*p);
 	free(v);
+}
+
+struct pd_strset_slot {
+	const char *key; /* NULL: empty */
+	int val;
+};
+
+static size_t strset_hash(const char *s)
+{
+	size_t h = (size_t)14695981039346656037ULL; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * (size_t)1099511628211ULL;
+	return h;
+}
+
+/* The slot of key in s (s->cap > 0): where it is, or the empty one it would take. */
+static struct pd_strset_slot *strset_slot(const struct pd_strset *s, const char *key)
+{
+	size_t i = strset_hash(key) & (s->cap - 1);
+
+	while (s->slot[i].key && strcmp(s->slot[i].key, key) != 0)
+		i = (i + 1) & (s->cap - 1);
+	return &s->slot[i];
+}
+
+int pd_strset_add(struct pd_strset *s, const char *key, int val)
+{
+	struct pd_strset_slot *at;
+
+	if (2 * (s->n + 1) > s->cap) { /* rehash twice as large */
+		struct pd_strset old = *s;
+
+		s->cap = old.cap ? 2 * old.cap : 16;
+		s->slot = pd_xcalloc(s->cap, sizeof(*s->slot));
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.slot[i].key)
+				*strset_slot(s, old.slot[i].key) = old.slot[i];
+		free(old.slot);
+	}
+	at = strset_slot(s, key);
+	if (at->key)
+		return at->val;
+	at->key = key;
+	at->val = val;
+	s->n++;
+	return -1;
+}
+
+void pd_strset_release(struct pd_strset *s)
+{
+	free(s->slot);
+	s->slot = NULL;
+	s->cap = s->n = 0;
+}
+
+static const struct {
+	const char *unit;
+	long long mult;
+} size_units[] = {
+    {"GiB", 1LL << 30}, {"MiB", 1LL << 20}, {"KiB", 1LL << 10}, {"GB", 1000000000LL},
+    {"MB", 1000000LL},	{"kB", 1000LL},	    {"B", 1LL},
+};
+
+int pd_size_parse(const char *s, long long *out, struct pd_err *e)
+{
+	const char *p = s;
+	long long v = 0, mult = 1;
+
+	if (!isdigit((unsigned char)*p))
+		goto bad;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (v > (1LL << 40))
+			goto bad;
+		v = v * 10 + (*p - '0');
+	}
+	if (*p) {
+		size_t i;
+
+		for (i = 0; i < sizeof(size_units) / sizeof(size_units[0]); i++)
+			if (strcmp(p, size_units[i].unit) == 0)
+				break;
+		if (i == sizeof(size_units) / sizeof(size_units[0]))
+			goto bad;
+		mult = size_units[i].mult;
+	}
+	if (v < 1 || v > (1LL << 40) / mult)
+		return pd_errf(e, PD_EX_USAGE, "size '%s': expected 1 byte to 1TiB", s);
+	*out = v * mult;
+	return 0;
+bad:
+	return pd_errf(e, PD_EX_USAGE, "expected a size such as 512KiB or 1MiB, got '%s'", s);
+}
+
+void pd_size_format(long long bytes, char *out, size_t n)
+{
+	static const char *const unit[] = {"GiB", "MiB", "KiB"};
+
+	for (int i = 0; i < 3; i++) {
+		long long m = 1LL << (30 - 10 * i);
+
+		if (bytes >= m && bytes % m == 0) {
+			snprintf(out, n, "%lld%s", bytes / m, unit[i]);
+			return;
+		}
+	}
+	snprintf(out, n, "%lld", bytes);
 }

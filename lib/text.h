@@ -40,4 +40,39 @@ const char *pd_text_show(char *out, size_t n, const char *s, size_t len);
  */
 void pd_strv_free(char **v);
 
+/*
+ * A set of strings, each with an int: the duplicate checks of the files
+ * Pendulum reads (YAML mappings, schedule names, step names) in constant
+ * time a name, so that a file loads in time linear in its size. The set
+ * points at the keys, which must outlive it. Zeroed (PD_STRSET_INIT) is
+ * empty.
+ */
+struct pd_strset {
+	struct pd_strset_slot *slot;
+	size_t cap, n; /* cap a power of two or 0; at most half full */
+};
+
+#define PD_STRSET_INIT                                                                             \
+	{                                                                                          \
+		NULL, 0, 0                                                                         \
+	}
+
+/*
+ * Add key with val: -1 when it was not there yet, else the val it was
+ * added with (the set is left as it was).
+ */
+int pd_strset_add(struct pd_strset *s, const char *key, int val);
+void pd_strset_release(struct pd_strset *s);
+
+/*
+ * A size in bytes: a plain number of bytes, or one with a unit B, KiB,
+ * MiB, GiB (powers of 1024) or kB, MB, GB (powers of 1000), no space, case
+ * as written: "1MiB", "512KiB", "65536". From 1 to 2^40. Returns 0, or -1
+ * with e filled (code 64): "expected a size such as 512KiB or 1MiB, got 'x'".
+ */
+int pd_size_parse(const char *s, long long *out, struct pd_err *e);
+
+/* bytes as pd_size_parse reads it back, the largest exact unit: "1MiB", "1500", "512KiB". */
+void pd_size_format(long long bytes, char *out, size_t n);
+
 #endif

@@ -324,7 +324,7 @@ static int stream_fits(const struct worker *w, int k, const struct pd_handler *h
 	const struct pd_stream_cfg *c = &w->streams[k].cfg;
 
 	return strcmp(c->name, h->name) == 0 && pd_handler_same_command(c->h, h) &&
-	       c->result_limit == (size_t)w->cfg->result_limit &&
+	       c->result_limit == pd_handler_result_limit(h, (size_t)w->cfg->result_limit) &&
 	       c->grace_ms == w->cfg->engine.grace_ms;
 }
 
@@ -390,7 +390,7 @@ static int streams_map(struct worker *w, struct pd_err *e)
 		sc.name = cfg->handlers[i].name;
 		sc.h = &cfg->handlers[i];
 		sc.envp = w->stream_env;
-		sc.result_limit = (size_t)cfg->result_limit;
+		sc.result_limit = pd_handler_result_limit(sc.h, (size_t)cfg->result_limit);
 		sc.grace_ms = cfg->engine.grace_ms;
 		sc.rng = &w->d.rng;
 		pd_stream_init(&w->streams[k], &sc);

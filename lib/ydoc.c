@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "buf.h"
 #include "dur.h"
+#include "text.h"
 
 #include <yaml.h>
 
@@ -152,7 +154,9 @@ static int ev_errf(struct ctx *x, const yaml_event_t *ev, const char *what)
 static struct pd_ynode *build(struct ctx *x, yaml_event_t *ev, struct pd_ynode *parent, int depth)
 {
 	struct pd_ynode *n = NULL, *key = NULL, *item = NULL;
+	struct pd_strset keys = PD_STRSET_INIT; /* n's keys: the duplicate check */
 	yaml_char_t *anchor = NULL;
+	int dup;
 	yaml_event_t sub;
 
 	switch (ev->type) {
@@ -223,16 +227,14 @@ static struct pd_ynode *build(struct ctx *x, yaml_event_t *ev, struct pd_ynode *
 					key->type == PD_Y_MAP ? "mapping" : "sequence");
 				goto fail_key;
 			}
-			for (int i = 0; i < n->n; i++) {
+			if ((dup = pd_strset_add(&keys, key->value, n->n)) >= 0) {
 				char k[64];
 
-				if (strcmp(n->keys[i]->value, key->value) == 0) {
-					at_errf(x, (size_t)key->line, (size_t)key->col,
-						"duplicate key '%s' (first at line %d, column %d)",
-						show(k, sizeof(k), key->value), n->keys[i]->line,
-						n->keys[i]->col);
-					goto fail_key;
-				}
+				at_errf(x, (size_t)key->line, (size_t)key->col,
+					"duplicate key '%s' (first at line %d, column %d)",
+					show(k, sizeof(k), key->value), n->keys[dup]->line,
+					n->keys[dup]->col);
+				goto fail_key;
 			}
 			if (next_event(x, &sub) < 0)
 				goto fail_key;
@@ -241,6 +243,7 @@ static struct pd_ynode *build(struct ctx *x, yaml_event_t *ev, struct pd_ynode *
 			node_add(n, key, item);
 		}
 		yaml_event_delete(&sub);
+		pd_strset_release(&keys);
 		return n;
 	default:
 		ev_errf(x, ev, "unexpected YAML event");
@@ -249,6 +252,7 @@ static struct pd_ynode *build(struct ctx *x, yaml_event_t *ev, struct pd_ynode *
 fail_key:
 	node_free(key);
 fail_node:
+	pd_strset_release(&keys);
 	node_free(n);
 	return NULL;
 fail:
@@ -333,12 +337,25 @@ int pd_ydoc_load(struct pd_ydoc *d, const char *path, struct pd_err *e)
 	d->root = NULL;
 	if ((fp = fopen(path, "r")) == NULL)
 		return pd_errf(e, PD_EX_CONFIG, "cannot open '%s': %s", path, strerror(errno));
-	do {
-		char *room = pd_buf_grow(&b, 65536);
+	do { /* at most one byte more than the limit */
+		size_t room = PD_YDOC_MAX_BYTES + 1 - b.len;
 
-		got = fread(room, 1, 65536, fp);
+		got = fread(pd_buf_grow(&b, room < 65536 ? room : 65536), 1,
+			    room < 65536 ? room : 65536, fp);
 		b.len += got;
-	} while (got > 0);
+	} while (got > 0 && b.len <= PD_YDOC_MAX_BYTES);
+	if (b.len > PD_YDOC_MAX_BYTES) {
+		struct stat st;
+		char size[48] = "at least 16777217 bytes";
+
+		if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode))
+			snprintf(size, sizeof(size), "%lld bytes", (long long)st.st_size);
+		fclose(fp);
+		pd_buf_release(&b);
+		return pd_errf(e, PD_EX_CONFIG,
+			       "'%s': %s, over the 16 MiB (%d bytes) a YAML file may hold", path,
+			       size, PD_YDOC_MAX_BYTES);
+	}
 	if (ferror(fp)) {
 		rc = pd_errf(e, PD_EX_CONFIG, "cannot read '%s': %s", path, strerror(errno));
 		fclose(fp);

@@ -45,7 +45,14 @@ struct pd_ydoc {
 		NULL, NULL                                                                         \
 	}
 
-/* Read and parse the file at path. On failure d holds nothing. */
+/* The largest file pd_ydoc_load reads: 16 MiB. */
+#define PD_YDOC_MAX_BYTES (16 * 1024 * 1024)
+
+/*
+ * Read and parse the file at path, in time linear in its size. On failure
+ * d holds nothing; a file over PD_YDOC_MAX_BYTES is refused (code 78,
+ * naming it and its size) having read no more than one byte past the limit.
+ */
 int pd_ydoc_load(struct pd_ydoc *d, const char *path, struct pd_err *e);
 /* Parse text (len bytes) and name it name in messages. */
 int pd_ydoc_load_string(struct pd_ydoc *d, const char *name, const char *text, size_t len,

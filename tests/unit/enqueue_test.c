@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "enqueue.h"
 #include "tap.h"
@@ -88,6 +89,78 @@ static void written(int copy, const char *text, const char *want)
 	pd_enqueue_release(&q);
 }
 
+/* An fd to read text from (a temporary file, rewound). */
+static int fd_of(const char *text, size_t len)
+{
+	FILE *f = tmpfile();
+
+	fwrite(text, 1, len, f);
+	fflush(f);
+	rewind(f);
+	return dup(fileno(f)); /* the FILE leaks: a test */
+}
+
+/* pd_ndjson_read: batches of the limit, line numbers across them, the bounds. */
+static void test_stream(void)
+{
+	struct pd_enqueue q;
+	struct pd_jobspec d;
+	struct pd_ndjson nd;
+	struct pd_err e = PD_ERR_INIT;
+	const char text[] = "1\n\n2\n3\n\n4\n5";
+	char big[300];
+	int fd = fd_of(text, sizeof(text) - 1), total = 0, last = 0, batches = 0, rc;
+
+	pd_enqueue_init(&q);
+	pd_jobspec_init(&d);
+	d.type = "t";
+	pd_ndjson_init(&nd, fd, &d, 100);
+	while ((rc = pd_ndjson_read(&nd, &q, 2, &e)) == 0 && q.n > 0) {
+		batches++;
+		total += q.n;
+		for (int i = 0; i < q.n; i++) {
+			last = q.lines[i];
+			ok(q.jobs[i].payload_len == 1 &&
+			       q.jobs[i].payload[0] - '0' == total - q.n + i + 1,
+			   "  a payload in input order, pointing into the buffer");
+		}
+		if (nd.done)
+			break;
+	}
+	is_int(rc, 0, "streamed NDJSON read to its end");
+	is_int(total, 5, "  five jobs");
+	is_int(batches, 3, "  in batches of two");
+	is_int(last, 7, "  the last on line 7, without a newline");
+	ok(nd.done, "  done");
+	pd_ndjson_release(&nd);
+	close(fd);
+
+	/* a payload over max_payload, then a line with no end within the bound */
+	fd = fd_of("1\n\"abcdef\"\n", 12);
+	pd_ndjson_init(&nd, fd, &d, 5);
+	ok(pd_ndjson_read(&nd, &q, 10, &e) == -1 && e.code == PD_EX_DATAERR, "over max_payload");
+	is_str(e.msg, "stdin line 2: payload of 8 bytes, over max_payload 5", "  names the line");
+	pd_ndjson_release(&nd);
+	close(fd);
+	memset(big, ' ', sizeof(big));
+	pd_err_clear(&e);
+	fd = fd_of(big, sizeof(big));
+	pd_ndjson_init(&nd, fd, &d, 5);
+	nd.line_max = 200; /* as if the slack were smaller */
+	ok(pd_ndjson_read(&nd, &q, 10, &e) == -1, "a line past the bound");
+	is_str(e.msg, "stdin line 1: more than 200 bytes, over max_payload 5", "  names it");
+	pd_ndjson_release(&nd);
+	close(fd);
+	pd_err_clear(&e);
+	fd = fd_of("\n \n", 3);
+	pd_ndjson_init(&nd, fd, &d, 5);
+	ok(pd_ndjson_read(&nd, &q, 10, &e) == -1, "blank lines only");
+	is_str(e.msg, "no jobs on stdin", "  no jobs on stdin");
+	pd_ndjson_release(&nd);
+	close(fd);
+	pd_enqueue_release(&q);
+}
+
 int main(void)
 {
 	struct pd_enqueue q;
@@ -97,6 +170,8 @@ int main(void)
 
 	pd_enqueue_init(&q);
 	pd_jobspec_init(&d);
+
+	test_stream();
 
 	/* Lines, blank lines, line numbers. */
 	ok(ndjson(&q, &d, "{\"type\":\"a\"}\n\n  \r\n{\"type\":\"b\"}\r\n{\"type\":\"c\"}", &e) ==

@@ -39,6 +39,76 @@ static void test_show(void)
 	is_str(big + PD_TEXT_SHOW_MAX - 3, "...", "a long text ends in ...");
 }
 
+static void size_ok(const char *s, long long want)
+{
+	struct pd_err e = PD_ERR_INIT;
+	long long v = -1;
+
+	ok(pd_size_parse(s, &v, &e) == 0, s);
+	is_int(v, want, s);
+}
+
+static void size_bad(const char *s, const char *want)
+{
+	struct pd_err e = PD_ERR_INIT;
+	long long v = -1;
+
+	ok(pd_size_parse(s, &v, &e) == -1 && e.code == PD_EX_USAGE, s);
+	is_str(e.msg, want, s);
+	is_int(v, -1, "nothing stored");
+}
+
+static void test_size(void)
+{
+	char out[32];
+
+	size_ok("1MiB", 1048576);
+	size_ok("512KiB", 524288);
+	size_ok("65536", 65536);
+	size_ok("100B", 100);
+	size_ok("2GiB", 2147483648LL);
+	size_ok("3kB", 3000);
+	size_ok("1MB", 1000000);
+	size_ok("1024GiB", 1LL << 40);
+	size_bad("", "expected a size such as 512KiB or 1MiB, got ''");
+	size_bad("1 MiB", "expected a size such as 512KiB or 1MiB, got '1 MiB'");
+	size_bad("1mib", "expected a size such as 512KiB or 1MiB, got '1mib'");
+	size_bad("-1", "expected a size such as 512KiB or 1MiB, got '-1'");
+	size_bad("1.5MiB", "expected a size such as 512KiB or 1MiB, got '1.5MiB'");
+	size_bad("0", "size '0': expected 1 byte to 1TiB");
+	size_bad("1025GiB", "size '1025GiB': expected 1 byte to 1TiB");
+	size_bad("99999999999999999999999", "expected a size such as 512KiB or 1MiB, got "
+					    "'99999999999999999999999'");
+	pd_size_format(1048576, out, sizeof(out));
+	is_str(out, "1MiB", "1 MiB formatted");
+	pd_size_format(524288, out, sizeof(out));
+	is_str(out, "512KiB", "512 KiB formatted");
+	pd_size_format(1500, out, sizeof(out));
+	is_str(out, "1500", "no exact unit: bytes");
+}
+
+static void test_strset(void)
+{
+	struct pd_strset s = PD_STRSET_INIT;
+	char keys[5000][8];
+	int bad = 0;
+
+	for (int i = 0; i < 5000; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+		if (pd_strset_add(&s, keys[i], i) != -1)
+			bad++;
+	}
+	is_int(bad, 0, "5000 new keys each added");
+	is_int(pd_strset_add(&s, "k4321", 7), 4321, "a repeat gives the first one's value");
+	is_int(pd_strset_add(&s, "k0", 7), 0, "the first key is still there after rehashing");
+	is_int(pd_strset_add(&s, "", 9), -1, "the empty string is a key");
+	is_int(pd_strset_add(&s, "", 10), 9, "and found again");
+	is_int((long long)s.n, 5001, "5001 keys");
+	pd_strset_release(&s);
+	is_int(pd_strset_add(&s, "k1", 1), -1, "empty again after release");
+	pd_strset_release(&s);
+}
+
 int main(void)
 {
 	char long_name[PD_NAME_MAX + 2];
@@ -67,5 +137,7 @@ int main(void)
 	name_bad("\xed\xa0\x80", "invalid queue: invalid UTF-8 at byte 1", "a surrogate");
 	name_bad("\xf4\x90\x80\x80", "invalid queue: invalid UTF-8 at byte 1", "above U+10FFFF");
 	test_show();
+	test_size();
+	test_strset();
 	return done_testing();
 }
