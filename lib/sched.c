@@ -88,6 +88,7 @@ void pd_sched_init(struct pd_sched *s)
 int pd_sched_check_name(const char *name, struct pd_err *e)
 {
 	size_t n = strlen(name);
+	char shown[PD_TEXT_SHOW_MAX + 4];
 
 	if (n == 0)
 		return pd_errf(e, PD_EX_DATAERR, "invalid schedule name '': empty");
@@ -98,13 +99,13 @@ int pd_sched_check_name(const char *name, struct pd_err *e)
 	if (!isalnum((unsigned char)name[0]))
 		return pd_errf(e, PD_EX_DATAERR,
 			       "invalid schedule name '%s': must start with a letter or a digit",
-			       name);
+			       pd_text_show(shown, sizeof shown, name, n));
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
 			return pd_errf(e, PD_EX_DATAERR,
 				       "invalid schedule name '%s': only letters, digits, '.', "
 				       "'_' and '-' are allowed",
-				       name);
+				       pd_text_show(shown, sizeof shown, name, n));
 	return 0;
 }
 
