@@ -537,3 +537,69 @@ uncovered() {
 	[ "$status" -eq 0 ]
 	[ "$output" = "" ]
 }
+
+# dump_cmdlines FILE: a handler's line that writes every process's command line to FILE.
+dump_cmdlines() {
+	printf 'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " <"$f"; echo; done >%s 2>/dev/null' "$1"
+}
+
+@test "a payload of shell metacharacters reaches sh -c, exec, stream, workflow and relay commands byte for byte, on no command line" {
+	local d=$BATS_TEST_TMPDIR marker raw json id run stored msg cfg
+	marker="PDMARK${RANDOM}x${RANDOM}"
+	# No part of the payload may be run by a shell: each would create $d/pwned.
+	raw="$marker \$(touch $d/pwned) \`touch $d/pwned\` ; touch $d/pwned ; | touch $d/pwned && touch $d/pwned || true & wait"
+	raw+=$' \' " \\ \\n \n\ttab\r * ? [a-z] {a,b} $IFS ${IFS} $HOME ~root > /dev/null < /etc/passwd 2>&1 # ! %s %n'
+	raw+=" héllo ☃ 𝄞 日本語 ‮rtl﻿ $marker"
+	json=$(jq -cn --arg m "$raw" '{m: $m}')
+	cat >"$d/argv.sh" <<-EOF
+		#!/bin/sh
+		cat >'$d/argv.in'
+		$(dump_cmdlines "'$d/argv.ps'")
+	EOF
+	cat >"$d/stream.sh" <<-EOF
+		#!/bin/sh
+		while IFS= read -r line; do
+			printf '%s\n' "\$line" >'$d/stream.in'
+			$(dump_cmdlines "'$d/stream.ps'")
+			printf '%s\n' "\$line" | jq -c '{id}'
+		done
+	EOF
+	chmod +x "$d/argv.sh" "$d/stream.sh"
+	cfg=$d/meta.yaml
+	printf 'workflows:\n  meta:\n    steps:\n      - name: a\n        run: %s\n' \
+		"$(jq -cn --arg r "cat >'$d/step.in'; $(dump_cmdlines "'$d/step.ps'")" '$r')" >"$cfg"
+	for t in sh argv stream; do
+		printf '%s' "$json" | pd-enqueue "$t" >/dev/null
+	done
+	run=$(printf '%s' "$json" | pd-enqueue -c "$cfg" --workflow meta)
+	stored=$(sql "SELECT payload::text FROM pendulum.jobs WHERE job_type = 'sh'")
+	[ "$(jq -r .m <<<"$stored")" = "$raw" ]
+	printf '%s' "$stored" >"$d/expected"
+	run --separate-stderr timeout 60 pd-worker -c "$cfg" --until-idle --poll 200ms --lease 2s \
+		--handler "sh=cat >'$d/sh.in'; $(dump_cmdlines "'$d/sh.ps'")" \
+		--exec "argv=$d/argv.sh" --stream "stream=$d/stream.sh"
+	[ "$status" -eq 0 ]
+	[ "$(sql "SELECT string_agg(job_type || '=' || state, ' ' ORDER BY job_type) FROM pendulum.jobs
+	          WHERE job_type IN ('sh', 'argv', 'stream', 'workflow:meta')")" = \
+		"argv=SUCCEEDED sh=SUCCEEDED stream=SUCCEEDED workflow:meta=SUCCEEDED" ]
+	cmp "$d/expected" "$d/sh.in"
+	cmp "$d/expected" "$d/argv.in"
+	[[ "$(cat "$d/stream.in")" == *"\"payload\": $stored"* || "$(cat "$d/stream.in")" == *"\"payload\":$stored"* ]]
+	[[ "$(cat "$d/step.in")" == *"$stored"* ]]
+	# the outbox: pd-relay's publish command gets the message's payload
+	psql -X -q -At -v ON_ERROR_STOP=1 -v p="$json" -d "$PD_DATABASE_URL" \
+		<<<"SELECT pendulum.outbox_record('default', 'meta', :'p', 'k')" >/dev/null
+	msg=$(sql "SELECT payload::text FROM pendulum.outbox WHERE topic = 'meta'")
+	[ "$msg" = "$stored" ]
+	run --separate-stderr timeout 30 pd-relay --until-idle --poll 200ms --topic meta \
+		--publish "cat >'$d/relay.in'; $(dump_cmdlines "'$d/relay.ps'")"
+	[ "$status" -eq 0 ]
+	cmp "$d/expected" "$d/relay.in"
+	# nothing ran, and the marker was on no command line while each command ran
+	[ ! -e "$d/pwned" ]
+	for f in sh argv stream step relay; do
+		grep -q pd- "$d/$f.ps" # the dump sees the daemons' own command lines
+		run grep -c "$marker" "$d/$f.ps"
+		[ "$output" = 0 ]
+	done
+}
