@@ -4,7 +4,7 @@
 #
 #   row NAME CODE SUBSTRING STDIN PROGRAM ARGS...
 #
-# and holds when PROGRAM ARGS (stdin STDIN, empty: /dev/null; at most 5 s,
+# and holds when PROGRAM ARGS (stdin STDIN, empty: /dev/null, @FILE: FILE; at most 5 s,
 # so a daemon that wrongly starts fails its row) exits CODE, its standard
 # error is ONE message line (for 64 the usage block may follow it:
 # "usage: ..." with its indented lines, then "Try '... --help' ...") that
@@ -53,6 +53,8 @@ setup_file() {
 	printf 'retention:\n  succeeded: maybe\n' >"$T/retention-bad.yaml"
 	printf 'workflows:\n  w:\n    steps:\n      - name: a\n        sleep: 99999999999d\n' >"$T/wf-huge-sleep.yaml"
 	printf 'key: [unclosed\n' >"$T/syntax.yaml"
+	printf '{"a": "x\0y"}' >"$T/nul.json"
+	printf '{"type": "t"}\n{"type": "t", "payload": {"a": "x\0y"}}\n' >"$T/nul.ndjson"
 	printf '\xff\xfe: 1\n' >"$T/not-utf8.yaml"
 	sched_file sched-ok.yaml 'cron: "0 * * * *"'
 	sched_file sched-bad-cron.yaml 'cron: "61 * * * *"'
@@ -115,8 +117,8 @@ rows_begin() {
 }
 
 rows_end() {
-	local pid=$PSQL_PID
-	exec {PSQL[1]}>&-
+	local pid=$PSQL_PID fd=${PSQL[1]}
+	exec {fd}>&- # psql ends at end of file
 	wait "$pid" || true
 	printf '%s\n' "$BASE_SUM" >"$T/base.sum"
 	if [ -s "$T/failed" ]; then
@@ -139,7 +141,9 @@ usage_block() {
 row() {
 	local name=$1 code=$2 want=$3 input=$4 in=/dev/null rc=0 why="" err
 	shift 4
-	if [ -n "$input" ]; then
+	if [[ $input == @* ]]; then
+		in=${input#@}
+	elif [ -n "$input" ]; then
 		in=$T/in
 		printf '%s' "$input" >"$in"
 	fi
@@ -182,6 +186,9 @@ row() {
 	row json-not-utf8 65 "UTF-8" "" pd-enqueue t $'{"a": "\xff"}'
 	row json-ctl 65 "PAYLOAD" "" pd-enqueue t $'{"a": "\x01"}'
 	row json-deep 65 "stdin" "$deep" pd-enqueue t
+	row json-nul 65 "stdin" "@$T/nul.json" pd-enqueue t
+	row ndjson-nul 65 "line 2" "@$T/nul.ndjson" pd-enqueue --ndjson
+	row log-format-bad 64 "xml" "" pd-enqueue --log-format xml t '{}'
 	row ndjson-bad-line 65 "line 2" $'{"type":"t"}\n{"type":\n' pd-enqueue --ndjson
 	row ndjson-unknown-key 65 "bogus" $'{"type":"t","bogus":1}\n' pd-enqueue --ndjson
 	row ndjson-empty 65 "no jobs" "" pd-enqueue --ndjson
@@ -255,6 +262,7 @@ row() {
 	row concurrency-huge 64 "--concurrency" "" pd-worker -j "$HUGE" --handler t=cat
 	row batch-zero 64 "--batch" "" pd-worker --batch 0 --handler t=cat
 	row drain-bad 64 "--drain-timeout" "" pd-worker --drain-timeout x --handler t=cat
+	row log-format-bad 64 "xml" "" pd-worker --log-format xml --handler t=cat
 	row crontab-missing 65 "no-such-crontab" "" pd-worker --crontab "$T/no-such-crontab"
 	row crontab-bad-cron 65 "crontab-bad:2:" "" pd-worker --crontab "$T/crontab-bad"
 	row crontab-bad-zone 65 "Mars/Olympus" "" pd-worker --crontab "$T/crontab-zone"
@@ -279,6 +287,7 @@ row() {
 	row interval-zero 64 "--interval" "" pd-reaper --interval 0
 	row interval-neg 64 "--interval" "" pd-reaper --interval=-1s
 	row interval-huge 64 "--interval" "" pd-reaper --interval 99999999999d
+	row log-format-bad 64 "xml" "" pd-reaper --log-format xml
 	row config-unknown-key 78 "bogus_key" "" pd-reaper -c "$T/unknown-key.yaml" --once
 	row config-neg-interval 78 "interval" "" pd-reaper -c "$T/reaper-neg.yaml"
 	row config-bad-retention 78 "succeeded" "" pd-reaper -c "$T/retention-bad.yaml" --once
@@ -302,6 +311,7 @@ row() {
 	row concurrency-huge 64 "--concurrency" "" pd-relay --publish cat -j "$HUGE"
 	row batch-neg 64 "--batch" "" pd-relay --publish cat --batch -1
 	row poll-bad 64 "--poll" "" pd-relay --publish cat --poll 5x
+	row log-format-bad 64 "xml" "" pd-relay --publish cat --log-format xml
 	row once-and-until-idle 64 "--once" "" pd-relay --publish cat --once --until-idle
 	row config-unknown-key 78 "bogus_key" "" pd-relay -c "$T/unknown-key.yaml" --publish cat
 	row config-bad-visibility 78 "visibility" "" pd-relay -c "$T/relay-bad.yaml" --publish cat
@@ -338,7 +348,8 @@ row() {
 	row add-catch-up-neg 64 "--catch-up-limit" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type t --catch-up-limit -1
 	row add-overlap-bad 64 "overlap 'maybe'" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type t --overlap maybe
 	row add-jitter-huge 65 "--jitter" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type t --jitter 99999999999d
-	row add-jitter-over-day 65 "jitter" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type t --jitter 2d
+	# 65, not 64: the range of a value (as in an apply file), not the shape of the option
+	row add-jitter-over-day 65 "jitter 2d" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type t --jitter 2d
 	row add-attempts-zero 64 "--max-attempts" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type t --max-attempts 0
 	row add-timeout-bad 64 "--timeout" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type t --timeout soon
 	row add-exists 1 "sched" "" pd-cron add sched --cron '0 * * * *' --tz UTC --type t
@@ -389,6 +400,7 @@ row() {
 	row run-lease-bad 64 "--lease" "" pd-cron run --lease soon
 	row run-grace-huge 64 "--skip-grace" "" pd-cron run --skip-grace "$HUGE"
 	row run-extra 64 "extra" "" pd-cron run extra
+	row run-log-format 64 "xml" "" pd-cron --log-format xml run
 	row run-config 78 "bogus_key" "" pd-cron -c "$T/unknown-key.yaml" run
 	row run-db-down 69 "127.0.0.1" "" pd-cron -d "$DOWN" run
 	row run-once-db-down 69 "127.0.0.1" "" pd-cron -d "$DOWN" run --once
@@ -503,6 +515,7 @@ row() {
 	row flow-signal-missing-name 64 "NAME" "" pd-admin flow signal "$run"
 	row flow-signal-bad-payload 65 "PAYLOAD" "" pd-admin flow signal "$run" go '{'
 	row flow-signal-bad-stdin 65 "stdin" '[1,' pd-admin flow signal "$run" go -
+	row flow-signal-nul-stdin 65 "stdin" "@$T/nul.json" pd-admin flow signal "$run" go -
 	row flow-signal-name-ctl 65 "name" "" pd-admin flow signal "$run" $'g\x01o'
 	row flow-signal-name-not-utf8 65 "name" "" pd-admin flow signal "$run" $'\xff'
 	row flow-signal-huge 64 "$HUGE" "" pd-admin flow signal "$HUGE" go
@@ -519,7 +532,7 @@ row() {
 	rows_end
 }
 
-# covered PROG: each command PROG --help lists ("job show", "migrate") that no
+# uncovered PROG: each command PROG --help lists ("job show", "migrate") that no
 # row of this file runs; a row runs it when it names PROG, then the command's words.
 uncovered() {
 	local p=$1 c
