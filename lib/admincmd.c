@@ -191,6 +191,8 @@ int pd_admincmd_check(struct pd_subcall *k, struct pd_err *e)
 {
 	const struct args *x = k->x;
 
+	if (k->cmd->fn == pd_admincmd_depth && k->argv[0][0] == '\0')
+		return pd_errf(e, PD_EX_USAGE, "QUEUE must not be empty");
 	if (k->cmd->fn == pd_admincmd_depth)
 		return pd_name_check("QUEUE", k->argv[0], e);
 	if (k->cmd->fn == pd_admincmd_flow_signal && k->argc < 2)

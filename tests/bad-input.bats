@@ -359,6 +359,8 @@ row() {
 	row list-tenant-not-utf8 65 "tenant" "" pd-cron list -t $'\xff'
 	# rm, pause, resume, trigger, history
 	row rm-unknown 2 "nosuch" "" pd-cron rm nosuch
+	row rm-empty 64 "NAME" "" pd-cron rm ''
+	row history-empty 64 "NAME" "" pd-cron history ''
 	row rm-name-ctl 65 "name" "" pd-cron rm $'a\x01'
 	row rm-db-down 69 "127.0.0.1" "" pd-cron -d "$DOWN" rm sched
 	row pause-unknown 2 "nosuch" "" pd-cron pause nosuch
@@ -428,6 +430,7 @@ row() {
 	row queues-extra 64 "extra" "" pd-admin queues extra
 	row queues-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" queues
 	row depth-missing 64 "queue" "" pd-admin depth
+	row depth-empty 64 "QUEUE" "" pd-admin depth ''
 	row depth-not-utf8 65 "QUEUE" "" pd-admin depth $'\xff'
 	row depth-state-two 64 "--state" "" pd-admin depth default --state PENDING,RUNNING
 	row workers-stale-bad 64 "--stale" "" pd-admin workers --stale soon
@@ -513,6 +516,7 @@ row() {
 	row flow-show-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" flow show "$run"
 	row flow-signal-unknown 2 "99999999" "" pd-admin flow signal 99999999 go
 	row flow-signal-missing-name 64 "NAME" "" pd-admin flow signal "$run"
+	row flow-signal-empty-name 64 "signal name" "" pd-admin flow signal "$run" ''
 	row flow-signal-bad-payload 65 "PAYLOAD" "" pd-admin flow signal "$run" go '{'
 	row flow-signal-bad-stdin 65 "stdin" '[1,' pd-admin flow signal "$run" go -
 	row flow-signal-nul-stdin 65 "stdin" "@$T/nul.json" pd-admin flow signal "$run" go -
