@@ -520,8 +520,8 @@ row() {
 	row flow-signal-bad-payload 65 "PAYLOAD" "" pd-admin flow signal "$run" go '{'
 	row flow-signal-bad-stdin 65 "stdin" '[1,' pd-admin flow signal "$run" go -
 	row flow-signal-nul-stdin 65 "stdin" "@$T/nul.json" pd-admin flow signal "$run" go -
-	row flow-signal-name-ctl 65 "name" "" pd-admin flow signal "$run" $'g\x01o'
-	row flow-signal-name-not-utf8 65 "name" "" pd-admin flow signal "$run" $'\xff'
+	row flow-signal-name-ctl 65 "signal NAME" "" pd-admin flow signal "$run" $'g\x01o'
+	row flow-signal-name-not-utf8 65 "signal NAME" "" pd-admin flow signal "$run" $'\xff'
 	row flow-signal-huge 64 "$HUGE" "" pd-admin flow signal "$HUGE" go
 	row flow-signal-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" flow signal "$run" go
 	row flow-cancel-unknown 2 "99999999" "" pd-admin flow cancel 99999999
