@@ -415,6 +415,8 @@ row() {
 	row unknown-flag 64 "--bogus" "" pd-admin --bogus jobs
 	row config-unknown-key 78 "bogus_key" "" pd-admin -c "$T/unknown-key.yaml" jobs
 	row config-missing 78 "no-such.yaml" "" pd-admin -c "$T/no-such.yaml" jobs
+	row config-env 78 "bogus_key" "" env PD_CONFIG="$T/unknown-key.yaml" pd-admin jobs
+	row db-down-env 69 "127.0.0.1" "" env PD_DATABASE_URL="$DOWN" pd-admin jobs
 	row migrate-extra 64 "extra" "" pd-admin migrate extra
 	row migrate-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" migrate
 	row migrate-status-db-down 69 "no-such-dir" "" pd-admin -d "$DOWN_SOCK" migrate --status
