@@ -19,6 +19,7 @@
 #include "outbox.h"
 #include "json.h"
 #include "summary.h"
+#include "text.h"
 
 /* An instant as ISO 8601 UTC with milliseconds, and an interval as seconds (3 decimals). */
 #define ISO(x)	"to_char((" x ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
@@ -46,14 +47,14 @@ const char *pd_admin_outbox_state(const char *s)
 
 int pd_admin_parse_id(const char *s, const char *what, long long *id, struct pd_err *e)
 {
-	char *end;
+	char *end, shown[PD_TEXT_SHOW_MAX + 4];
 	long long v;
 
 	errno = 0;
 	v = strtoll(s, &end, 10);
 	if (!isdigit((unsigned char)*s) || *end != '\0' || errno == ERANGE || v < 1)
 		return pd_errf(e, PD_EX_USAGE, "invalid %s id '%s': expected a positive integer",
-			       what, s);
+			       what, pd_text_show(shown, sizeof shown, s, strlen(s)));
 	*id = v;
 	return 0;
 }

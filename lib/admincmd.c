@@ -78,6 +78,7 @@ static int add_states(struct pd_admin_filter *f, const char *list, const char *c
 
 		if (st == NULL) {
 			struct pd_buf b = PD_BUF_INIT;
+			char shown[PD_TEXT_SHOW_MAX + 4];
 
 			for (int i = 0; names[i]; i++)
 				pd_buf_printf(&b, "%s%s",
@@ -86,7 +87,7 @@ static int add_states(struct pd_admin_filter *f, const char *list, const char *c
 							     : " or ",
 					      names[i]);
 			rc = pd_errf(e, PD_EX_USAGE, "option --state: unknown %sstate '%s' (%s)",
-				     what, s, b.data);
+				     what, pd_text_show(shown, sizeof shown, s, strlen(s)), b.data);
 			pd_buf_release(&b);
 			break;
 		}
@@ -190,10 +191,14 @@ int pd_admincmd_check(struct pd_subcall *k, struct pd_err *e)
 {
 	const struct args *x = k->x;
 
+	if (k->cmd->fn == pd_admincmd_depth && k->argv[0][0] == '\0')
+		return pd_errf(e, PD_EX_USAGE, "QUEUE must not be empty");
 	if (k->cmd->fn == pd_admincmd_depth)
 		return pd_name_check("QUEUE", k->argv[0], e);
 	if (k->cmd->fn == pd_admincmd_flow_signal && k->argc < 2)
 		return pd_errf(e, PD_EX_USAGE, "missing signal NAME");
+	if (k->cmd->fn == pd_admincmd_flow_signal)
+		return pd_name_check("signal NAME", k->argv[1], e);
 	if (k->cmd->fn == pd_admincmd_dlq_purge && !x->older_set)
 		return pd_errf(e, PD_EX_USAGE, "missing --older-than DURATION");
 	return 0;

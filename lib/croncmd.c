@@ -333,6 +333,12 @@ int pd_croncmd_check(struct pd_subcall *k, struct pd_err *e)
 		return pd_errf(e, PD_EX_USAGE,
 			       "unexpected argument '%s' (quote the expression: '0 3 * * *')",
 			       k->argv[1]);
+	if ((k->cmd->fn == pd_croncmd_by_name || k->cmd->fn == pd_croncmd_history) &&
+	    k->argv[0][0] == '\0')
+		return pd_errf(e, PD_EX_USAGE, "NAME must not be empty");
+	if ((k->cmd->fn == pd_croncmd_by_name || k->cmd->fn == pd_croncmd_history) &&
+	    pd_name_check("schedule name", k->argv[0], e) < 0)
+		return -1;
 	if (k->cmd->fn == pd_croncmd_add && (!x->s.cron || !x->s.timezone || !x->s.type))
 		return pd_errf(e, PD_EX_USAGE, "missing option %s",
 			       !x->s.cron	? "--cron"

@@ -88,6 +88,7 @@ void pd_sched_init(struct pd_sched *s)
 int pd_sched_check_name(const char *name, struct pd_err *e)
 {
 	size_t n = strlen(name);
+	char shown[PD_TEXT_SHOW_MAX + 4];
 
 	if (n == 0)
 		return pd_errf(e, PD_EX_DATAERR, "invalid schedule name '': empty");
@@ -98,13 +99,13 @@ int pd_sched_check_name(const char *name, struct pd_err *e)
 	if (!isalnum((unsigned char)name[0]))
 		return pd_errf(e, PD_EX_DATAERR,
 			       "invalid schedule name '%s': must start with a letter or a digit",
-			       name);
+			       pd_text_show(shown, sizeof shown, name, n));
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
 			return pd_errf(e, PD_EX_DATAERR,
 				       "invalid schedule name '%s': only letters, digits, '.', "
 				       "'_' and '-' are allowed",
-				       name);
+				       pd_text_show(shown, sizeof shown, name, n));
 	return 0;
 }
 
@@ -147,9 +148,12 @@ int pd_sched_check(const struct pd_sched *s, struct pd_err *e)
 	if (s->catch_up_limit < 1 || s->catch_up_limit > PD_SCHED_CATCH_UP_MAX)
 		return pd_errf(e, PD_EX_DATAERR, "invalid catch-up limit %lld: out of range 1-%d",
 			       s->catch_up_limit, PD_SCHED_CATCH_UP_MAX);
-	if (s->jitter_ms < 0 || s->jitter_ms > PD_SCHED_JITTER_MAX_MS)
-		return pd_errf(e, PD_EX_DATAERR, "invalid jitter %lldms: out of range 0-1d",
-			       s->jitter_ms);
+	if (s->jitter_ms < 0 || s->jitter_ms > PD_SCHED_JITTER_MAX_MS) {
+		char d[PD_DUR_MAX];
+
+		pd_dur_format(s->jitter_ms, d, sizeof d);
+		return pd_errf(e, PD_EX_DATAERR, "invalid jitter %s: out of range 0-1d", d);
+	}
 	if (s->max_attempts != -1 && (s->max_attempts < 1 || s->max_attempts > 1000))
 		return pd_errf(e, PD_EX_DATAERR, "invalid max attempts %lld: out of range 1-1000",
 			       s->max_attempts);
