@@ -237,7 +237,16 @@ row() {
 	row db-down 69 "127.0.0.1" "" pd-enqueue -d "$DOWN" t '{}'
 	row db-down-socket 69 "no-such-dir" "" pd-enqueue -d "$DOWN_SOCK" t '{}'
 	row db-down-ndjson 69 "127.0.0.1" $'{"type":"t"}\n' pd-enqueue -d "$DOWN" --ndjson
-	# after i22-bounds: row oversize-payload 65 "max_payload" "$(head -c 2000000 /dev/zero | tr '\0' 'x' | sed 's/.*/"&"/')" pd-enqueue t
+	head -c 1100000 /dev/zero | tr '\0' x | sed 's/.*/"&"/' >"$T/big.json"
+	{
+		echo '{"type":"t"}'
+		printf '{"type":"t","payload":"%s"}\n' "$(head -c 2000 /dev/zero | tr '\0' x)"
+	} >"$T/big.ndjson"
+	row oversize-stdin 65 "max_payload" "@$T/big.json" pd-enqueue t
+	row oversize-arg 65 "max_payload 1KiB" "" pd-enqueue --max-payload 1KiB t "\"$(head -c 2000 /dev/zero | tr '\0' x)\""
+	row oversize-ndjson 65 "line 2" "@$T/big.ndjson" pd-enqueue --max-payload 1KiB --ndjson
+	row max-payload-bad 64 "--max-payload" "" pd-enqueue --max-payload lots t '{}'
+	row max-payload-neg 64 "--max-payload" "" pd-enqueue --max-payload -1 t '{}'
 	rows_end
 }
 
