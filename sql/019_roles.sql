@@ -16,12 +16,14 @@
 --
 -- Row-level security (pendulum(7), Roles and tenants): on jobs,
 -- attempt_rows, outbox, outbox_heads, workflow_runs, workflow_steps,
--- cron_schedules, cron_fires (and tenant_members itself), two permissive
--- policies: "service" for pendulum_worker and pendulum_admin (every row:
--- they serve every tenant; a policy on the group role because BYPASSRLS, a
--- role attribute, is not inherited through membership), and "tenant" for
--- everyone else: the rows of the tenants pendulum.tenant_members maps the
--- current user (or a role it is a member of) to. The tables' owner and
+-- cron_schedules, cron_fires, three permissive policies: "service" for
+-- pendulum_worker (every row: workers serve every tenant), "admin" for
+-- pendulum_admin (every row, unless the role is mapped to tenants: an
+-- admin mapped to tenants administers only those), both on the group role
+-- because BYPASSRLS, a role attribute, is not inherited through
+-- membership; and "tenant" for everyone: the rows of the tenants
+-- pendulum.tenant_members maps the current user (or a role it is a member
+-- of) to. The tables' owner and
 -- superusers bypass row-level security (no FORCE): pd-admin migrate, the
 -- tests and the benchmarks see what they saw. Views are security_invoker,
 -- so reading through one applies the caller's policies.
@@ -106,7 +108,19 @@ CREATE TRIGGER workflow_steps_tenant BEFORE INSERT ON pendulum.workflow_steps
 CREATE TRIGGER cron_fires_tenant BEFORE INSERT ON pendulum.cron_fires
     FOR EACH ROW WHEN (NEW.tenant_id IS NULL) EXECUTE FUNCTION pendulum.fill_tenant();
 
--- Row-level security: the two policies of each tenant table.
+-- Whether role who is mapped to a tenant (itself or through a role it is a
+-- member of): such an admin is narrowed to its tenants. SECURITY DEFINER: a
+-- policy on tenant_members cannot read tenant_members as its caller
+-- (infinite recursion); it reads only the rows about who.
+CREATE FUNCTION pendulum.tenant_scoped(who name) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pendulum, pg_temp AS $$
+    SELECT EXISTS (SELECT 1 FROM pendulum.tenant_members m WHERE pg_has_role(who, m.role, 'MEMBER'))
+$$;
+REVOKE EXECUTE ON FUNCTION pendulum.tenant_scoped(name) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pendulum.tenant_scoped(name) TO pendulum_admin;
+
+-- Row-level security: the three policies of each tenant table. The admin
+-- test is a scalar subquery, computed once a statement.
 DO $$
 DECLARE
     t text;
@@ -114,8 +128,11 @@ BEGIN
     FOREACH t IN ARRAY ARRAY['jobs', 'attempt_rows', 'outbox', 'outbox_heads', 'workflow_runs',
                              'workflow_steps', 'cron_schedules', 'cron_fires'] LOOP
         EXECUTE format('ALTER TABLE pendulum.%I ENABLE ROW LEVEL SECURITY', t);
-        EXECUTE format('CREATE POLICY service ON pendulum.%I TO pendulum_worker, pendulum_admin '
+        EXECUTE format('CREATE POLICY service ON pendulum.%I TO pendulum_worker '
                        'USING (true) WITH CHECK (true)', t);
+        EXECUTE format('CREATE POLICY admin ON pendulum.%I TO pendulum_admin '
+                       'USING ((SELECT NOT pendulum.tenant_scoped(current_user))) '
+                       'WITH CHECK ((SELECT NOT pendulum.tenant_scoped(current_user)))', t);
         EXECUTE format('CREATE POLICY tenant ON pendulum.%I '
                        'USING (tenant_id IN (SELECT m.tenant_id FROM pendulum.tenant_members m)) '
                        'WITH CHECK (tenant_id IN (SELECT m.tenant_id FROM pendulum.tenant_members m))',
@@ -124,9 +141,12 @@ BEGIN
 END
 $$;
 -- A role reads its own rows of tenant_members (the "tenant" policies above
--- read it as the caller); pendulum_admin reads and writes them all.
+-- read it as the caller); pendulum_admin, unless mapped to tenants itself,
+-- reads and writes them all.
 ALTER TABLE pendulum.tenant_members ENABLE ROW LEVEL SECURITY;
-CREATE POLICY service ON pendulum.tenant_members TO pendulum_admin USING (true) WITH CHECK (true);
+CREATE POLICY admin ON pendulum.tenant_members TO pendulum_admin
+    USING ((SELECT NOT pendulum.tenant_scoped(current_user)))
+    WITH CHECK ((SELECT NOT pendulum.tenant_scoped(current_user)));
 CREATE POLICY tenant ON pendulum.tenant_members FOR SELECT USING (pg_has_role(role, 'MEMBER'));
 
 -- No view bypasses a policy: each runs with its caller's rights (PostgreSQL 15).
