@@ -1327,6 +1327,17 @@ END
 $$;
 
 --
+-- Name: tenant_scoped(name); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.tenant_scoped(who name) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+    SELECT EXISTS (SELECT 1 FROM pendulum.tenant_members m WHERE pg_has_role(who, m.role, 'MEMBER'))
+$$;
+
+--
 -- Name: unblock_dependents(bigint[]); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
@@ -2212,6 +2223,60 @@ ALTER TABLE ONLY pendulum.workflow_steps
     ADD CONSTRAINT workflow_steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES pendulum.workflow_runs(id) ON DELETE CASCADE;
 
 --
+-- Name: attempt_rows admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.attempt_rows TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: cron_fires admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.cron_fires TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: cron_schedules admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.cron_schedules TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: jobs admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.jobs TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: outbox admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.outbox TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: outbox_heads admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.outbox_heads TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: tenant_members admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.tenant_members TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: workflow_runs admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.workflow_runs TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: workflow_steps admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.workflow_steps TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
 -- Name: attempt_rows; Type: ROW SECURITY; Schema: pendulum; Owner: -
 --
 
@@ -2251,55 +2316,49 @@ ALTER TABLE pendulum.outbox_heads ENABLE ROW LEVEL SECURITY;
 -- Name: attempt_rows service; Type: POLICY; Schema: pendulum; Owner: -
 --
 
-CREATE POLICY service ON pendulum.attempt_rows TO pendulum_worker, pendulum_admin USING (true) WITH CHECK (true);
+CREATE POLICY service ON pendulum.attempt_rows TO pendulum_worker USING (true) WITH CHECK (true);
 
 --
 -- Name: cron_fires service; Type: POLICY; Schema: pendulum; Owner: -
 --
 
-CREATE POLICY service ON pendulum.cron_fires TO pendulum_worker, pendulum_admin USING (true) WITH CHECK (true);
+CREATE POLICY service ON pendulum.cron_fires TO pendulum_worker USING (true) WITH CHECK (true);
 
 --
 -- Name: cron_schedules service; Type: POLICY; Schema: pendulum; Owner: -
 --
 
-CREATE POLICY service ON pendulum.cron_schedules TO pendulum_worker, pendulum_admin USING (true) WITH CHECK (true);
+CREATE POLICY service ON pendulum.cron_schedules TO pendulum_worker USING (true) WITH CHECK (true);
 
 --
 -- Name: jobs service; Type: POLICY; Schema: pendulum; Owner: -
 --
 
-CREATE POLICY service ON pendulum.jobs TO pendulum_worker, pendulum_admin USING (true) WITH CHECK (true);
+CREATE POLICY service ON pendulum.jobs TO pendulum_worker USING (true) WITH CHECK (true);
 
 --
 -- Name: outbox service; Type: POLICY; Schema: pendulum; Owner: -
 --
 
-CREATE POLICY service ON pendulum.outbox TO pendulum_worker, pendulum_admin USING (true) WITH CHECK (true);
+CREATE POLICY service ON pendulum.outbox TO pendulum_worker USING (true) WITH CHECK (true);
 
 --
 -- Name: outbox_heads service; Type: POLICY; Schema: pendulum; Owner: -
 --
 
-CREATE POLICY service ON pendulum.outbox_heads TO pendulum_worker, pendulum_admin USING (true) WITH CHECK (true);
-
---
--- Name: tenant_members service; Type: POLICY; Schema: pendulum; Owner: -
---
-
-CREATE POLICY service ON pendulum.tenant_members TO pendulum_admin USING (true) WITH CHECK (true);
+CREATE POLICY service ON pendulum.outbox_heads TO pendulum_worker USING (true) WITH CHECK (true);
 
 --
 -- Name: workflow_runs service; Type: POLICY; Schema: pendulum; Owner: -
 --
 
-CREATE POLICY service ON pendulum.workflow_runs TO pendulum_worker, pendulum_admin USING (true) WITH CHECK (true);
+CREATE POLICY service ON pendulum.workflow_runs TO pendulum_worker USING (true) WITH CHECK (true);
 
 --
 -- Name: workflow_steps service; Type: POLICY; Schema: pendulum; Owner: -
 --
 
-CREATE POLICY service ON pendulum.workflow_steps TO pendulum_worker, pendulum_admin USING (true) WITH CHECK (true);
+CREATE POLICY service ON pendulum.workflow_steps TO pendulum_worker USING (true) WITH CHECK (true);
 
 --
 -- Name: attempt_rows tenant; Type: POLICY; Schema: pendulum; Owner: -
