@@ -23,16 +23,19 @@
 -- because BYPASSRLS, a role attribute, is not inherited through
 -- membership; and "tenant" for everyone: the rows of the tenants
 -- pendulum.tenant_members maps the current user (or a role it is a member
--- of) to. The tables' owner and
--- superusers bypass row-level security (no FORCE): pd-admin migrate, the
--- tests and the benchmarks see what they saw. Views are security_invoker,
--- so reading through one applies the caller's policies.
+-- of) to. The tables' owner and superusers bypass row-level security (no
+-- FORCE): pd-admin migrate, the tests and the benchmarks see what they
+-- saw. Views are security_invoker, so reading through one applies the
+-- caller's policies.
 --
--- Functions stay SECURITY INVOKER (table grants and row-level security
--- decide what a caller touches; nothing to re-check inside), but for the
--- outbox's head triggers, which keep pendulum.outbox_heads for whoever
--- records a message: SECURITY DEFINER with search_path pendulum, pg_temp,
--- EXECUTE revoked from PUBLIC. The small SQL functions called per row get
+-- Functions stay SECURITY INVOKER, enqueue, start_workflow, signal_workflow
+-- and wait_job too: the caller's table grants and row-level security decide
+-- what a call touches, so no function needs to work out who called it (as
+-- a SECURITY DEFINER function would, current_user being its owner there).
+-- The exceptions, SECURITY DEFINER with search_path pendulum, pg_temp and
+-- EXECUTE revoked from PUBLIC: the outbox's head triggers, which keep
+-- pendulum.outbox_heads for whoever records a message, and tenant_scoped
+-- (below), which takes the role it answers for as its argument. The small SQL functions called per row get
 -- SQL-standard bodies (bound when created, whatever the caller's
 -- search_path, and still inlined); every other function gets SET
 -- search_path = pendulum, pg_temp. tests/roles.bats checks that each
