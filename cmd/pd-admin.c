@@ -95,6 +95,18 @@ static const struct pd_subcmd commands[] = {
     {"lease", "check", pd_admincmd_lease_check, "lease check", "in a handler: is my lease still held?",
      "Exit 0 while the lease of the job this handler runs (PD_JOB_ID, PD_LEASE_TOKEN,\n"
      "set by pd-worker) is still held, 1 once it is lost.", "json", 0, 0, "job id", 0, 0, 1},
+    {"tenant", "grant", pd_admincmd_tenant, "tenant grant ROLE TENANT",
+     "let a role see and write a tenant's rows",
+     "Let role ROLE, and every role that is a member of it, see and write the rows\n"
+     "of tenant TENANT under row-level security (pendulum.tenant_members; see\n"
+     "pendulum(7)). Granting it again changes nothing.", "json", 2, 2, "role", 0, 0, 1},
+    {"tenant", "revoke", pd_admincmd_tenant, "tenant revoke ROLE TENANT",
+     "take a tenant back from a role",
+     "Undo 'tenant grant ROLE TENANT': the role no longer sees or writes the\n"
+     "tenant's rows (its sessions' next statements).", "json", 2, 2, "role", 0, 0, 1},
+    {"tenant", "list", pd_admincmd_tenant, "tenant list [ROLE]", "which roles see which tenants",
+     "List the tenant grants, of ROLE or of every role: role, tenant, when granted.",
+     "json", 0, 1, "role", 0, 0, 1},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0},
 };
 /* clang-format on */

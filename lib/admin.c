@@ -1081,3 +1081,99 @@ int pd_admin_flow_cancel(struct pd_db *db, long long run, const char *reason,
 	PQclear(r);
 	return 0;
 }
+
+/* The role named role, exactly (no case folding): its OID in oid, or code 2. */
+static int role_oid(struct pd_db *db, const char *role, char *oid, size_t n, struct pd_err *e)
+{
+	const char *params[1] = {role};
+	char *v = NULL;
+
+	if (pd_db_value(db, "SELECT oid FROM pg_roles WHERE rolname = $1", 1, params, &v, e) < 0)
+		return -1;
+	if (v == NULL)
+		return pd_errf(e, PD_EX_NOTFOUND, "role '%s' does not exist", role);
+	snprintf(oid, n, "%s", v);
+	free(v);
+	return 0;
+}
+
+/* tenant grant and revoke: the row written (or deleted), reported. */
+static int tenant_change(struct pd_db *db, int grant, const char *role, const char *tenant,
+			 const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	static const char grant_sql[] =
+	    "WITH i AS (INSERT INTO pendulum.tenant_members (role, tenant_id)"
+	    " VALUES ($1::oid::regrole, $2) ON CONFLICT DO NOTHING RETURNING 1)"
+	    " SELECT (SELECT count(*) FROM i) > 0";
+	static const char revoke_sql[] =
+	    "WITH d AS (DELETE FROM pendulum.tenant_members"
+	    " WHERE role = $1::oid::regrole AND tenant_id = $2 RETURNING 1)"
+	    " SELECT (SELECT count(*) FROM d) > 0";
+	char oid[24];
+	const char *params[2] = {oid, tenant};
+	char *changed = NULL;
+	int did;
+
+	if (pd_name_check("tenant", tenant, e) < 0)
+		return -1;
+	if (tenant[0] == '\0')
+		return pd_errf(e, PD_EX_DATAERR, "invalid tenant: empty");
+	if (role_oid(db, role, oid, sizeof(oid), e) < 0 ||
+	    pd_db_value(db, grant ? grant_sql : revoke_sql, 2, params, &changed, e) < 0)
+		return -1;
+	did = changed && strcmp(changed, "t") == 0;
+	free(changed);
+	if (!grant && !did)
+		return pd_errf(e, PD_EX_NOTFOUND, "role '%s' has no grant of tenant '%s'", role,
+			       tenant);
+	if (fmt->json) {
+		pd_buf_puts(out, "{\"role\":");
+		pd_json_quote_or_null(out, role);
+		pd_buf_puts(out, ",\"tenant\":");
+		pd_json_quote_or_null(out, tenant);
+		pd_buf_printf(out, ",\"%s\":%s}\n", grant ? "granted" : "revoked",
+			      did ? "true" : "false");
+	} else if (grant)
+		pd_buf_printf(out, "role %s %s tenant %s\n", role, did ? "granted" : "already had",
+			      tenant);
+	else
+		pd_buf_printf(out, "role %s revoked tenant %s\n", role, tenant);
+	return 0;
+}
+
+int pd_admin_tenant_grant(struct pd_db *db, const char *role, const char *tenant,
+			  const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	return tenant_change(db, 1, role, tenant, fmt, out, e);
+}
+
+int pd_admin_tenant_revoke(struct pd_db *db, const char *role, const char *tenant,
+			   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	return tenant_change(db, 0, role, tenant, fmt, out, e);
+}
+
+int pd_admin_tenant_list(struct pd_db *db, const char *role, const struct pd_fmt *fmt,
+			 struct pd_buf *out, struct pd_err *e)
+{
+	static const char sql[] = "SELECT m.role::text, m.tenant_id, " ISO(
+	    "m.granted_at") " FROM pendulum.tenant_members m"
+			    " WHERE $1::oid IS NULL OR m.role = $1::oid::regrole"
+			    " ORDER BY m.role::text, m.tenant_id";
+	static const struct pd_col cols[] = {
+	    {"role", NULL, 's', 'b'},
+	    {"tenant", NULL, 's', 'b'},
+	    {"granted_at", NULL, 's', 'b'},
+	};
+	char oid[24];
+	const char *params[1] = {role ? oid : NULL};
+	PGresult *r;
+
+	if (role && role_oid(db, role, oid, sizeof(oid), e) < 0)
+		return -1;
+	if (pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	pd_render_result(r, cols, NCOLS(cols), fmt, out);
+	PQclear(r);
+	return 0;
+}

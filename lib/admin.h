@@ -179,4 +179,24 @@ int pd_admin_flow_signal(struct pd_db *db, long long run, const char *name, cons
 int pd_admin_flow_cancel(struct pd_db *db, long long run, const char *reason,
 			 const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
+/*
+ * `tenant grant ROLE TENANT`: role ROLE (and its members) sees and writes
+ * TENANT's rows (pendulum.tenant_members, sql/019); granting it again
+ * changes nothing. Code 2 when no role is named ROLE, 65 for a bad tenant
+ * name.
+ */
+int pd_admin_tenant_grant(struct pd_db *db, const char *role, const char *tenant,
+			  const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/* `tenant revoke ROLE TENANT`: the grant undone; code 2 when there was none. */
+int pd_admin_tenant_revoke(struct pd_db *db, const char *role, const char *tenant,
+			   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/*
+ * `tenant list [ROLE]`: the grants (of ROLE; code 2 when no role has that
+ * name) by role, then tenant, with when each was made.
+ */
+int pd_admin_tenant_list(struct pd_db *db, const char *role, const struct pd_fmt *fmt,
+			 struct pd_buf *out, struct pd_err *e);
+
 #endif

@@ -422,6 +422,19 @@ int pd_admincmd_lease_check(struct pd_subcall *k, struct pd_err *e)
 	return 0;
 }
 
+/* tenant grant ROLE TENANT, tenant revoke ROLE TENANT, tenant list [ROLE]. */
+int pd_admincmd_tenant(struct pd_subcall *k, struct pd_err *e)
+{
+	const char *name = k->cmd->name;
+
+	if (strcmp(name, "list") == 0)
+		return pd_admin_tenant_list(DB(k), k->argc > 0 ? k->argv[0] : NULL, &k->fmt,
+					    &k->out, e);
+	if (strcmp(name, "grant") == 0)
+		return pd_admin_tenant_grant(DB(k), k->argv[0], k->argv[1], &k->fmt, &k->out, e);
+	return pd_admin_tenant_revoke(DB(k), k->argv[0], k->argv[1], &k->fmt, &k->out, e);
+}
+
 static volatile sig_atomic_t top_quit, top_resized;
 
 static void top_signal(int sig)

@@ -51,6 +51,6 @@ pd_subcmd_fn pd_admincmd_migrate, pd_admincmd_jobs, pd_admincmd_on_id, pd_adminc
     pd_admincmd_on_ids, pd_admincmd_dlq_purge, pd_admincmd_prune, pd_admincmd_queues,
     pd_admincmd_depth, pd_admincmd_workers, pd_admincmd_metrics, pd_admincmd_top,
     pd_admincmd_outbox_stats, pd_admincmd_outbox_list, pd_admincmd_lease_check,
-    pd_admincmd_flow_runs, pd_admincmd_flow_signal;
+    pd_admincmd_flow_runs, pd_admincmd_flow_signal, pd_admincmd_tenant;
 
 #endif

@@ -107,6 +107,8 @@ static const struct {
      * values a statement was given, which Pendulum's statements take from
      * their input: bad data, not an internal error.
      */
+    /* insufficient_privilege: no grant, or a row outside the role's tenants. */
+    {"42501", PD_EX_NOPERM, 0},
     {"22", PD_EX_DATAERR, DB_DATA},
     {"23", PD_EX_DATAERR, DB_DATA},
     {"54", PD_EX_SOFTWARE, DB_DATA},	  /* program limit exceeded */

@@ -593,16 +593,16 @@ static int run_direct(struct pd_enqueue *q, struct pd_db *db, long long now_us, 
 
 /*
  * A large batch, in a transaction. Jobs with no key and no dependency are
- * copied straight into pendulum.jobs (run_direct) unless the table has
- * row-level security, which COPY FROM refuses; otherwise they are copied
- * into the temporary staging table of pendulum.enqueue_stage (dropped at
- * commit) that enqueue_staged reads.
+ * copied straight into pendulum.jobs (run_direct) unless row-level security
+ * applies to this role there (sql/019: every role but the table's owner,
+ * superusers and BYPASSRLS roles), which COPY FROM refuses; otherwise they
+ * are copied into the temporary staging table of pendulum.enqueue_stage
+ * (dropped at commit) that enqueue_staged inserts from, under the policies.
  */
 static int run_copy(struct pd_enqueue *q, struct pd_db *db, int *line, struct pd_err *e)
 {
-	static const char check_sql[] =
-	    "SELECT c.relrowsecurity, (extract(epoch FROM now()) * 1000000)::bigint "
-	    "FROM pg_class c WHERE c.oid = 'pendulum.jobs'::regclass";
+	static const char check_sql[] = "SELECT row_security_active('pendulum.jobs'::regclass), "
+					"(extract(epoch FROM now()) * 1000000)::bigint";
 	struct pd_err ignore = PD_ERR_INIT;
 	const char *path = "staged";
 	long long t0 = pd_now_us(), t1 = 0, t2 = 0;
@@ -619,7 +619,7 @@ static int run_copy(struct pd_enqueue *q, struct pd_db *db, int *line, struct pd
 			goto out;
 		if (PQntuples(r) != 1) {
 			PQclear(r);
-			pd_errf(e, PD_EX_SOFTWARE, "pendulum.jobs not found in pg_class");
+			pd_errf(e, PD_EX_SOFTWARE, "row_security_active returned no row");
 			goto out;
 		}
 		rls = PQgetvalue(r, 0, 0)[0] == 't';

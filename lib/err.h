@@ -21,6 +21,7 @@ enum pd_exit {
 	PD_EX_DATAERR = 65,	/* bad input data; nothing written */
 	PD_EX_UNAVAILABLE = 69, /* database unavailable */
 	PD_EX_SOFTWARE = 70,	/* internal error */
+	PD_EX_NOPERM = 77,	/* the role may not: a grant, or its tenants (sql/019) */
 	PD_EX_CONFIG = 78,
 };
 

@@ -571,20 +571,21 @@ int pd_sched_trigger(struct pd_db *db, const char *tenant, const char *name, lon
 	 * a tick, for the job and its record.
 	 */
 	*job_id = 0;
-	if (pd_db_exec(db,
-		       "WITH s AS (SELECT * FROM pendulum.cron_schedules WHERE tenant_id = $1 "
-		       "AND name = $2 FOR UPDATE), "
-		       "j AS (SELECT e.id FROM s CROSS JOIN LATERAL pendulum.enqueue_ex("
-		       "tenant => s.tenant_id, job_type => s.job_type, payload => s.payload, "
-		       "queue => s.queue, priority => s.priority, run_at => now(), "
-		       "idempotency_key => 'cron:' || s.id || ':trigger:' || " EPOCH_US(
-			   "now()") ", "
-				    "max_attempts => s.max_attempts, timeout => s.timeout) AS e), "
-				    "f AS (INSERT INTO pendulum.cron_fires (schedule_id, fire_at, "
-				    "kind, job_id) "
-				    "SELECT s.id, now(), 'triggered', j.id FROM s, j) "
-				    "SELECT id FROM j",
-		       2, params, PGRES_TUPLES_OK, &r, e) < 0)
+	if (pd_db_exec(
+		db,
+		"WITH s AS (SELECT * FROM pendulum.cron_schedules WHERE tenant_id = $1 "
+		"AND name = $2 FOR UPDATE), "
+		"j AS (SELECT e.id FROM s CROSS JOIN LATERAL pendulum.enqueue_ex("
+		"tenant => s.tenant_id, job_type => s.job_type, payload => s.payload, "
+		"queue => s.queue, priority => s.priority, run_at => now(), "
+		"idempotency_key => 'cron:' || s.id || ':trigger:' || " EPOCH_US(
+		    "now()") ", "
+			     "max_attempts => s.max_attempts, timeout => s.timeout) AS e), "
+			     "f AS (INSERT INTO pendulum.cron_fires (schedule_id, tenant_id, "
+			     "fire_at, kind, job_id) "
+			     "SELECT s.id, s.tenant_id, now(), 'triggered', j.id FROM s, j) "
+			     "SELECT id FROM j",
+		2, params, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
 	if (PQntuples(r) != 1) {
 		PQclear(r);

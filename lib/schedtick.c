@@ -77,7 +77,8 @@ static int enqueue_due(struct pd_db *db, const char *id, const char *tenant, con
 	params[4] = skip.data;
 	if (pd_db_exec(
 		db,
-		"WITH j AS (SELECT u.t, e.id, e.created FROM pendulum.cron_schedules s "
+		"WITH j AS (SELECT u.t, e.id, e.created, s.tenant_id FROM pendulum.cron_schedules "
+		"s "
 		"CROSS JOIN LATERAL unnest($2::bigint[]) AS u(t) "
 		"CROSS JOIN LATERAL pendulum.enqueue_ex(tenant => s.tenant_id, "
 		"job_type => s.job_type, payload => s.payload, queue => s.queue, "
@@ -85,11 +86,14 @@ static int enqueue_due(struct pd_db *db, const char *id, const char *tenant, con
 		"run_at => to_timestamp(u.t) + $3::bigint * interval '1 millisecond', "
 		"idempotency_key => " OCCURRENCE_KEY ", max_attempts => s.max_attempts, "
 		"timeout => s.timeout) AS e WHERE s.id = $1), "
-		"f AS (INSERT INTO pendulum.cron_fires (schedule_id, fire_at, kind, job_id) "
-		"SELECT $1, to_timestamp(j.t), 'fired', j.id FROM j "
+		"f AS (INSERT INTO pendulum.cron_fires (schedule_id, tenant_id, fire_at, kind, "
+		"job_id) "
+		"SELECT $1, j.tenant_id, to_timestamp(j.t), 'fired', j.id FROM j "
 		"ON CONFLICT (schedule_id, fire_at) WHERE kind <> 'triggered' DO NOTHING), "
-		"k AS (INSERT INTO pendulum.cron_fires (schedule_id, fire_at, kind, busy_job_id) "
-		"SELECT $1, to_timestamp(x.t), 'skipped', "
+		"k AS (INSERT INTO pendulum.cron_fires (schedule_id, tenant_id, fire_at, kind, "
+		"busy_job_id) "
+		"SELECT $1, (SELECT s.tenant_id FROM pendulum.cron_schedules s WHERE s.id = $1), "
+		"to_timestamp(x.t), 'skipped', "
 		"COALESCE($4::bigint, (SELECT min(j.id) FROM j)) FROM unnest($5::bigint[]) AS x(t) "
 		"ON CONFLICT (schedule_id, fire_at) WHERE kind <> 'triggered' DO NOTHING "
 		"RETURNING 1) "

@@ -41,6 +41,7 @@ CREATE TYPE pendulum.job_input AS (
 
 CREATE FUNCTION pendulum.check_name(field text, value text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_problem text := pendulum.name_problem(field, value);
@@ -114,6 +115,7 @@ CREATE FUNCTION pendulum.claim_jobs(queues text[], types text[], n integer, work
     LANGUAGE plpgsql
     SET jit TO 'off'
     SET plan_cache_mode TO 'force_generic_plan'
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 BEGIN
     RETURN QUERY
@@ -166,6 +168,7 @@ $$;
 
 CREATE FUNCTION pendulum.cron_busy_job(schedule_id bigint) RETURNS bigint
     LANGUAGE sql STABLE
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
     SELECT f.job_id
     FROM (SELECT c.job_id, c.fire_at, c.id FROM pendulum.cron_fires c
@@ -182,6 +185,7 @@ $$;
 
 CREATE FUNCTION pendulum.cron_changed() RETURNS trigger
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 BEGIN
     PERFORM pg_notify('pendulum_cron', '');
@@ -195,6 +199,7 @@ $$;
 
 CREATE FUNCTION pendulum.delete_jobs(ids bigint[], state text DEFAULT NULL::text, skip_locked boolean DEFAULT false) RETURNS TABLE(id bigint, job_type text, queue text)
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -230,6 +235,7 @@ $$;
 
 CREATE FUNCTION pendulum.dependency_state(deps bigint[]) RETURNS text
     LANGUAGE plpgsql STABLE
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_missing bigint;
@@ -256,6 +262,7 @@ $$;
 
 CREATE FUNCTION pendulum.elect(role text, holder text, lease_ms bigint) RETURNS bigint
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_lease interval := lease_ms * interval '1 millisecond';
@@ -288,6 +295,7 @@ $$;
 
 CREATE FUNCTION pendulum.enqueue(tenant text, job_type text, payload jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, timeout interval DEFAULT NULL::interval, delivery text DEFAULT 'at-least-once'::text, traceparent text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[]) RETURNS bigint
     LANGUAGE sql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
     SELECT (pendulum.enqueue_ex(tenant, job_type, payload, queue, priority, run_at, delay,
                                 idempotency_key, max_attempts, timeout, delivery, traceparent,
@@ -300,6 +308,7 @@ $$;
 
 CREATE FUNCTION pendulum.enqueue_ex(tenant text, job_type text, payload jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, timeout interval DEFAULT NULL::interval, delivery text DEFAULT 'at-least-once'::text, traceparent text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[], OUT id bigint, OUT created boolean) RETURNS record
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -349,6 +358,7 @@ $$;
 
 CREATE FUNCTION pendulum.enqueue_many(jobs jsonb) RETURNS bigint[]
     LANGUAGE sql STRICT
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
     SELECT COALESCE(array_agg(e.id ORDER BY e.ord), '{}') FROM pendulum.enqueue_many_ex(jobs) e
 $$;
@@ -361,6 +371,7 @@ CREATE FUNCTION pendulum.enqueue_many_ex(jobs jsonb) RETURNS TABLE(ord integer, 
     LANGUAGE plpgsql STRICT
     SET jit TO 'off'
     SET work_mem TO '64MB'
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
         #variable_conflict use_column
         BEGIN
@@ -427,98 +438,12 @@ CREATE FUNCTION pendulum.enqueue_many_ex(jobs jsonb) RETURNS TABLE(ord integer, 
         $$;
 
 --
--- Name: enqueue_parse(jsonb); Type: FUNCTION; Schema: pendulum; Owner: -
---
-
-CREATE FUNCTION pendulum.enqueue_parse(jobs jsonb) RETURNS SETOF pendulum.job_input
-    LANGUAGE sql STABLE
-    AS $_$
-    SELECT c.ord, c.tenant_id, c.queue, c.job_type, c.payload, c.priority, c.run_at, c.delay,
-           c.idempotency_key, c.max_attempts, c.timeout, c.delivery, c.traceparent, c.depends_on
-    FROM (
-        SELECT v.*,
-            CASE
-            WHEN jsonb_typeof(v.j) <> 'object' THEN
-                'expected an object {"type": ..., "payload": ...}'
-            WHEN v.j - v.known <> '{}' THEN
-                format('unknown key ''%s''', (SELECT min(k) FROM jsonb_object_keys(v.j - v.known) k))
-            WHEN v.job_type IS NULL THEN 'missing key ''type'''
-            ELSE COALESCE(
-                pendulum.string_key_problem(v.j, 'type'),
-                pendulum.string_key_problem(v.j, 'tenant'),
-                pendulum.string_key_problem(v.j, 'queue'),
-                pendulum.string_key_problem(v.j, 'idempotency_key'),
-                pendulum.string_key_problem(v.j, 'traceparent'),
-                pendulum.name_problem('type', v.job_type),
-                pendulum.name_problem('tenant', v.tenant_id),
-                pendulum.name_problem('queue', v.queue),
-                pendulum.name_problem('idempotency_key', v.idempotency_key),
-                pendulum.string_key_problem(v.j, 'delivery'),
-                CASE WHEN v.delivery NOT IN ('at-least-once', 'at-most-once') THEN
-                    'key ''delivery'': expected "at-least-once" or "at-most-once"' END,
-                CASE WHEN jsonb_typeof(v.j->'priority') <> 'null' AND v.priority IS NULL THEN
-                    format('key ''priority'': invalid priority ''%s'': expected an integer '
-                           '(higher runs first) or high, normal, low', v.j->>'priority') END,
-                CASE WHEN jsonb_typeof(v.j->'max_attempts') <> 'null' AND v.max_attempts IS NULL
-                    THEN 'key ''max_attempts'': expected an integer 1-1000' END,
-                CASE WHEN jsonb_typeof(v.j->'run_at') <> 'null' AND v.run_at IS NULL THEN
-                    format('key ''run_at'': invalid instant %s: expected an ISO 8601 time with '
-                           'Z or an offset, or a date', v.j->'run_at') END,
-                CASE WHEN jsonb_typeof(v.j->'delay') <> 'null' AND v.delay IS NULL THEN
-                    format('key ''delay'': invalid duration %s: expected a number with ms, s, '
-                           'm, h or d', v.j->'delay') END,
-                CASE WHEN jsonb_typeof(v.j->'timeout') <> 'null' AND v.timeout IS NULL THEN
-                    format('key ''timeout'': invalid duration %s: expected a number with ms, '
-                           's, m, h or d', v.j->'timeout')
-                     WHEN v.timeout = interval '0' THEN 'key ''timeout'': must be positive' END,
-                CASE WHEN jsonb_typeof(v.j->'depends_on') <> 'null' AND v.depends_on IS NULL THEN
-                    'key ''depends_on'': expected an array of job ids' END)
-            END AS problem
-        FROM (
-            SELECT e.ord::integer AS ord, e.j,
-                '{type,payload,tenant,queue,priority,run_at,delay,idempotency_key,'
-                'max_attempts,timeout,delivery,traceparent,depends_on}'::text[] AS known,
-                e.j->>'tenant' AS tenant_id,
-                e.j->>'queue' AS queue,
-                e.j->>'type' AS job_type,
-                NULLIF(e.j->'payload', 'null') AS payload,
-                CASE e.j->>'priority'
-                    WHEN 'high' THEN 10 WHEN 'normal' THEN 0 WHEN 'low' THEN -10
-                    ELSE CASE WHEN e.j->>'priority' ~ '^-?[0-9]{1,7}$'
-                                   AND abs((e.j->>'priority')::integer) <= 1000000
-                              THEN (e.j->>'priority')::integer END
-                END AS priority,
-                CASE WHEN jsonb_typeof(e.j->'run_at') = 'string'
-                     THEN pendulum.parse_instant(e.j->>'run_at') END AS run_at,
-                CASE WHEN jsonb_typeof(e.j->'delay') IN ('string', 'number')
-                     THEN pendulum.parse_duration(e.j->>'delay') END AS delay,
-                e.j->>'idempotency_key' AS idempotency_key,
-                CASE WHEN jsonb_typeof(e.j->'max_attempts') = 'number'
-                          AND e.j->>'max_attempts' ~ '^[0-9]{1,4}$'
-                          AND (e.j->>'max_attempts')::integer BETWEEN 1 AND 1000
-                     THEN (e.j->>'max_attempts')::integer END AS max_attempts,
-                CASE WHEN jsonb_typeof(e.j->'timeout') IN ('string', 'number')
-                     THEN pendulum.parse_duration(e.j->>'timeout') END AS timeout,
-                e.j->>'delivery' AS delivery,
-                e.j->>'traceparent' AS traceparent,
-                CASE WHEN jsonb_typeof(e.j->'depends_on') = 'array'
-                          AND NOT jsonb_path_exists(e.j->'depends_on',
-                                  '$[*] ? (@.type() != "number" || @ < 1 || @.floor() != @)')
-                     THEN ARRAY(SELECT x::numeric::bigint
-                                FROM jsonb_array_elements_text(e.j->'depends_on') x)
-                END AS depends_on
-            FROM jsonb_array_elements(jobs) WITH ORDINALITY AS e(j, ord)
-            OFFSET 0) v
-        OFFSET 0) c
-    WHERE c.problem IS NULL OR pendulum.enqueue_reject(c.ord, c.problem)
-$_$;
-
---
 -- Name: enqueue_reject(bigint, text); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
 CREATE FUNCTION pendulum.enqueue_reject(ord bigint, problem text) RETURNS boolean
     LANGUAGE plpgsql STABLE
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 BEGIN
     RAISE EXCEPTION 'job %: %', ord, problem USING ERRCODE = 'invalid_parameter_value';
@@ -526,11 +451,211 @@ END
 $$;
 
 --
+-- Name: name_problem(text, text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.name_problem(field text, value text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN (value IS NULL) THEN NULL::text WHEN (octet_length(value) > 200) THEN format('invalid %s: %s bytes, at most 200'::text, field, octet_length(value)) WHEN (value ~ '[\x01-\x1f\x7f-\x9f]'::text) THEN format('invalid %s: control character U+%s at character %s'::text, field, lpad(upper(to_hex(ascii("substring"(value, '[\x01-\x1f\x7f-\x9f]'::text)))), 4, '0'::text), POSITION(("substring"(value, '[\x01-\x1f\x7f-\x9f]'::text)) IN (value))) ELSE NULL::text END;
+
+--
+-- Name: parse_duration(text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.parse_duration(d text) RETURNS interval
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $_$
+DECLARE
+    m  text[];
+    ms numeric;
+BEGIN
+    IF d ~ '^[0-9]+(\.[0-9]+)?$' THEN
+        ms := floor(d::numeric * 1000);
+    ELSE
+        m := regexp_match(d, '^(?:([0-9]+(?:\.[0-9]+)?)d)?(?:([0-9]+(?:\.[0-9]+)?)h)?'
+                             '(?:([0-9]+(?:\.[0-9]+)?)m(?!s))?(?:([0-9]+(?:\.[0-9]+)?)s)?'
+                             '(?:([0-9]+(?:\.[0-9]+)?)ms)?$');
+        IF m IS NULL OR d = '' THEN
+            RETURN NULL;
+        END IF;
+        ms := COALESCE(floor(m[1]::numeric * 86400000), 0)
+              + COALESCE(floor(m[2]::numeric * 3600000), 0)
+              + COALESCE(floor(m[3]::numeric * 60000), 0)
+              + COALESCE(floor(m[4]::numeric * 1000), 0)
+              + COALESCE(floor(m[5]::numeric), 0);
+    END IF;
+    IF ms > 36525::numeric * 86400000 THEN
+        RETURN NULL;
+    END IF;
+    RETURN make_interval(secs => ms / 1000);
+END
+$_$;
+
+--
+-- Name: parse_instant(text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.parse_instant(s text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $_$
+DECLARE
+    m text[] := regexp_match(s, '^([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[Tt ]([0-9]{2}):([0-9]{2})'
+                                '(?::([0-9]{2})(?:[.,]([0-9]+))?)?([Zz]|([-+])([0-9]{2})(?::?([0-9]{2}))?))?$');
+BEGIN
+    IF m IS NULL OR m[2]::integer NOT BETWEEN 1 AND 12 OR m[3]::integer < 1
+       OR make_date(m[1]::integer, m[2]::integer, 1) + (m[3]::integer - 1)
+          >= make_date(m[1]::integer, m[2]::integer, 1) + interval '1 month'
+       OR m[4]::integer > 23 OR m[5]::integer > 59 OR m[6]::integer > 60
+       OR m[10]::integer > 23 OR m[11]::integer > 59 THEN
+        RETURN NULL;
+    END IF;
+    RETURN make_timestamptz(m[1]::integer, m[2]::integer, m[3]::integer,
+                            COALESCE(m[4]::integer, 0), COALESCE(m[5]::integer, 0), 0, 'UTC')
+         + make_interval(secs => COALESCE(m[6]::numeric, 0)
+                                 + COALESCE(('0.' || left(m[7], 6))::numeric, 0))
+         - CASE m[9] WHEN '-' THEN -1 ELSE 1 END
+           * make_interval(hours => COALESCE(m[10]::integer, 0),
+                           mins => COALESCE(m[11]::integer, 0));
+END
+$_$;
+
+--
+-- Name: string_key_problem(jsonb, text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.string_key_problem(j jsonb, key text) RETURNS text
+    LANGUAGE sql STABLE
+    RETURN CASE WHEN (jsonb_typeof((j -> key)) <> ALL (ARRAY['string'::text, 'null'::text])) THEN format('key ''%s'': expected a string'::text, key) WHEN ((j ->> key) = ''::text) THEN format('key ''%s'': must not be empty'::text, key) ELSE NULL::text END;
+
+--
+-- Name: enqueue_parse(jsonb); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.enqueue_parse(jobs jsonb) RETURNS SETOF pendulum.job_input
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT c.ord,
+     c.tenant_id,
+     c.queue,
+     c.job_type,
+     c.payload,
+     c.priority,
+     c.run_at,
+     c.delay,
+     c.idempotency_key,
+     c.max_attempts,
+     c.timeout,
+     c.delivery,
+     c.traceparent,
+     c.depends_on
+    FROM ( SELECT v.ord,
+             v.j,
+             v.known,
+             v.tenant_id,
+             v.queue,
+             v.job_type,
+             v.payload,
+             v.priority,
+             v.run_at,
+             v.delay,
+             v.idempotency_key,
+             v.max_attempts,
+             v.timeout,
+             v.delivery,
+             v.traceparent,
+             v.depends_on,
+                 CASE
+                     WHEN (jsonb_typeof(v.j) <> 'object'::text) THEN 'expected an object {"type": ..., "payload": ...}'::text
+                     WHEN ((v.j - v.known) <> '{}'::jsonb) THEN format('unknown key ''%s'''::text, ( SELECT min(k.k) AS min
+                        FROM jsonb_object_keys((v.j - v.known)) k(k)))
+                     WHEN (v.job_type IS NULL) THEN 'missing key ''type'''::text
+                     ELSE COALESCE(pendulum.string_key_problem(v.j, 'type'::text), pendulum.string_key_problem(v.j, 'tenant'::text), pendulum.string_key_problem(v.j, 'queue'::text), pendulum.string_key_problem(v.j, 'idempotency_key'::text), pendulum.string_key_problem(v.j, 'traceparent'::text), pendulum.name_problem('type'::text, v.job_type), pendulum.name_problem('tenant'::text, v.tenant_id), pendulum.name_problem('queue'::text, v.queue), pendulum.name_problem('idempotency_key'::text, v.idempotency_key), pendulum.string_key_problem(v.j, 'delivery'::text),
+                     CASE
+                         WHEN (v.delivery <> ALL (ARRAY['at-least-once'::text, 'at-most-once'::text])) THEN 'key ''delivery'': expected "at-least-once" or "at-most-once"'::text
+                         ELSE NULL::text
+                     END,
+                     CASE
+                         WHEN ((jsonb_typeof((v.j -> 'priority'::text)) <> 'null'::text) AND (v.priority IS NULL)) THEN format('key ''priority'': invalid priority ''%s'': expected an integer (higher runs first) or high, normal, low'::text, (v.j ->> 'priority'::text))
+                         ELSE NULL::text
+                     END,
+                     CASE
+                         WHEN ((jsonb_typeof((v.j -> 'max_attempts'::text)) <> 'null'::text) AND (v.max_attempts IS NULL)) THEN 'key ''max_attempts'': expected an integer 1-1000'::text
+                         ELSE NULL::text
+                     END,
+                     CASE
+                         WHEN ((jsonb_typeof((v.j -> 'run_at'::text)) <> 'null'::text) AND (v.run_at IS NULL)) THEN format('key ''run_at'': invalid instant %s: expected an ISO 8601 time with Z or an offset, or a date'::text, (v.j -> 'run_at'::text))
+                         ELSE NULL::text
+                     END,
+                     CASE
+                         WHEN ((jsonb_typeof((v.j -> 'delay'::text)) <> 'null'::text) AND (v.delay IS NULL)) THEN format('key ''delay'': invalid duration %s: expected a number with ms, s, m, h or d'::text, (v.j -> 'delay'::text))
+                         ELSE NULL::text
+                     END,
+                     CASE
+                         WHEN ((jsonb_typeof((v.j -> 'timeout'::text)) <> 'null'::text) AND (v.timeout IS NULL)) THEN format('key ''timeout'': invalid duration %s: expected a number with ms, s, m, h or d'::text, (v.j -> 'timeout'::text))
+                         WHEN (v.timeout = '00:00:00'::interval) THEN 'key ''timeout'': must be positive'::text
+                         ELSE NULL::text
+                     END,
+                     CASE
+                         WHEN ((jsonb_typeof((v.j -> 'depends_on'::text)) <> 'null'::text) AND (v.depends_on IS NULL)) THEN 'key ''depends_on'': expected an array of job ids'::text
+                         ELSE NULL::text
+                     END)
+                 END AS problem
+            FROM ( SELECT (e.ord)::integer AS ord,
+                     e.j,
+                     '{type,payload,tenant,queue,priority,run_at,delay,idempotency_key,max_attempts,timeout,delivery,traceparent,depends_on}'::text[] AS known,
+                     (e.j ->> 'tenant'::text) AS tenant_id,
+                     (e.j ->> 'queue'::text) AS queue,
+                     (e.j ->> 'type'::text) AS job_type,
+                     NULLIF((e.j -> 'payload'::text), 'null'::jsonb) AS payload,
+                         CASE (e.j ->> 'priority'::text)
+                             WHEN 'high'::text THEN 10
+                             WHEN 'normal'::text THEN 0
+                             WHEN 'low'::text THEN '-10'::integer
+                             ELSE
+                             CASE
+                                 WHEN (((e.j ->> 'priority'::text) ~ '^-?[0-9]{1,7}$'::text) AND (abs(((e.j ->> 'priority'::text))::integer) <= 1000000)) THEN ((e.j ->> 'priority'::text))::integer
+                                 ELSE NULL::integer
+                             END
+                         END AS priority,
+                         CASE
+                             WHEN (jsonb_typeof((e.j -> 'run_at'::text)) = 'string'::text) THEN pendulum.parse_instant((e.j ->> 'run_at'::text))
+                             ELSE NULL::timestamp with time zone
+                         END AS run_at,
+                         CASE
+                             WHEN (jsonb_typeof((e.j -> 'delay'::text)) = ANY (ARRAY['string'::text, 'number'::text])) THEN pendulum.parse_duration((e.j ->> 'delay'::text))
+                             ELSE NULL::interval
+                         END AS delay,
+                     (e.j ->> 'idempotency_key'::text) AS idempotency_key,
+                         CASE
+                             WHEN ((jsonb_typeof((e.j -> 'max_attempts'::text)) = 'number'::text) AND ((e.j ->> 'max_attempts'::text) ~ '^[0-9]{1,4}$'::text) AND ((((e.j ->> 'max_attempts'::text))::integer >= 1) AND (((e.j ->> 'max_attempts'::text))::integer <= 1000))) THEN ((e.j ->> 'max_attempts'::text))::integer
+                             ELSE NULL::integer
+                         END AS max_attempts,
+                         CASE
+                             WHEN (jsonb_typeof((e.j -> 'timeout'::text)) = ANY (ARRAY['string'::text, 'number'::text])) THEN pendulum.parse_duration((e.j ->> 'timeout'::text))
+                             ELSE NULL::interval
+                         END AS timeout,
+                     (e.j ->> 'delivery'::text) AS delivery,
+                     (e.j ->> 'traceparent'::text) AS traceparent,
+                         CASE
+                             WHEN ((jsonb_typeof((e.j -> 'depends_on'::text)) = 'array'::text) AND (NOT jsonb_path_exists((e.j -> 'depends_on'::text), '$[*]?((@.type() != "number" || @ < 1) || @.floor() != @)'::jsonpath))) THEN ARRAY( SELECT ((x.value)::numeric)::bigint AS x
+                                FROM jsonb_array_elements_text((e.j -> 'depends_on'::text)) x(value))
+                             ELSE NULL::bigint[]
+                         END AS depends_on
+                    FROM jsonb_array_elements(enqueue_parse.jobs) WITH ORDINALITY e(j, ord)
+                  OFFSET 0) v
+          OFFSET 0) c
+   WHERE ((c.problem IS NULL) OR pendulum.enqueue_reject((c.ord)::bigint, c.problem));
+END;
+
+--
 -- Name: enqueue_stage(); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
 CREATE FUNCTION pendulum.enqueue_stage() RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 BEGIN
     CREATE TEMP TABLE pendulum_stage (LIKE pendulum.job_input,
@@ -547,6 +672,7 @@ CREATE FUNCTION pendulum.enqueue_staged() RETURNS TABLE(ord integer, id bigint, 
     LANGUAGE plpgsql
     SET jit TO 'off'
     SET work_mem TO '64MB'
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
         #variable_conflict use_column
         BEGIN
@@ -614,6 +740,7 @@ CREATE FUNCTION pendulum.enqueue_staged() RETURNS TABLE(ord integer, id bigint, 
 
 CREATE FUNCTION pendulum.fail_dependents(ids bigint[], how text) RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_word text := CASE how WHEN 'DEAD_LETTERED' THEN 'dead-lettered'
@@ -651,11 +778,39 @@ END
 $$;
 
 --
+-- Name: fill_tenant(); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.fill_tenant() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'attempt_rows' THEN
+        SELECT j.tenant_id INTO NEW.tenant_id FROM pendulum.jobs j WHERE j.id = NEW.job_id;
+    ELSIF TG_TABLE_NAME = 'workflow_steps' THEN
+        SELECT r.tenant_id INTO NEW.tenant_id FROM pendulum.workflow_runs r WHERE r.id = NEW.run_id;
+    ELSIF TG_TABLE_NAME = 'cron_fires' THEN
+        SELECT s.tenant_id INTO NEW.tenant_id FROM pendulum.cron_schedules s
+         WHERE s.id = NEW.schedule_id;
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+--
+-- Name: FUNCTION fill_tenant(); Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON FUNCTION pendulum.fill_tenant() IS 'An attempt, step or fire inserted without tenant_id gets its job''s, run''s or schedule''s (sql/019).';
+
+--
 -- Name: job_by_key(text, text); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
 CREATE FUNCTION pendulum.job_by_key(tenant text, idempotency_key text) RETURNS bigint
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 BEGIN
     RETURN (SELECT j.id FROM pendulum.jobs j
@@ -669,9 +824,7 @@ $$;
 
 CREATE FUNCTION pendulum.metric_bounds() RETURNS double precision[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-    SELECT '{0.005,0.01,0.025,0.05,0.1,0.25,0.5,1,2.5,5,10,30,60,300,900,3600}'::double precision[]
-$$;
+    RETURN '{0.005,0.01,0.025,0.05,0.1,0.25,0.5,1,2.5,5,10,30,60,300,900,3600}'::double precision[];
 
 --
 -- Name: metric_bucket(double precision); Type: FUNCTION; Schema: pendulum; Owner: -
@@ -679,27 +832,7 @@ $$;
 
 CREATE FUNCTION pendulum.metric_bucket(d double precision) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-    SELECT 16 - width_bucket(-d, '{-3600,-900,-300,-60,-30,-10,-5,-2.5,-1,-0.5,-0.25,-0.1,-0.05,-0.025,-0.01,-0.005}'::double precision[])
-$$;
-
---
--- Name: name_problem(text, text); Type: FUNCTION; Schema: pendulum; Owner: -
---
-
-CREATE FUNCTION pendulum.name_problem(field text, value text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-    SELECT CASE
-        WHEN value IS NULL THEN NULL
-        WHEN octet_length(value) > 200 THEN
-            format('invalid %s: %s bytes, at most 200', field, octet_length(value))
-        WHEN value ~ '[\x01-\x1f\x7f-\x9f]' THEN
-            format('invalid %s: control character U+%s at character %s', field,
-                   lpad(upper(to_hex(ascii(substring(value FROM '[\x01-\x1f\x7f-\x9f]')))), 4, '0'),
-                   position(substring(value FROM '[\x01-\x1f\x7f-\x9f]') IN value))
-    END
-$$;
+    RETURN (16 - width_bucket((- d), '{-3600,-900,-300,-60,-30,-10,-5,-2.5,-1,-0.5,-0.25,-0.1,-0.05,-0.025,-0.01,-0.005}'::double precision[]));
 
 --
 -- Name: notify_done(); Type: FUNCTION; Schema: pendulum; Owner: -
@@ -707,6 +840,7 @@ $$;
 
 CREATE FUNCTION pendulum.notify_done() RETURNS trigger
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 BEGIN
     PERFORM pg_notify('pendulum_done', NEW.id::text);
@@ -720,6 +854,7 @@ $$;
 
 CREATE FUNCTION pendulum.notify_jobs(queues text[]) RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 BEGIN
     PERFORM pg_notify('pendulum_jobs', q) FROM unnest(queues) q;
@@ -732,7 +867,8 @@ $$;
 --
 
 CREATE FUNCTION pendulum.outbox_head_insert() RETURNS trigger
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_head bigint;
@@ -769,7 +905,8 @@ $$;
 --
 
 CREATE FUNCTION pendulum.outbox_head_promote() RETURNS trigger
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_next bigint;
@@ -800,7 +937,8 @@ $$;
 --
 
 CREATE FUNCTION pendulum.outbox_heads_truncate() RETURNS trigger
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 BEGIN
     TRUNCATE pendulum.outbox_heads;
@@ -814,6 +952,7 @@ $$;
 
 CREATE FUNCTION pendulum.outbox_record(tenant text, topic text, payload jsonb, message_key text DEFAULT NULL::text, headers jsonb DEFAULT '{}'::jsonb, max_attempts integer DEFAULT 25) RETURNS bigint
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_tenant  text := COALESCE(outbox_record.tenant, 'default');
@@ -855,72 +994,12 @@ END
 $$;
 
 --
--- Name: parse_duration(text); Type: FUNCTION; Schema: pendulum; Owner: -
---
-
-CREATE FUNCTION pendulum.parse_duration(d text) RETURNS interval
-    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
-    AS $_$
-DECLARE
-    m  text[];
-    ms numeric;
-BEGIN
-    IF d ~ '^[0-9]+(\.[0-9]+)?$' THEN
-        ms := floor(d::numeric * 1000);
-    ELSE
-        m := regexp_match(d, '^(?:([0-9]+(?:\.[0-9]+)?)d)?(?:([0-9]+(?:\.[0-9]+)?)h)?'
-                             '(?:([0-9]+(?:\.[0-9]+)?)m(?!s))?(?:([0-9]+(?:\.[0-9]+)?)s)?'
-                             '(?:([0-9]+(?:\.[0-9]+)?)ms)?$');
-        IF m IS NULL OR d = '' THEN
-            RETURN NULL;
-        END IF;
-        ms := COALESCE(floor(m[1]::numeric * 86400000), 0)
-              + COALESCE(floor(m[2]::numeric * 3600000), 0)
-              + COALESCE(floor(m[3]::numeric * 60000), 0)
-              + COALESCE(floor(m[4]::numeric * 1000), 0)
-              + COALESCE(floor(m[5]::numeric), 0);
-    END IF;
-    IF ms > 36525::numeric * 86400000 THEN
-        RETURN NULL;
-    END IF;
-    RETURN make_interval(secs => ms / 1000);
-END
-$_$;
-
---
--- Name: parse_instant(text); Type: FUNCTION; Schema: pendulum; Owner: -
---
-
-CREATE FUNCTION pendulum.parse_instant(s text) RETURNS timestamp with time zone
-    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
-    AS $_$
-DECLARE
-    m text[] := regexp_match(s, '^([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[Tt ]([0-9]{2}):([0-9]{2})'
-                                '(?::([0-9]{2})(?:[.,]([0-9]+))?)?([Zz]|([-+])([0-9]{2})(?::?([0-9]{2}))?))?$');
-BEGIN
-    IF m IS NULL OR m[2]::integer NOT BETWEEN 1 AND 12 OR m[3]::integer < 1
-       OR make_date(m[1]::integer, m[2]::integer, 1) + (m[3]::integer - 1)
-          >= make_date(m[1]::integer, m[2]::integer, 1) + interval '1 month'
-       OR m[4]::integer > 23 OR m[5]::integer > 59 OR m[6]::integer > 60
-       OR m[10]::integer > 23 OR m[11]::integer > 59 THEN
-        RETURN NULL;
-    END IF;
-    RETURN make_timestamptz(m[1]::integer, m[2]::integer, m[3]::integer,
-                            COALESCE(m[4]::integer, 0), COALESCE(m[5]::integer, 0), 0, 'UTC')
-         + make_interval(secs => COALESCE(m[6]::numeric, 0)
-                                 + COALESCE(('0.' || left(m[7], 6))::numeric, 0))
-         - CASE m[9] WHEN '-' THEN -1 ELSE 1 END
-           * make_interval(hours => COALESCE(m[10]::integer, 0),
-                           mins => COALESCE(m[11]::integer, 0));
-END
-$_$;
-
---
 -- Name: prune(text, bigint, integer); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
 CREATE FUNCTION pendulum.prune(kind text, older_ms bigint, n integer) RETURNS integer
     LANGUAGE sql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
     SELECT CASE WHEN kind = 'workers_gone' THEN pendulum.prune_workers_gone(older_ms, n)
                 ELSE pendulum.prune_history(kind, older_ms, n) END
@@ -932,6 +1011,7 @@ $$;
 
 CREATE FUNCTION pendulum.prune_candidates(kind text, older_ms bigint, n integer) RETURNS SETOF bigint
     LANGUAGE plpgsql STABLE
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_before timestamptz := now() - older_ms * interval '1 millisecond';
@@ -962,6 +1042,7 @@ $$;
 
 CREATE FUNCTION pendulum.prune_count(kind text, older_ms bigint) RETURNS bigint
     LANGUAGE sql STABLE
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
     SELECT CASE WHEN kind = 'workers_gone'
                 THEN (SELECT count(*) FROM pendulum.workers_gone(older_ms, NULL))
@@ -974,6 +1055,7 @@ $$;
 
 CREATE FUNCTION pendulum.prune_history(kind text, older_ms bigint, n integer) RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_count integer;
@@ -1013,6 +1095,7 @@ COMMENT ON FUNCTION pendulum.prune_history(kind text, older_ms bigint, n integer
 
 CREATE FUNCTION pendulum.prune_workers_gone(older_ms bigint, n integer) RETURNS integer
     LANGUAGE sql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
     WITH c AS (SELECT w.id FROM pendulum.workers w
                 WHERE w.id IN (SELECT pendulum.workers_gone(older_ms, n))
@@ -1027,6 +1110,7 @@ $$;
 
 CREATE FUNCTION pendulum.reblock_dependents(ids bigint[]) RETURNS TABLE(id bigint, job_type text, state text, queue text, replay_count integer, failed_dependency bigint)
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -1061,6 +1145,7 @@ $$;
 
 CREATE FUNCTION pendulum.resign(role text, holder text) RETURNS boolean
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 BEGIN
     UPDATE pendulum.leaders l SET expires_at = now()
@@ -1074,16 +1159,90 @@ END
 $$;
 
 --
+-- Name: worker_gone_at(timestamp with time zone, bigint); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.worker_gone_at(last_seen_at timestamp with time zone, lease_ms bigint) RETURNS timestamp with time zone
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (last_seen_at + ((COALESCE(lease_ms, (60000)::bigint))::double precision * '00:00:00.001'::interval));
+
+--
+-- Name: workers; Type: TABLE; Schema: pendulum; Owner: -
+--
+
+CREATE TABLE pendulum.workers (
+    id text NOT NULL,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    queues text[] NOT NULL,
+    job_types text[] NOT NULL,
+    concurrency integer NOT NULL,
+    in_flight integer DEFAULT 0 NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    lease_ms bigint,
+    CONSTRAINT workers_lease_ms_check CHECK ((lease_ms > 0))
+);
+
+--
+-- Name: COLUMN workers.lease_ms; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON COLUMN pendulum.workers.lease_ms IS 'The worker''s lease, ms: it is gone once last_seen_at is older than this (NULL: 60 s).';
+
+--
+-- Name: worker_states(bigint); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.worker_states(window_ms bigint DEFAULT NULL::bigint) RETURNS TABLE(id text, host text, pid integer, queues text[], job_types text[], concurrency integer, in_flight integer, started_at timestamp with time zone, last_seen_at timestamp with time zone, lease_ms bigint, gone_at timestamp with time zone, gone boolean)
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT w.id,
+     w.host,
+     w.pid,
+     w.queues,
+     w.job_types,
+     w.concurrency,
+         CASE
+             WHEN (g.gone_at <= now()) THEN 0
+             ELSE w.in_flight
+         END AS in_flight,
+     w.started_at,
+     w.last_seen_at,
+     w.lease_ms,
+     g.gone_at,
+     (g.gone_at <= now())
+    FROM (pendulum.workers w
+      CROSS JOIN LATERAL ( SELECT pendulum.worker_gone_at(w.last_seen_at, COALESCE(worker_states.window_ms, w.lease_ms)) AS gone_at) g);
+END;
+
+--
+-- Name: live_workers; Type: VIEW; Schema: pendulum; Owner: -
+--
+
+CREATE VIEW pendulum.live_workers WITH (security_invoker='true') AS
+ SELECT worker_states.id,
+    worker_states.host,
+    worker_states.pid,
+    worker_states.queues,
+    worker_states.job_types,
+    worker_states.concurrency,
+    worker_states.in_flight,
+    worker_states.started_at,
+    worker_states.last_seen_at,
+    worker_states.lease_ms,
+    worker_states.gone_at,
+    worker_states.gone
+   FROM pendulum.worker_states() worker_states(id, host, pid, queues, job_types, concurrency, in_flight, started_at, last_seen_at, lease_ms, gone_at, gone)
+  WHERE (NOT worker_states.gone);
+
+--
 -- Name: served(text, text); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
 CREATE FUNCTION pendulum.served(queue text, job_type text) RETURNS boolean
     LANGUAGE sql STABLE
-    AS $$
-    SELECT EXISTS (SELECT 1 FROM pendulum.live_workers w
-                    WHERE served.queue = ANY (w.queues)
-                      AND (served.job_type = ANY (w.job_types) OR '*' = ANY (w.job_types)))
-$$;
+    RETURN (EXISTS (SELECT 1 FROM pendulum.live_workers w WHERE ((served.queue = ANY (w.queues)) AND ((served.job_type = ANY (w.job_types)) OR ('*'::text = ANY (w.job_types))))));
 
 --
 -- Name: signal_workflow(bigint, text, jsonb); Type: FUNCTION; Schema: pendulum; Owner: -
@@ -1091,6 +1250,7 @@ $$;
 
 CREATE FUNCTION pendulum.signal_workflow(run bigint, name text, payload jsonb DEFAULT 'null'::jsonb) RETURNS boolean
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_run   record;
@@ -1136,6 +1296,7 @@ $$;
 
 CREATE FUNCTION pendulum.start_workflow(tenant text, name text, input jsonb DEFAULT 'null'::jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, steps text[] DEFAULT NULL::text[], run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval) RETURNS bigint
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_job  record;
@@ -1166,16 +1327,14 @@ END
 $$;
 
 --
--- Name: string_key_problem(jsonb, text); Type: FUNCTION; Schema: pendulum; Owner: -
+-- Name: tenant_scoped(name); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
-CREATE FUNCTION pendulum.string_key_problem(j jsonb, key text) RETURNS text
-    LANGUAGE sql STABLE
+CREATE FUNCTION pendulum.tenant_scoped(who name) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
-    SELECT CASE WHEN jsonb_typeof(j->key) NOT IN ('string', 'null') THEN
-                    format('key ''%s'': expected a string', key)
-                WHEN j->>key = '' THEN format('key ''%s'': must not be empty', key)
-           END
+    SELECT EXISTS (SELECT 1 FROM pendulum.tenant_members m WHERE pg_has_role(who, m.role, 'MEMBER'))
 $$;
 
 --
@@ -1184,6 +1343,7 @@ $$;
 
 CREATE FUNCTION pendulum.unblock_dependents(ids bigint[]) RETURNS SETOF text
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_lock bigint[];
@@ -1213,34 +1373,10 @@ $$;
 
 CREATE FUNCTION pendulum.wait_job(id bigint) RETURNS text
     LANGUAGE sql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
     UPDATE pendulum.jobs j SET notify_done = true WHERE j.id = wait_job.id
     RETURNING j.state
-$$;
-
---
--- Name: worker_gone_at(timestamp with time zone, bigint); Type: FUNCTION; Schema: pendulum; Owner: -
---
-
-CREATE FUNCTION pendulum.worker_gone_at(last_seen_at timestamp with time zone, lease_ms bigint) RETURNS timestamp with time zone
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-    SELECT last_seen_at + coalesce(lease_ms, 60000) * interval '1 millisecond'
-$$;
-
---
--- Name: worker_states(bigint); Type: FUNCTION; Schema: pendulum; Owner: -
---
-
-CREATE FUNCTION pendulum.worker_states(window_ms bigint DEFAULT NULL::bigint) RETURNS TABLE(id text, host text, pid integer, queues text[], job_types text[], concurrency integer, in_flight integer, started_at timestamp with time zone, last_seen_at timestamp with time zone, lease_ms bigint, gone_at timestamp with time zone, gone boolean)
-    LANGUAGE sql STABLE
-    AS $$
-    SELECT w.id, w.host, w.pid, w.queues, w.job_types, w.concurrency,
-           CASE WHEN g.gone_at <= now() THEN 0 ELSE w.in_flight END,
-           w.started_at, w.last_seen_at, w.lease_ms, g.gone_at, g.gone_at <= now()
-      FROM pendulum.workers w
-     CROSS JOIN LATERAL (SELECT pendulum.worker_gone_at(w.last_seen_at,
-                                                        coalesce(window_ms, w.lease_ms)) AS gone_at) g
 $$;
 
 --
@@ -1249,12 +1385,13 @@ $$;
 
 CREATE FUNCTION pendulum.workers_gone(older_ms bigint, n integer) RETURNS SETOF text
     LANGUAGE sql STABLE
-    AS $$
-    SELECT w.id FROM pendulum.workers w
-     WHERE pendulum.worker_gone_at(w.last_seen_at, w.lease_ms)
-           < now() - older_ms * interval '1 millisecond'
-     ORDER BY w.last_seen_at LIMIT n
-$$;
+    BEGIN ATOMIC
+ SELECT w.id
+    FROM pendulum.workers w
+   WHERE (pendulum.worker_gone_at(w.last_seen_at, w.lease_ms) < (now() - ((workers_gone.older_ms)::double precision * '00:00:00.001'::interval)))
+   ORDER BY w.last_seen_at
+  LIMIT workers_gone.n;
+END;
 
 --
 -- Name: workflow_context(bigint); Type: FUNCTION; Schema: pendulum; Owner: -
@@ -1262,6 +1399,7 @@ $$;
 
 CREATE FUNCTION pendulum.workflow_context(run_job bigint) RETURNS jsonb
     LANGUAGE sql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
     SELECT jsonb_build_object(
         'run', r.id, 'workflow', r.workflow, 'position', r.position,
@@ -1294,6 +1432,7 @@ CREATE TABLE pendulum.attempt_rows (
     exit_code integer,
     signal integer,
     stderr_tail text,
+    tenant_id text NOT NULL,
     CONSTRAINT attempt_rows_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'terminal'::text, 'timeout'::text, 'could_not_start'::text, 'lease_expired'::text, 'lease_lost'::text, 'released'::text, 'claim_lost'::text])))
 );
 
@@ -1318,6 +1457,7 @@ CREATE TABLE pendulum.cron_fires (
     job_id bigint,
     busy_job_id bigint,
     recorded_at timestamp with time zone DEFAULT now() NOT NULL,
+    tenant_id text NOT NULL,
     CONSTRAINT cron_fires_check CHECK (((kind = 'skipped'::text) = (job_id IS NULL))),
     CONSTRAINT cron_fires_kind_check CHECK ((kind = ANY (ARRAY['fired'::text, 'skipped'::text, 'triggered'::text])))
 );
@@ -1380,7 +1520,7 @@ CREATE TABLE pendulum.cron_schedules (
 -- Name: job_attempts; Type: VIEW; Schema: pendulum; Owner: -
 --
 
-CREATE VIEW pendulum.job_attempts AS
+CREATE VIEW pendulum.job_attempts WITH (security_invoker='true') AS
  SELECT a.job_id,
     a.attempt,
     a.lease_token,
@@ -1427,7 +1567,7 @@ COMMENT ON VIEW pendulum.job_attempts IS 'Every attempt of every job: pendulum.a
 -- Name: cron_history; Type: VIEW; Schema: pendulum; Owner: -
 --
 
-CREATE VIEW pendulum.cron_history AS
+CREATE VIEW pendulum.cron_history WITH (security_invoker='true') AS
  SELECT f.id,
     f.schedule_id,
     s.tenant_id,
@@ -1513,30 +1653,10 @@ CREATE SEQUENCE pendulum.lease_token_seq
     CACHE 1;
 
 --
--- Name: live_workers; Type: VIEW; Schema: pendulum; Owner: -
---
-
-CREATE VIEW pendulum.live_workers AS
- SELECT worker_states.id,
-    worker_states.host,
-    worker_states.pid,
-    worker_states.queues,
-    worker_states.job_types,
-    worker_states.concurrency,
-    worker_states.in_flight,
-    worker_states.started_at,
-    worker_states.last_seen_at,
-    worker_states.lease_ms,
-    worker_states.gone_at,
-    worker_states.gone
-   FROM pendulum.worker_states() worker_states(id, host, pid, queues, job_types, concurrency, in_flight, started_at, last_seen_at, lease_ms, gone_at, gone)
-  WHERE (NOT worker_states.gone);
-
---
 -- Name: metric_samples; Type: VIEW; Schema: pendulum; Owner: -
 --
 
-CREATE VIEW pendulum.metric_samples AS
+CREATE VIEW pendulum.metric_samples WITH (security_invoker='true') AS
  SELECT x.job_id,
     'attempt'::text AS kind,
     j.queue,
@@ -1582,7 +1702,7 @@ COMMENT ON TABLE pendulum.retired_metrics IS 'What deleted jobs counted in the m
 -- Name: metric_totals; Type: VIEW; Schema: pendulum; Owner: -
 --
 
-CREATE VIEW pendulum.metric_totals AS
+CREATE VIEW pendulum.metric_totals WITH (security_invoker='true') AS
  SELECT u.kind,
     u.queue,
     u.outcome,
@@ -1684,10 +1804,27 @@ CREATE TABLE pendulum.schema_migrations (
 );
 
 --
+-- Name: tenant_members; Type: TABLE; Schema: pendulum; Owner: -
+--
+
+CREATE TABLE pendulum.tenant_members (
+    role regrole NOT NULL,
+    tenant_id text NOT NULL,
+    granted_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT tenant_members_tenant_id_check CHECK ((tenant_id <> ''::text))
+);
+
+--
+-- Name: TABLE tenant_members; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON TABLE pendulum.tenant_members IS 'A role (and its members) sees and writes the rows of these tenants (pd-admin tenant grant|revoke|list).';
+
+--
 -- Name: unserved; Type: VIEW; Schema: pendulum; Owner: -
 --
 
-CREATE VIEW pendulum.unserved AS
+CREATE VIEW pendulum.unserved WITH (security_invoker='true') AS
  SELECT p.queue,
     p.job_type,
     p.jobs,
@@ -1700,30 +1837,6 @@ CREATE VIEW pendulum.unserved AS
           WHERE (jobs.state = 'PENDING'::text)
           GROUP BY jobs.queue, jobs.job_type) p
   WHERE (NOT pendulum.served(p.queue, p.job_type));
-
---
--- Name: workers; Type: TABLE; Schema: pendulum; Owner: -
---
-
-CREATE TABLE pendulum.workers (
-    id text NOT NULL,
-    host text NOT NULL,
-    pid integer NOT NULL,
-    queues text[] NOT NULL,
-    job_types text[] NOT NULL,
-    concurrency integer NOT NULL,
-    in_flight integer DEFAULT 0 NOT NULL,
-    started_at timestamp with time zone DEFAULT now() NOT NULL,
-    last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
-    lease_ms bigint,
-    CONSTRAINT workers_lease_ms_check CHECK ((lease_ms > 0))
-);
-
---
--- Name: COLUMN workers.lease_ms; Type: COMMENT; Schema: pendulum; Owner: -
---
-
-COMMENT ON COLUMN pendulum.workers.lease_ms IS 'The worker''s lease, ms: it is gone once last_seen_at is older than this (NULL: 60 s).';
 
 --
 -- Name: workflow_runs; Type: TABLE; Schema: pendulum; Owner: -
@@ -1758,7 +1871,7 @@ COMMENT ON TABLE pendulum.workflow_runs IS 'One row per workflow run; its job (j
 -- Name: workflow_run_states; Type: VIEW; Schema: pendulum; Owner: -
 --
 
-CREATE VIEW pendulum.workflow_run_states AS
+CREATE VIEW pendulum.workflow_run_states WITH (security_invoker='true') AS
  SELECT r.id AS run_id,
     r.workflow,
     r.tenant_id,
@@ -1801,6 +1914,7 @@ CREATE TABLE pendulum.workflow_steps (
     lease_token bigint,
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone DEFAULT now() NOT NULL,
+    tenant_id text NOT NULL,
     CONSTRAINT workflow_steps_kind_check CHECK ((kind = ANY (ARRAY['run'::text, 'sleep'::text, 'wait_for'::text]))),
     CONSTRAINT workflow_steps_step_index_check CHECK ((step_index >= 0))
 );
@@ -1887,6 +2001,13 @@ ALTER TABLE ONLY pendulum.retired_metrics
 
 ALTER TABLE ONLY pendulum.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+--
+-- Name: tenant_members tenant_members_pkey; Type: CONSTRAINT; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE ONLY pendulum.tenant_members
+    ADD CONSTRAINT tenant_members_pkey PRIMARY KEY (role, tenant_id);
 
 --
 -- Name: workers workers_pkey; Type: CONSTRAINT; Schema: pendulum; Owner: -
@@ -2013,6 +2134,18 @@ CREATE INDEX outbox_published_idx ON pendulum.outbox USING btree (published_at) 
 CREATE INDEX workflow_runs_workflow_idx ON pendulum.workflow_runs USING btree (workflow, id);
 
 --
+-- Name: attempt_rows attempt_rows_tenant; Type: TRIGGER; Schema: pendulum; Owner: -
+--
+
+CREATE TRIGGER attempt_rows_tenant BEFORE INSERT ON pendulum.attempt_rows FOR EACH ROW WHEN ((new.tenant_id IS NULL)) EXECUTE FUNCTION pendulum.fill_tenant();
+
+--
+-- Name: cron_fires cron_fires_tenant; Type: TRIGGER; Schema: pendulum; Owner: -
+--
+
+CREATE TRIGGER cron_fires_tenant BEFORE INSERT ON pendulum.cron_fires FOR EACH ROW WHEN ((new.tenant_id IS NULL)) EXECUTE FUNCTION pendulum.fill_tenant();
+
+--
 -- Name: cron_schedules cron_schedules_changed; Type: TRIGGER; Schema: pendulum; Owner: -
 --
 
@@ -2049,6 +2182,12 @@ CREATE TRIGGER outbox_head_published AFTER UPDATE OF state ON pendulum.outbox FO
 CREATE TRIGGER outbox_heads_truncate AFTER TRUNCATE ON pendulum.outbox FOR EACH STATEMENT EXECUTE FUNCTION pendulum.outbox_heads_truncate();
 
 --
+-- Name: workflow_steps workflow_steps_tenant; Type: TRIGGER; Schema: pendulum; Owner: -
+--
+
+CREATE TRIGGER workflow_steps_tenant BEFORE INSERT ON pendulum.workflow_steps FOR EACH ROW WHEN ((new.tenant_id IS NULL)) EXECUTE FUNCTION pendulum.fill_tenant();
+
+--
 -- Name: attempt_rows attempt_rows_job_id_fkey; Type: FK CONSTRAINT; Schema: pendulum; Owner: -
 --
 
@@ -2082,3 +2221,229 @@ ALTER TABLE ONLY pendulum.workflow_runs
 
 ALTER TABLE ONLY pendulum.workflow_steps
     ADD CONSTRAINT workflow_steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES pendulum.workflow_runs(id) ON DELETE CASCADE;
+
+--
+-- Name: attempt_rows admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.attempt_rows TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: cron_fires admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.cron_fires TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: cron_schedules admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.cron_schedules TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: jobs admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.jobs TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: outbox admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.outbox TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: outbox_heads admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.outbox_heads TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: tenant_members admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.tenant_members TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: workflow_runs admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.workflow_runs TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: workflow_steps admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.workflow_steps TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: attempt_rows; Type: ROW SECURITY; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE pendulum.attempt_rows ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: cron_fires; Type: ROW SECURITY; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE pendulum.cron_fires ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: cron_schedules; Type: ROW SECURITY; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE pendulum.cron_schedules ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: jobs; Type: ROW SECURITY; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE pendulum.jobs ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: outbox; Type: ROW SECURITY; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE pendulum.outbox ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: outbox_heads; Type: ROW SECURITY; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE pendulum.outbox_heads ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: attempt_rows service; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY service ON pendulum.attempt_rows TO pendulum_worker USING (true) WITH CHECK (true);
+
+--
+-- Name: cron_fires service; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY service ON pendulum.cron_fires TO pendulum_worker USING (true) WITH CHECK (true);
+
+--
+-- Name: cron_schedules service; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY service ON pendulum.cron_schedules TO pendulum_worker USING (true) WITH CHECK (true);
+
+--
+-- Name: jobs service; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY service ON pendulum.jobs TO pendulum_worker USING (true) WITH CHECK (true);
+
+--
+-- Name: outbox service; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY service ON pendulum.outbox TO pendulum_worker USING (true) WITH CHECK (true);
+
+--
+-- Name: outbox_heads service; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY service ON pendulum.outbox_heads TO pendulum_worker USING (true) WITH CHECK (true);
+
+--
+-- Name: workflow_runs service; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY service ON pendulum.workflow_runs TO pendulum_worker USING (true) WITH CHECK (true);
+
+--
+-- Name: workflow_steps service; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY service ON pendulum.workflow_steps TO pendulum_worker USING (true) WITH CHECK (true);
+
+--
+-- Name: attempt_rows tenant; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY tenant ON pendulum.attempt_rows USING ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m))) WITH CHECK ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m)));
+
+--
+-- Name: cron_fires tenant; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY tenant ON pendulum.cron_fires USING ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m))) WITH CHECK ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m)));
+
+--
+-- Name: cron_schedules tenant; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY tenant ON pendulum.cron_schedules USING ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m))) WITH CHECK ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m)));
+
+--
+-- Name: jobs tenant; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY tenant ON pendulum.jobs USING ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m))) WITH CHECK ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m)));
+
+--
+-- Name: outbox tenant; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY tenant ON pendulum.outbox USING ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m))) WITH CHECK ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m)));
+
+--
+-- Name: outbox_heads tenant; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY tenant ON pendulum.outbox_heads USING ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m))) WITH CHECK ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m)));
+
+--
+-- Name: tenant_members tenant; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY tenant ON pendulum.tenant_members FOR SELECT USING (pg_has_role((role)::oid, 'MEMBER'::text));
+
+--
+-- Name: workflow_runs tenant; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY tenant ON pendulum.workflow_runs USING ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m))) WITH CHECK ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m)));
+
+--
+-- Name: workflow_steps tenant; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY tenant ON pendulum.workflow_steps USING ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m))) WITH CHECK ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m)));
+
+--
+-- Name: tenant_members; Type: ROW SECURITY; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE pendulum.tenant_members ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: workflow_runs; Type: ROW SECURITY; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE pendulum.workflow_runs ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: workflow_steps; Type: ROW SECURITY; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE pendulum.workflow_steps ENABLE ROW LEVEL SECURITY;
