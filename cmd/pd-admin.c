@@ -99,11 +99,11 @@ static const struct pd_subcmd commands[] = {
      "let a role see and write a tenant's rows",
      "Let role ROLE, and every role that is a member of it, see and write the rows\n"
      "of tenant TENANT under row-level security (pendulum.tenant_members; see\n"
-     "pendulum(7)). Granting it again changes nothing.", "json", 2, 2, "role", 0, 0, 1},
+     "pendulum(7)). Granting it again changes nothing.", "json", 2, 2, "role,tenant", 0, 0, 1},
     {"tenant", "revoke", pd_admincmd_tenant, "tenant revoke ROLE TENANT",
      "take a tenant back from a role",
      "Undo 'tenant grant ROLE TENANT': the role no longer sees or writes the\n"
-     "tenant's rows (its sessions' next statements).", "json", 2, 2, "role", 0, 0, 1},
+     "tenant's rows (its sessions' next statements).", "json", 2, 2, "role,tenant", 0, 0, 1},
     {"tenant", "list", pd_admincmd_tenant, "tenant list [ROLE]", "which roles see which tenants",
      "List the tenant grants, of ROLE or of every role: role, tenant, when granted.",
      "json", 0, 1, "role", 0, 0, 1},

@@ -123,6 +123,20 @@ static const struct pd_subcmd *find(const struct pd_subprog *p, int argc, char *
 }
 
 /*
+ * The usage error for operand number have (from 0) missing: c->operand names
+ * the operands in order, comma-separated ("role,tenant"); a shorter list's
+ * last name stands for the rest.
+ */
+static int missing_operand(const struct pd_subcmd *c, int have, struct pd_err *e)
+{
+	const char *s = c->operand;
+
+	for (int i = 0; i < have && strchr(s, ','); i++)
+		s = strchr(s, ',') + 1;
+	return pd_errf(e, PD_EX_USAGE, "missing %.*s", (int)strcspn(s, ","), s);
+}
+
+/*
  * Parse the options of k->cmd into k->x and its operands into k->argc,
  * k->argv. Returns 0, 1 after --help, or -1 with e (an empty msg: said).
  */
@@ -179,7 +193,7 @@ static int parse(struct pd_subcall *k, int argc, char **argv, struct pd_err *e)
 	k->argc = argc - optind;
 	k->argv = argv + optind;
 	if (k->argc < c->min_args)
-		return pd_errf(e, PD_EX_USAGE, "missing %s", c->operand);
+		return missing_operand(c, k->argc, e);
 	if (c->max_args >= 0 && k->argc > c->max_args)
 		return pd_errf(e, PD_EX_USAGE, "unexpected argument '%s'", k->argv[c->max_args]);
 	return p->check ? p->check(k, e) : 0;

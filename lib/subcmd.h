@@ -37,7 +37,7 @@ struct pd_subcmd {
 	const char *about;	/* for PROG COMMAND --help */
 	const char *opts;	/* the long names of the options it takes, comma-separated */
 	int min_args, max_args; /* operands; max_args -1: any number */
-	const char *operand;	/* what a missing operand is called ("job id") */
+	const char *operand;	/* what missing operands are called: "job id", "role,tenant" */
 	long long count_def, count_max; /* its count option's (--limit, -n) default and bound */
 	int db; /* connect before fn: 1 checking the schema version, 2 without; 0 not */
 };

@@ -544,6 +544,14 @@ row() {
 	row lease-check-lost 1 "lease lost" "" env PD_JOB_ID="$job" PD_LEASE_TOKEN=12345 pd-admin lease check
 	row lease-check-db-down 69 "127.0.0.1" "" env PD_JOB_ID="$job" PD_LEASE_TOKEN=1 pd-admin -d "$DOWN" lease check
 	row lease-check-extra 64 "extra" "" pd-admin lease check extra
+	row tenant-grant-one-arg 64 "missing tenant" "" pd-admin tenant grant postgres
+	row tenant-grant-extra 64 "extra" "" pd-admin tenant grant postgres acme extra
+	row tenant-grant-no-role 2 "no_such_role_x" "" pd-admin tenant grant no_such_role_x acme
+	row tenant-grant-tenant-ctl 65 "tenant" "" pd-admin tenant grant postgres $'a\x01b'
+	row tenant-grant-tenant-long 65 "tenant" "" pd-admin tenant grant postgres "$LONG_NAME"
+	row tenant-revoke-not-granted 2 "acme" "" pd-admin tenant revoke postgres acme
+	row tenant-list-no-role 2 "no_such_role_x" "" pd-admin tenant list no_such_role_x
+	row tenant-grant-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" tenant grant postgres acme
 	rows_end
 }
 
