@@ -9,6 +9,7 @@
 #include "admincmd.h"
 #include "app.h"
 #include "cli.h"
+#include "log.h"
 
 #define SYNOPSIS "usage: pd-admin [-hVv] [-c file] [-d conninfo] [--json] command [args]\n"
 
@@ -106,6 +107,8 @@ static void help(void)
 	       "  -c, --config FILE       configuration file (default $PD_CONFIG, then\n"
 	       "                          /etc/pendulum/pendulum.yaml)\n"
 	       "  -d, --database CONNINFO libpq conninfo or URI (default $PD_DATABASE_URL)\n"
+	       "      --database-url-file PATH\n"
+	       "                          the conninfo or URI on PATH's first line\n"
 	       "      --json              one JSON object a line instead of a table\n"
 	       "      --quiet             log warnings and errors only\n"
 	       "  -v, --verbose           log debug messages\n"
@@ -134,6 +137,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"config", required_argument, NULL, 'c'},
 	    {"database", required_argument, NULL, 'd'},
+	    {"database-url-file", required_argument, NULL, PD_APP_OPT_DBFILE},
 	    {"json", no_argument, NULL, 'j'},
 	    {"quiet", no_argument, NULL, PD_APP_OPT_QUIET},
 	    {"verbose", no_argument, NULL, 'v'},
@@ -143,6 +147,7 @@ int main(int argc, char **argv)
 	};
 	struct pd_subprog p = prog;
 	struct pd_app a;
+	struct pd_err e = PD_ERR_INIT;
 	int ch;
 
 	pd_cli_init(argv[0]);
@@ -153,7 +158,11 @@ int main(int argc, char **argv)
 			a.config_path = optarg;
 			break;
 		case 'd':
-			a.database = optarg;
+		case PD_APP_OPT_DBFILE:
+			if (pd_app_database(&a, optarg, ch == PD_APP_OPT_DBFILE, &e) < 0) {
+				pd_die_msg(e.msg);
+				return e.code;
+			}
 			break;
 		case 'j':
 			a.json = 1;

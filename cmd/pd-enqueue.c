@@ -56,6 +56,8 @@ static void help(void)
 	    "                               job stays queued\n"
 	    "  -c, --config FILE            configuration file\n"
 	    "  -d, --database CONNINFO      libpq conninfo or URI (default $PD_DATABASE_URL)\n"
+	    "      --database-url-file PATH\n"
+	    "                               the conninfo or URI on PATH's first line\n"
 	    "  -v, --verbose                log more\n"
 	    "      --quiet                  log warnings and errors only (--wait: no line for\n"
 	    "                               a failed attempt)\n"

@@ -45,7 +45,7 @@ struct worker {
 	int nstreams;
 	char *stream_old;   /* stream_old[k]: no current handler uses stream k: closed once idle */
 	int *stream_of;	    /* stream_of[h]: handler h's stream, or -1 */
-	char **stream_env;  /* the stream handlers' environment */
+	char ***stream_env; /* stream_env[k]: stream k's handler's environment (MAX_STREAMS) */
 	const char **types; /* the claim's filter; NULL: any type */
 	int ntypes;
 	char **flow_types; /* the workflow job types in types (owned), NULL-terminated */

@@ -389,7 +389,9 @@ static int streams_map(struct worker *w, struct pd_err *e)
 		memset(&sc, 0, sizeof(sc));
 		sc.name = cfg->handlers[i].name;
 		sc.h = &cfg->handlers[i];
-		sc.envp = w->stream_env;
+		pd_strv_free(w->stream_env[k]);
+		w->stream_env[k] = pd_jobrun_stream_env(w->d.id, &cfg->handlers[i]);
+		sc.envp = w->stream_env[k];
 		sc.result_limit = (size_t)cfg->result_limit;
 		sc.grace_ms = cfg->engine.grace_ms;
 		sc.rng = &w->d.rng;
@@ -407,7 +409,7 @@ static int streams_map(struct worker *w, struct pd_err *e)
 /* The stream slots, and the current stream handlers' streams. */
 static int streams_init(struct worker *w, struct pd_err *e)
 {
-	w->stream_env = pd_jobrun_stream_env(w->d.id);
+	w->stream_env = pd_xcalloc(MAX_STREAMS, sizeof(*w->stream_env));
 	w->streams = pd_xcalloc(MAX_STREAMS, sizeof(*w->streams));
 	w->stream_old = pd_xcalloc(MAX_STREAMS, 1);
 	w->hs.streams = w->streams;
@@ -586,7 +588,9 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	free(w.streams);
 	free(w.stream_old);
 	free(w.stream_of);
-	pd_strv_free(w.stream_env);
+	for (int k = 0; w.stream_env && k < MAX_STREAMS; k++)
+		pd_strv_free(w.stream_env[k]);
+	free(w.stream_env);
 	claim_types_free(&w);
 	if (w.own) {
 		pd_worker_cfg_release(w.own);
