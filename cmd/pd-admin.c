@@ -95,7 +95,8 @@ static const struct pd_subcmd commands[] = {
      "or not yet claimed), as 'job cancel' does.", "reason,json", 1, 1, "run id", 0, 0, 1},
     {"lease", "check", pd_admincmd_lease_check, "lease check", "in a handler: is my lease still held?",
      "Exit 0 while the lease of the job this handler runs (PD_JOB_ID, PD_LEASE_TOKEN,\n"
-     "set by pd-worker) is still held, 1 once it is lost.", "json", 0, 0, "job id", 0, 0, 1},
+     "set by pd-worker) is still held, 1 once it is lost. Asked through the worker\n"
+     "(PD_WORKER_FD) when it set one: no database credential needed.", "json", 0, 0, "job id", 0, 0, 0},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0},
 };
 /* clang-format on */

@@ -1,11 +1,14 @@
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "dur.h"
@@ -109,7 +112,7 @@ void pd_pool_init(struct pd_pool *p, int size, size_t stdout_limit, long long gr
 	p->grace_ms = grace_ms;
 	p->stderr_msg = stderr_msg ? stderr_msg : "handler stderr";
 	for (int i = 0; i < size; i++)
-		p->slots[i].proc.pid = -1;
+		p->slots[i].proc.pid = -1, p->slots[i].chan_fd = -1;
 }
 
 void pd_pool_exit_release(struct pd_pool_exit *x)
@@ -130,9 +133,48 @@ static void slot_reset(struct pd_pool_slot *s)
 		free(*e);
 	free(s->envp);
 	pd_pool_exit_release(&s->exit);
+	if (s->chan_fd >= 0)
+		close(s->chan_fd);
+	pd_buf_release(&s->chan_in);
 	memset(s, 0, sizeof(*s));
 	s->proc.pid = -1;
+	s->chan_fd = -1;
 	s->state = PD_SLOT_FREE;
+}
+
+static void chan_close(struct pd_pool_slot *s)
+{
+	if (s->chan_fd >= 0)
+		close(s->chan_fd);
+	s->chan_fd = -1;
+	s->chan_ready = 0;
+	pd_buf_reset(&s->chan_in);
+}
+
+/*
+ * A channel for slot s's child: s->chan_fd the owner's end (non-blocking),
+ * *child its end, PD_WORKER_FD added to s->envp. 0, or -1 (errno): none.
+ */
+static int chan_open(struct pd_pool_slot *s, int *child)
+{
+	int sv[2];
+	size_t n = 0;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	s->chan_fd = sv[0];
+	*child = sv[1];
+	while (s->envp && s->envp[n])
+		n++;
+	s->envp = pd_xrealloc(s->envp, (n + 2) * sizeof(*s->envp));
+	s->envp[n] = pd_xstrdup("PD_WORKER_FD=3");
+	s->envp[n + 1] = NULL;
+	return 0;
 }
 
 void pd_pool_release(struct pd_pool *p)
@@ -184,6 +226,7 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 	const char *sh[4] = {"/bin/sh", "-c", NULL, NULL};
 	struct pd_proc_spec spec;
 	struct pd_err e = PD_ERR_INIT;
+	int rc;
 
 	slot_reset(s);
 	s->h = j->h;
@@ -199,6 +242,16 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 	} else {
 		spec.argv = (const char *const *)j->h->exec_argv;
 	}
+	if (p->chan && chan_open(s, &spec.pass_fd) < 0) {
+		int err = errno;
+
+		pd_errf(&e, PD_EX_SOFTWARE, "could not start: socketpair: %s", strerror(err));
+		pd_log(PD_LOG_WARN, "handler could not start", "%s error=%s", s->prefix,
+		       pd_log_quote((char[600]){0}, 600, e.msg));
+		pd_exit_not_started(&s->exit, spec.argv[0], err, e.msg);
+		s->state = PD_SLOT_DONE;
+		return -1;
+	}
 	spec.envp = (const char *const *)s->envp;
 	spec.input = j->input;
 	spec.input_len = j->input_len;
@@ -209,11 +262,15 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 	spec.ctx = s;
 	s->state = PD_SLOT_RUNNING;
 	s->started_us = pd_now_us();
-	if (pd_proc_start(&s->proc, &spec, &e) < 0) {
+	rc = pd_proc_start(&s->proc, &spec, &e);
+	if (spec.pass_fd > 2)
+		close(spec.pass_fd);
+	if (rc < 0) {
 		pd_log(PD_LOG_WARN, "handler could not start", "%s error=%s", s->prefix,
 		       pd_log_quote((char[600]){0}, 600, e.msg));
 		pd_exit_not_started(&s->exit, spec.argv[0], s->proc.start_errno, e.msg);
 		pd_proc_release(&s->proc);
+		chan_close(s);
 		s->state = PD_SLOT_DONE;
 		return -1;
 	}
@@ -229,17 +286,87 @@ int pd_pool_pollfds(const struct pd_pool *p, struct pollfd *fds, int max)
 {
 	int n = 0;
 
-	for (int i = 0; i < p->size && n < max; i++)
-		if (live(&p->slots[i]))
-			n += pd_proc_pollfds(&p->slots[i].proc, fds + n, max - n);
+	for (int i = 0; i < p->size && n < max; i++) {
+		const struct pd_pool_slot *s = &p->slots[i];
+
+		if (!live(s))
+			continue;
+		n += pd_proc_pollfds(&s->proc, fds + n, max - n);
+		if (s->chan_fd >= 0 && !s->chan_ready && n < max)
+			fds[n++] = (struct pollfd){.fd = s->chan_fd, .events = POLLIN};
+	}
 	return n;
+}
+
+/* Read what slot s's channel has, up to one whole request. */
+static void chan_read(struct pd_pool_slot *s)
+{
+	char c;
+	ssize_t r = 1;
+
+	/* a byte at a time: a request is short, and what follows it stays unread */
+	while (!s->chan_ready && (r = read(s->chan_fd, &c, 1)) == 1) {
+		if (c == '\n') {
+			s->chan_ready = 1;
+			return;
+		}
+		if (s->chan_in.len >= PD_POOL_REQUEST_MAX) {
+			static const char err[] = "error request too long\n";
+
+			(void)!send(s->chan_fd, err, sizeof(err) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			chan_close(s);
+			return;
+		}
+		pd_buf_putc(&s->chan_in, c);
+	}
+	if (!s->chan_ready && (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)))
+		chan_close(s); /* every holder of the child's end closed it */
 }
 
 void pd_pool_io(struct pd_pool *p, const struct pollfd *fds, int n)
 {
+	for (int i = 0; i < p->size; i++) {
+		struct pd_pool_slot *s = &p->slots[i];
+
+		if (!live(s))
+			continue;
+		pd_proc_io(&s->proc, fds, n);
+		for (int k = 0; k < n && s->chan_fd >= 0; k++)
+			if (fds[k].fd == s->chan_fd && fds[k].revents)
+				chan_read(s);
+	}
+}
+
+const char *pd_pool_request(const struct pd_pool *p, int i)
+{
+	const struct pd_pool_slot *s = &p->slots[i];
+
+	return s->chan_fd >= 0 && s->chan_ready ? pd_buf_str(&s->chan_in) : NULL;
+}
+
+int pd_pool_requests(const struct pd_pool *p)
+{
+	int n = 0;
+
 	for (int i = 0; i < p->size; i++)
-		if (live(&p->slots[i]))
-			pd_proc_io(&p->slots[i].proc, fds, n);
+		n += pd_pool_request(p, i) != NULL;
+	return n;
+}
+
+void pd_pool_answer(struct pd_pool *p, int i, const char *line)
+{
+	struct pd_pool_slot *s = &p->slots[i];
+	struct pd_buf b = PD_BUF_INIT;
+
+	if (s->chan_fd < 0)
+		return;
+	pd_buf_printf(&b, "%s\n", line);
+	/* short, and the child waits for it: a full socket is a child not reading */
+	if (send(s->chan_fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)b.len)
+		chan_close(s);
+	pd_buf_release(&b);
+	s->chan_ready = 0;
+	pd_buf_reset(&s->chan_in);
 }
 
 void pd_pool_reap(struct pd_pool *p)

@@ -22,6 +22,16 @@
  *
  * Stderr lines are logged as they come (message stderr_msg, prefixed with the
  * slot's prefix); the last 4 KiB and the last line are kept for the outcome.
+ *
+ * The channel (a pool with chan set): each child also gets one end of a
+ * socket pair (AF_UNIX, SOCK_STREAM) as fd PD_PROC_PASS_FD, named in its
+ * environment as PD_WORKER_FD=3, for requests to the owner, one line
+ * each ("lease JOBID TOKEN\n"), answered with one line ("held\n"). The pool
+ * reads one request at a time (pd_pool_request) and reads no more until
+ * the owner answers it (pd_pool_answer): one request in flight per child.
+ * A line longer than PD_POOL_REQUEST_MAX is answered "error request too
+ * long" and the channel closed. The worker side is close-on-exec: no other
+ * child inherits it.
  */
 #ifndef PD_POOL_H
 #define PD_POOL_H
@@ -119,7 +129,14 @@ struct pd_pool_slot {
 	long long timeout_ms;
 	long long started_us;	  /* pd_now_us() at start */
 	struct pd_pool_exit exit; /* valid in DONE */
+	int chan_fd;		  /* the owner's end of the channel, -1: none */
+	struct pd_buf chan_in;	  /* what was read of the request being assembled */
+	int chan_ready;		  /* chan_in holds a whole request, not yet answered */
 };
+
+#define PD_POOL_REQUEST_MAX 256 /* the longest request line */
+/* Descriptors one slot may poll: its child's pipes and its channel. */
+#define PD_POOL_SLOT_FDS (PD_PROC_MAX_FDS + 1)
 
 struct pd_pool {
 	struct pd_pool_slot *slots;
@@ -127,6 +144,7 @@ struct pd_pool {
 	size_t stdout_limit;	/* 0: PD_PROC_STDOUT_LIMIT_DEFAULT */
 	long long grace_ms;	/* SIGTERM to SIGKILL; 0: PD_PROC_GRACE_DEFAULT_MS */
 	const char *stderr_msg; /* the log message for a stderr line */
+	int chan;		/* give each child a channel (above) */
 	/*
 	 * The owner's other children (lib/stream), which pd_pool_reap's
 	 * waitpid(-1) collects too: each pid not the pool's is offered here
@@ -165,7 +183,14 @@ int pd_pool_busy(const struct pd_pool *p);
  */
 int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j);
 
-/* The pipes to poll now; at most max entries. */
+/* Slot i's request (without its newline) waiting for an answer, or NULL. */
+const char *pd_pool_request(const struct pd_pool *p, int i);
+/* How many slots have a request waiting for an answer. */
+int pd_pool_requests(const struct pd_pool *p);
+/* Answer slot i's request with line (a newline is added); the next request is read. */
+void pd_pool_answer(struct pd_pool *p, int i, const char *line);
+
+/* The pipes (and channels) to poll now; at most max entries. */
 int pd_pool_pollfds(const struct pd_pool *p, struct pollfd *fds, int max);
 void pd_pool_io(struct pd_pool *p, const struct pollfd *fds, int n);
 

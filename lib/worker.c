@@ -154,6 +154,42 @@ static void streams_pass(struct worker *w)
 	}
 }
 
+/*
+ * Answer the requests handlers sent on their channels (lib/pool), between
+ * round trips, on the worker's own connection: "lease JOBID TOKEN" gets
+ * "held" or "lost" from a fenced read (pd_jobs_lease_held: the job LEASED
+ * or RUNNING under that token, its lease not expired), which is what
+ * `pd-admin lease check` asks in a handler that holds no credential;
+ * "unavailable" while the database is; "error ..." for anything else.
+ */
+static int requests_answer(struct worker *w, struct pd_err *e)
+{
+	for (int i = 0; i < w->pool.size; i++) {
+		const char *q = pd_pool_request(&w->pool, i);
+		long long id, token;
+		int held, end = 0;
+
+		if (q == NULL)
+			continue;
+		if (sscanf(q, "lease %lld %lld%n", &id, &token, &end) != 2 || q[end] != '\0' ||
+		    id <= 0 || token <= 0) {
+			pd_pool_answer(&w->pool, i,
+				       "error unknown request (want: lease JOBID TOKEN)");
+			continue;
+		}
+		if (!pd_daemon_up(&w->d)) {
+			pd_pool_answer(&w->pool, i, "unavailable");
+			continue;
+		}
+		if ((held = pd_jobs_lease_held(w->d.db, id, token, e)) < 0) {
+			pd_pool_answer(&w->pool, i, "unavailable");
+			return pd_daemon_db_failed(&w->d, e);
+		}
+		pd_pool_answer(&w->pool, i, held ? "held" : "lost");
+	}
+	return 0;
+}
+
 static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 {
 	struct worker *w = d->ctx;
@@ -170,6 +206,8 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 		    d->phase == PD_DAEMON_SERVING && now >= w->next_ext)
 			rc = pd_worksync_ext(w, now, e);
 	}
+	if (rc == 0 && pd_pool_requests(&w->pool) > 0 && !(pd_daemon_up(d) && w->flight))
+		rc = requests_answer(w, e);
 	streams_pass(w);
 	return rc;
 }
@@ -189,6 +227,8 @@ static long long deadline(struct pd_daemon *d)
 
 	for (int k = 0; k < w->nstreams; k++)
 		t = pd_deadline_min(t, pd_stream_deadline(&w->streams[k]));
+	if (pd_pool_requests(&w->pool) > 0 && !(pd_daemon_up(d) && w->flight))
+		return now; /* answered at once (requests_answer) */
 	if (!pd_daemon_up(d))
 		return t;
 	if (pd_worksync_startable(w))
@@ -558,6 +598,7 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	claim_types(&w);
 	pd_pool_init(&w.pool, (int)cfg->engine.concurrency, (size_t)cfg->result_limit,
 		     cfg->engine.grace_ms, "handler stderr");
+	w.pool.chan = 1; /* PD_WORKER_FD: requests_answer */
 	pd_holdings_init(&w.hs, (int)cfg->engine.concurrency);
 	w.hs.pool = &w.pool;
 	pd_daemon_init(&w.d, &worker_ops, db, &w, &w.pool, &cfg->engine);
