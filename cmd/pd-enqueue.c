@@ -450,7 +450,8 @@ int main(int argc, char **argv)
 		return pd_cli_finish_stdout();
 	if (rc == -2)
 		return PD_EX_USAGE;
-	if (rc < 0 && e.code == PD_EX_DATAERR) { /* a bad name: data, not a misuse */
+	/* a bad name (data) or an unreadable --database-url-file: not a misuse */
+	if (rc < 0 && (e.code == PD_EX_DATAERR || e.code == PD_EX_CONFIG)) {
 		pd_die_msg(e.msg);
 		return e.code;
 	}

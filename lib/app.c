@@ -74,7 +74,8 @@ int pd_app_parse_exit(int rc, const char *synopsis, const struct pd_err *e)
 		return pd_cli_finish_stdout();
 	if (rc == 2)
 		return PD_EX_USAGE;
-	if (e->code == PD_EX_DATAERR) { /* a bad value (a name), not a misuse: no synopsis */
+	/* a bad value (a name) or an unreadable file, not a misuse: no synopsis */
+	if (e->code == PD_EX_DATAERR || e->code == PD_EX_CONFIG) {
 		pd_die_msg(e->msg);
 		return e->code;
 	}
