@@ -99,9 +99,10 @@ char **pd_jobrun_env(const struct pd_claimed *j, const char *worker,
 char **pd_jobrun_stream_env(const char *worker, const struct pd_handler *h)
 {
 	size_t k;
-	char **env = env_base(h, 1, &k);
+	char **env = env_base(h, 2, &k);
 
 	env[k++] = envvar("PD_WORKER_ID", worker);
+	env[k++] = envvar("PD_WORKER_FD", "3"); /* its channel (PD_PROC_PASS_FD, lib/pool) */
 	env[k] = NULL;
 	return env;
 }

@@ -24,7 +24,10 @@
 char **pd_jobrun_env(const struct pd_claimed *j, const char *worker,
 		     const struct pd_flow_plan *plan, const struct pd_handler *h);
 
-/* Stream handler h's environment: the worker's (as above), with PD_WORKER_ID; no job's. */
+/*
+ * Stream handler h's environment: the worker's (as above), with
+ * PD_WORKER_ID and PD_WORKER_FD (its channel: pd_stream_cfg.chan); no job's.
+ */
 char **pd_jobrun_stream_env(const char *worker, const struct pd_handler *h);
 
 /*

@@ -112,7 +112,7 @@ void pd_pool_init(struct pd_pool *p, int size, size_t stdout_limit, long long gr
 	p->grace_ms = grace_ms;
 	p->stderr_msg = stderr_msg ? stderr_msg : "handler stderr";
 	for (int i = 0; i < size; i++)
-		p->slots[i].proc.pid = -1, p->slots[i].chan_fd = -1;
+		p->slots[i].proc.pid = -1, pd_chan_init(&p->slots[i].chan);
 }
 
 void pd_pool_exit_release(struct pd_pool_exit *x)
@@ -133,42 +133,113 @@ static void slot_reset(struct pd_pool_slot *s)
 		free(*e);
 	free(s->envp);
 	pd_pool_exit_release(&s->exit);
-	if (s->chan_fd >= 0)
-		close(s->chan_fd);
-	pd_buf_release(&s->chan_in);
+	pd_chan_close(&s->chan);
 	memset(s, 0, sizeof(*s));
 	s->proc.pid = -1;
-	s->chan_fd = -1;
+	pd_chan_init(&s->chan);
 	s->state = PD_SLOT_FREE;
 }
 
-static void chan_close(struct pd_pool_slot *s)
+void pd_chan_init(struct pd_chan *c)
 {
-	if (s->chan_fd >= 0)
-		close(s->chan_fd);
-	s->chan_fd = -1;
-	s->chan_ready = 0;
-	pd_buf_reset(&s->chan_in);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
 }
 
-/*
- * A channel for slot s's child: s->chan_fd the owner's end (non-blocking),
- * *child its end, PD_WORKER_FD added to s->envp. 0, or -1 (errno): none.
- */
-static int chan_open(struct pd_pool_slot *s, int *child)
+void pd_chan_close(struct pd_chan *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	pd_buf_release(&c->in);
+	pd_chan_init(c);
+}
+
+int pd_chan_open(struct pd_chan *c, int *child)
 {
 	int sv[2];
-	size_t n = 0;
 
+	pd_chan_close(c);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -1;
 	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
+		int err = errno;
+
 		close(sv[0]);
 		close(sv[1]);
+		errno = err;
 		return -1;
 	}
-	s->chan_fd = sv[0];
+	c->fd = sv[0];
 	*child = sv[1];
+	return 0;
+}
+
+int pd_chan_pollfd(const struct pd_chan *c, struct pollfd *fds, int max)
+{
+	if (c->fd < 0 || c->ready || max < 1)
+		return 0;
+	fds[0] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+	return 1;
+}
+
+void pd_chan_io(struct pd_chan *c, const struct pollfd *fds, int n)
+{
+	ssize_t r = 1;
+	char ch;
+	int k = 0;
+
+	while (k < n && !(c->fd >= 0 && fds[k].fd == c->fd && fds[k].revents))
+		k++;
+	if (k == n)
+		return;
+	/* a byte at a time: a request is short, and what follows it stays unread */
+	while (!c->ready && (r = read(c->fd, &ch, 1)) == 1) {
+		if (ch == '\n') {
+			c->ready = 1;
+			return;
+		}
+		if (c->in.len >= PD_CHAN_REQUEST_MAX) {
+			static const char err[] = "error request too long\n";
+
+			(void)!send(c->fd, err, sizeof(err) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			pd_chan_close(c);
+			return;
+		}
+		pd_buf_putc(&c->in, ch);
+	}
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+		pd_chan_close(c); /* every holder of the child's end closed it */
+}
+
+const char *pd_chan_request(const struct pd_chan *c)
+{
+	return c->fd >= 0 && c->ready ? pd_buf_str(&c->in) : NULL;
+}
+
+void pd_chan_answer(struct pd_chan *c, const char *line)
+{
+	struct pd_buf b = PD_BUF_INIT;
+
+	if (c->fd < 0)
+		return;
+	pd_buf_printf(&b, "%s\n", line);
+	/* short, and the child waits for it: a full socket is a child not reading */
+	if (send(c->fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)b.len) {
+		pd_chan_close(c);
+	} else {
+		c->ready = 0;
+		pd_buf_reset(&c->in);
+	}
+	pd_buf_release(&b);
+}
+
+/* Slot s's child gets a channel: PD_WORKER_FD in its environment. 0, or -1 (errno). */
+static int chan_open(struct pd_pool_slot *s, int *child)
+{
+	size_t n = 0;
+
+	if (pd_chan_open(&s->chan, child) < 0)
+		return -1;
 	while (s->envp && s->envp[n])
 		n++;
 	s->envp = pd_xrealloc(s->envp, (n + 2) * sizeof(*s->envp));
@@ -270,7 +341,7 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 		       pd_log_quote((char[600]){0}, 600, e.msg));
 		pd_exit_not_started(&s->exit, spec.argv[0], s->proc.start_errno, e.msg);
 		pd_proc_release(&s->proc);
-		chan_close(s);
+		pd_chan_close(&s->chan);
 		s->state = PD_SLOT_DONE;
 		return -1;
 	}
@@ -292,35 +363,9 @@ int pd_pool_pollfds(const struct pd_pool *p, struct pollfd *fds, int max)
 		if (!live(s))
 			continue;
 		n += pd_proc_pollfds(&s->proc, fds + n, max - n);
-		if (s->chan_fd >= 0 && !s->chan_ready && n < max)
-			fds[n++] = (struct pollfd){.fd = s->chan_fd, .events = POLLIN};
+		n += pd_chan_pollfd(&s->chan, fds + n, max - n);
 	}
 	return n;
-}
-
-/* Read what slot s's channel has, up to one whole request. */
-static void chan_read(struct pd_pool_slot *s)
-{
-	char c;
-	ssize_t r = 1;
-
-	/* a byte at a time: a request is short, and what follows it stays unread */
-	while (!s->chan_ready && (r = read(s->chan_fd, &c, 1)) == 1) {
-		if (c == '\n') {
-			s->chan_ready = 1;
-			return;
-		}
-		if (s->chan_in.len >= PD_POOL_REQUEST_MAX) {
-			static const char err[] = "error request too long\n";
-
-			(void)!send(s->chan_fd, err, sizeof(err) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-			chan_close(s);
-			return;
-		}
-		pd_buf_putc(&s->chan_in, c);
-	}
-	if (!s->chan_ready && (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)))
-		chan_close(s); /* every holder of the child's end closed it */
 }
 
 void pd_pool_io(struct pd_pool *p, const struct pollfd *fds, int n)
@@ -331,17 +376,13 @@ void pd_pool_io(struct pd_pool *p, const struct pollfd *fds, int n)
 		if (!live(s))
 			continue;
 		pd_proc_io(&s->proc, fds, n);
-		for (int k = 0; k < n && s->chan_fd >= 0; k++)
-			if (fds[k].fd == s->chan_fd && fds[k].revents)
-				chan_read(s);
+		pd_chan_io(&s->chan, fds, n);
 	}
 }
 
 const char *pd_pool_request(const struct pd_pool *p, int i)
 {
-	const struct pd_pool_slot *s = &p->slots[i];
-
-	return s->chan_fd >= 0 && s->chan_ready ? pd_buf_str(&s->chan_in) : NULL;
+	return pd_chan_request(&p->slots[i].chan);
 }
 
 int pd_pool_requests(const struct pd_pool *p)
@@ -355,18 +396,7 @@ int pd_pool_requests(const struct pd_pool *p)
 
 void pd_pool_answer(struct pd_pool *p, int i, const char *line)
 {
-	struct pd_pool_slot *s = &p->slots[i];
-	struct pd_buf b = PD_BUF_INIT;
-
-	if (s->chan_fd < 0)
-		return;
-	pd_buf_printf(&b, "%s\n", line);
-	/* short, and the child waits for it: a full socket is a child not reading */
-	if (send(s->chan_fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)b.len)
-		chan_close(s);
-	pd_buf_release(&b);
-	s->chan_ready = 0;
-	pd_buf_reset(&s->chan_in);
+	pd_chan_answer(&p->slots[i].chan, line);
 }
 
 void pd_pool_reap(struct pd_pool *p)

@@ -29,7 +29,7 @@
  * each ("lease JOBID TOKEN\n"), answered with one line ("held\n"). The pool
  * reads one request at a time (pd_pool_request) and reads no more until
  * the owner answers it (pd_pool_answer): one request in flight per child.
- * A line longer than PD_POOL_REQUEST_MAX is answered "error request too
+ * A line longer than PD_CHAN_REQUEST_MAX is answered "error request too
  * long" and the channel closed. The worker side is close-on-exec: no other
  * child inherits it.
  */
@@ -118,6 +118,35 @@ struct pd_pool_exit {
 	    last_line; /* the last non-empty stderr line, valid UTF-8, at most 400 bytes */
 };
 
+#define PD_CHAN_REQUEST_MAX 256 /* the longest request line */
+
+/*
+ * A channel to one child (above), also lib/stream's: the owner's end and
+ * the request being read. fd -1: none (pd_chan_init).
+ */
+struct pd_chan {
+	int fd;		  /* non-blocking, close-on-exec */
+	struct pd_buf in; /* the request being assembled */
+	int ready;	  /* in holds a whole request, not yet answered */
+};
+
+void pd_chan_init(struct pd_chan *c);
+/*
+ * A new channel (c closed first): *child the child's end, for
+ * pd_proc_spec.pass_fd (close it once the child started). 0, or -1 (errno).
+ */
+int pd_chan_open(struct pd_chan *c, int *child);
+/* Close it and free its buffer; c stays usable (fd -1). */
+void pd_chan_close(struct pd_chan *c);
+/* Its descriptor to poll now (none while a request waits for its answer): 0 or 1 entries. */
+int pd_chan_pollfd(const struct pd_chan *c, struct pollfd *fds, int max);
+/* Read what poll(2) reported for it in fds[0..n), up to one whole request. */
+void pd_chan_io(struct pd_chan *c, const struct pollfd *fds, int n);
+/* The request (without its newline) waiting for an answer, or NULL. */
+const char *pd_chan_request(const struct pd_chan *c);
+/* Answer it with line (a newline is added); the next request is read. */
+void pd_chan_answer(struct pd_chan *c, const char *line);
+
 struct pd_pool_slot {
 	enum pd_slot_state state;
 	enum pd_stop_reason stop;
@@ -129,12 +158,9 @@ struct pd_pool_slot {
 	long long timeout_ms;
 	long long started_us;	  /* pd_now_us() at start */
 	struct pd_pool_exit exit; /* valid in DONE */
-	int chan_fd;		  /* the owner's end of the channel, -1: none */
-	struct pd_buf chan_in;	  /* what was read of the request being assembled */
-	int chan_ready;		  /* chan_in holds a whole request, not yet answered */
+	struct pd_chan chan;	  /* its channel, when the pool has them */
 };
 
-#define PD_POOL_REQUEST_MAX 256 /* the longest request line */
 /* Descriptors one slot may poll: its child's pipes and its channel. */
 #define PD_POOL_SLOT_FDS (PD_PROC_MAX_FDS + 1)
 

@@ -86,6 +86,9 @@ int pd_worksync_register(struct pd_daemon *d, int first, struct pd_err *e);
  */
 int pd_worksync_release_unheld(struct worker *w, struct pd_err *e);
 
+/* How many requests wait on the handlers' channels (lib/pool), answered between round trips. */
+int pd_worker_requests(const struct worker *w);
+
 /* A ready job would start now. */
 int pd_worksync_startable(const struct worker *w);
 

@@ -155,39 +155,62 @@ static void streams_pass(struct worker *w)
 }
 
 /*
- * Answer the requests handlers sent on their channels (lib/pool), between
- * round trips, on the worker's own connection: "lease JOBID TOKEN" gets
+ * The answer to request q from a handler's channel (lib/pool), on the
+ * worker's own connection between round trips: "lease JOBID TOKEN" gets
  * "held" or "lost" from a fenced read (pd_jobs_lease_held: the job LEASED
  * or RUNNING under that token, its lease not expired), which is what
  * `pd-admin lease check` asks in a handler that holds no credential;
  * "unavailable" while the database is; "error ..." for anything else.
+ * -1 with e when the query failed (answered "unavailable").
  */
+static int request_reply(struct worker *w, const char *q, const char **reply, struct pd_err *e)
+{
+	long long id, token;
+	int held, end = 0;
+
+	*reply = "unavailable";
+	if (sscanf(q, "lease %lld %lld%n", &id, &token, &end) != 2 || q[end] != '\0' || id <= 0 ||
+	    token <= 0) {
+		*reply = "error unknown request (want: lease JOBID TOKEN)";
+		return 0;
+	}
+	if (!pd_daemon_up(&w->d))
+		return 0;
+	if ((held = pd_jobs_lease_held(w->d.db, id, token, e)) < 0)
+		return -1;
+	*reply = held ? "held" : "lost";
+	return 0;
+}
+
+/* Requests waiting on the handlers' and the stream handlers' channels. */
+int pd_worker_requests(const struct worker *w)
+{
+	int n = pd_pool_requests(&w->pool);
+
+	for (int k = 0; k < w->nstreams; k++)
+		n += pd_stream_request(&w->streams[k]) != NULL;
+	return n;
+}
+
+/* Answer every request waiting (request_reply). */
 static int requests_answer(struct worker *w, struct pd_err *e)
 {
-	for (int i = 0; i < w->pool.size; i++) {
-		const char *q = pd_pool_request(&w->pool, i);
-		long long id, token;
-		int held, end = 0;
+	const char *q, *reply;
+	int rc = 0;
 
-		if (q == NULL)
+	for (int i = 0; i < w->pool.size; i++) {
+		if ((q = pd_pool_request(&w->pool, i)) == NULL)
 			continue;
-		if (sscanf(q, "lease %lld %lld%n", &id, &token, &end) != 2 || q[end] != '\0' ||
-		    id <= 0 || token <= 0) {
-			pd_pool_answer(&w->pool, i,
-				       "error unknown request (want: lease JOBID TOKEN)");
-			continue;
-		}
-		if (!pd_daemon_up(&w->d)) {
-			pd_pool_answer(&w->pool, i, "unavailable");
-			continue;
-		}
-		if ((held = pd_jobs_lease_held(w->d.db, id, token, e)) < 0) {
-			pd_pool_answer(&w->pool, i, "unavailable");
-			return pd_daemon_db_failed(&w->d, e);
-		}
-		pd_pool_answer(&w->pool, i, held ? "held" : "lost");
+		rc = rc < 0 ? rc : request_reply(w, q, &reply, e);
+		pd_pool_answer(&w->pool, i, rc < 0 ? "unavailable" : reply);
 	}
-	return 0;
+	for (int k = 0; k < w->nstreams; k++) {
+		if ((q = pd_stream_request(&w->streams[k])) == NULL)
+			continue;
+		rc = rc < 0 ? rc : request_reply(w, q, &reply, e);
+		pd_stream_answer(&w->streams[k], rc < 0 ? "unavailable" : reply);
+	}
+	return rc < 0 ? pd_daemon_db_failed(&w->d, e) : 0;
 }
 
 static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
@@ -206,7 +229,7 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 		    d->phase == PD_DAEMON_SERVING && now >= w->next_ext)
 			rc = pd_worksync_ext(w, now, e);
 	}
-	if (rc == 0 && pd_pool_requests(&w->pool) > 0 && !(pd_daemon_up(d) && w->flight))
+	if (rc == 0 && pd_worker_requests(w) > 0 && !(pd_daemon_up(d) && w->flight))
 		rc = requests_answer(w, e);
 	streams_pass(w);
 	return rc;
@@ -227,7 +250,7 @@ static long long deadline(struct pd_daemon *d)
 
 	for (int k = 0; k < w->nstreams; k++)
 		t = pd_deadline_min(t, pd_stream_deadline(&w->streams[k]));
-	if (pd_pool_requests(&w->pool) > 0 && !(pd_daemon_up(d) && w->flight))
+	if (pd_worker_requests(w) > 0 && !(pd_daemon_up(d) && w->flight))
 		return now; /* answered at once (requests_answer) */
 	if (!pd_daemon_up(d))
 		return t;
@@ -435,6 +458,7 @@ static int streams_map(struct worker *w, struct pd_err *e)
 		sc.result_limit = (size_t)cfg->result_limit;
 		sc.grace_ms = cfg->engine.grace_ms;
 		sc.rng = &w->d.rng;
+		sc.chan = 1; /* PD_WORKER_FD: requests_answer */
 		pd_stream_init(&w->streams[k], &sc);
 		used[k] = 1;
 		of[i] = k;
@@ -456,7 +480,7 @@ static int streams_init(struct worker *w, struct pd_err *e)
 	w->hs.worker = w->d.id;
 	w->pool.adopt = adopt;
 	w->pool.adopt_ctx = w;
-	w->d.maxfds = PD_PROC_MAX_FDS * MAX_STREAMS;
+	w->d.maxfds = PD_POOL_SLOT_FDS * MAX_STREAMS; /* its pipes and its channel */
 	return streams_map(w, e);
 }
 

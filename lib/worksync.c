@@ -270,7 +270,7 @@ static int reregister(struct worker *w, struct pd_err *e)
 /* The reap pass, the program's periodic work (ext) or a handler's request is due. */
 static int side_due(const struct worker *w, long long now)
 {
-	if (pd_pool_requests(&w->pool) > 0)
+	if (pd_worker_requests(w) > 0)
 		return 1;
 	if (w->cfg->reap && now >= w->next_reap)
 		return 1;

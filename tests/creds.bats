@@ -98,6 +98,27 @@ PW_PG=FAKEPW_pgpw_3k8
 	grep -q "lease lost: job $id" "$d/err"
 }
 
+@test "a stream handler asks lease check through the worker too, for each job on its line" {
+	d=$BATS_TEST_TMPDIR
+	cat >"$d/sh" <<-'SH'
+		#!/bin/sh
+		# each job line: its id and lease token, asked about; then one lost on purpose
+		export PGHOST=/nonexistent
+		while IFS= read -r line; do
+			id=$(printf '%s\n' "$line" | jq -r .id)
+			tok=$(printf '%s\n' "$line" | jq -r .lease_token)
+			PD_JOB_ID=$id PD_LEASE_TOKEN=$tok pd-admin lease check 2>/dev/null
+			held=$?
+			PD_JOB_ID=$id PD_LEASE_TOKEN=$((tok + 1000)) pd-admin lease check 2>/dev/null
+			printf '{"id": %s, "result": {"held": %s, "other": %s}}\n' "$id" "$held" "$?"
+		done
+	SH
+	chmod +x "$d/sh"
+	id=$(pd-enqueue st '{}')
+	env -u PGHOST pd-worker --until-idle --poll 100ms --stream-exec "st=$d/sh" 2>/dev/null
+	sql_is "SELECT state || ' ' || result::text FROM pendulum.jobs WHERE id = $id" 'SUCCEEDED {"held": 0, "other": 1}'
+}
+
 @test "--database-url-file: pd-enqueue and pd-worker read the URL from a file" {
 	d=$BATS_TEST_TMPDIR
 	printf '%s\n' "$PD_DATABASE_URL" >"$d/url"
