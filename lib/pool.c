@@ -320,6 +320,7 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 		pd_log(PD_LOG_WARN, "handler could not start", "%s error=%s", s->prefix,
 		       pd_log_quote((char[600]){0}, 600, e.msg));
 		pd_exit_not_started(&s->exit, spec.argv[0], err, e.msg);
+		s->proc.in_fd = s->proc.out_fd = s->proc.err_fd = -1; /* none started */
 		s->state = PD_SLOT_DONE;
 		return -1;
 	}
