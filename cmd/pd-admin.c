@@ -9,6 +9,7 @@
 #include "admincmd.h"
 #include "app.h"
 #include "cli.h"
+#include "log.h"
 
 #define SYNOPSIS "usage: pd-admin [-hVv] [-c file] [-d conninfo] [--json] command [args]\n"
 
@@ -94,7 +95,8 @@ static const struct pd_subcmd commands[] = {
      "or not yet claimed), as 'job cancel' does.", "reason,json", 1, 1, "run id", 0, 0, 1},
     {"lease", "check", pd_admincmd_lease_check, "lease check", "in a handler: is my lease still held?",
      "Exit 0 while the lease of the job this handler runs (PD_JOB_ID, PD_LEASE_TOKEN,\n"
-     "set by pd-worker) is still held, 1 once it is lost.", "json", 0, 0, "job id", 0, 0, 1},
+     "set by pd-worker) is still held, 1 once it is lost. Asked through the worker\n"
+     "(PD_WORKER_FD) when it set one: no database credential needed.", "json", 0, 0, "job id", 0, 0, 0},
     {"tenant", "grant", pd_admincmd_tenant, "tenant grant ROLE TENANT",
      "let a role see and write a tenant's rows",
      "Let role ROLE, and every role that is a member of it, see and write the rows\n"
@@ -118,6 +120,8 @@ static void help(void)
 	       "  -c, --config FILE       configuration file (default $PD_CONFIG, then\n"
 	       "                          /etc/pendulum/pendulum.yaml)\n"
 	       "  -d, --database CONNINFO libpq conninfo or URI (default $PD_DATABASE_URL)\n"
+	       "      --database-url-file PATH\n"
+	       "                          the conninfo or URI on PATH's first line\n"
 	       "      --json              one JSON object a line instead of a table\n"
 	       "      --quiet             log warnings and errors only\n"
 	       "  -v, --verbose           log debug messages\n"
@@ -146,6 +150,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"config", required_argument, NULL, 'c'},
 	    {"database", required_argument, NULL, 'd'},
+	    {"database-url-file", required_argument, NULL, PD_APP_OPT_DBFILE},
 	    {"json", no_argument, NULL, 'j'},
 	    {"quiet", no_argument, NULL, PD_APP_OPT_QUIET},
 	    {"verbose", no_argument, NULL, 'v'},
@@ -155,6 +160,7 @@ int main(int argc, char **argv)
 	};
 	struct pd_subprog p = prog;
 	struct pd_app a;
+	struct pd_err e = PD_ERR_INIT;
 	int ch;
 
 	pd_cli_init(argv[0]);
@@ -165,7 +171,11 @@ int main(int argc, char **argv)
 			a.config_path = optarg;
 			break;
 		case 'd':
-			a.database = optarg;
+		case PD_APP_OPT_DBFILE:
+			if (pd_app_database(&a, optarg, ch == PD_APP_OPT_DBFILE, &e) < 0) {
+				pd_die_msg(e.msg);
+				return e.code;
+			}
 			break;
 		case 'j':
 			a.json = 1;

@@ -82,6 +82,8 @@ static void help(void)
 	printf("\nOptions:\n"
 	       "  -c, --config FILE        configuration file\n"
 	       "  -d, --database CONNINFO  libpq conninfo or URI (default $PD_DATABASE_URL)\n"
+	       "      --database-url-file PATH\n"
+	       "                           the conninfo or URI on PATH's first line\n"
 	       "      --json               one JSON object a line instead of a table\n"
 	       "      --quiet              log warnings and errors only\n"
 	       "  -v, --verbose            log debug messages\n"

@@ -58,6 +58,8 @@ static void help(void)
 	    "                               job stays queued\n"
 	    "  -c, --config FILE            configuration file\n"
 	    "  -d, --database CONNINFO      libpq conninfo or URI (default $PD_DATABASE_URL)\n"
+	    "      --database-url-file PATH\n"
+	    "                               the conninfo or URI on PATH's first line\n"
 	    "  -v, --verbose                log more\n"
 	    "      --quiet                  log warnings and errors only (--wait: no line for\n"
 	    "                               a failed attempt)\n"
@@ -514,7 +516,8 @@ int main(int argc, char **argv)
 		return pd_cli_finish_stdout();
 	if (rc == -2)
 		return PD_EX_USAGE;
-	if (rc < 0 && e.code == PD_EX_DATAERR) { /* a bad name: data, not a misuse */
+	/* a bad name (data) or an unreadable --database-url-file: not a misuse */
+	if (rc < 0 && (e.code == PD_EX_DATAERR || e.code == PD_EX_CONFIG)) {
 		pd_die_msg(e.msg);
 		return e.code;
 	}

@@ -36,6 +36,8 @@ static void help(void)
 	    "      --until-idle            exit once nothing is claimable and nothing runs\n"
 	    "  -c, --config FILE           configuration file (relay:, retry:)\n"
 	    "  -d, --database CONNINFO     libpq conninfo or URI (default $PD_DATABASE_URL)\n"
+	    "      --database-url-file PATH\n"
+	    "                              the conninfo or URI on PATH's first line\n"
 	    "      --quiet                 log warnings and errors only\n"
 	    "  -v, --verbose               log debug messages\n"
 	    "      --log-format FORMAT     logfmt (default) or json, a line each\n"

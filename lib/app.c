@@ -1,8 +1,11 @@
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
 #include "cli.h"
+#include "henv.h"
 #include "log.h"
 #include "migrate.h"
 #include "reload.h"
@@ -39,8 +42,8 @@ int pd_app_option(struct pd_app *a, struct pd_engine_cfg *engine, int ch, const 
 		a->config_path = arg;
 		return 0;
 	case 'd':
-		a->database = arg;
-		return 0;
+	case PD_APP_OPT_DBFILE:
+		return pd_app_database(a, (char *)arg, ch == PD_APP_OPT_DBFILE, e) < 0 ? -1 : 0;
 	case PD_APP_OPT_QUIET:
 		a->verbosity--;
 		return 0;
@@ -71,15 +74,93 @@ int pd_app_parse_exit(int rc, const char *synopsis, const struct pd_err *e)
 		return pd_cli_finish_stdout();
 	if (rc == 2)
 		return PD_EX_USAGE;
-	if (e->code == PD_EX_DATAERR) { /* a bad value (a name), not a misuse: no synopsis */
+	/* a bad value (a name) or an unreadable file, not a misuse: no synopsis */
+	if (e->code == PD_EX_DATAERR || e->code == PD_EX_CONFIG) {
 		pd_die_msg(e->msg);
 		return e->code;
 	}
 	return pd_cli_usage(synopsis, "%s", e->msg);
 }
 
+/* 1 if conninfo (a URI or key=value) carries a password, as libpq reads it. */
+static int has_password(const char *conninfo)
+{
+	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
+	int found = 0;
+
+	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+		if (strcmp(o->keyword, "password") == 0 && o->val && *o->val)
+			found = 1;
+	PQconninfoFree(opts);
+	return found;
+}
+
+/* The first line of file path, without its newline: 0, or -1 with e (78). */
+static int url_file(const char *path, char **out, struct pd_err *e)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	if (f == NULL)
+		return pd_errf(e, PD_EX_CONFIG, "--database-url-file '%s': %s", path,
+			       strerror(errno));
+	errno = 0;
+	n = getline(&line, &cap, f);
+	if (n < 0 && ferror(f)) {
+		int err = errno;
+
+		fclose(f);
+		free(line);
+		return pd_errf(e, PD_EX_CONFIG, "--database-url-file '%s': %s", path,
+			       strerror(err));
+	}
+	fclose(f);
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	if (n <= 0) {
+		if (line)
+			pd_henv_wipe(line, cap);
+		free(line);
+		return pd_errf(e, PD_EX_CONFIG, "--database-url-file '%s': %s", path,
+			       n < 0 ? "the file is empty" : "its first line is empty");
+	}
+	*out = line;
+	return 0;
+}
+
+int pd_app_database(struct pd_app *a, char *arg, int file, struct pd_err *e)
+{
+	static int warned;
+	char *v = NULL;
+
+	if (file && url_file(arg, &v, e) < 0)
+		return -1;
+	if (!file) {
+		v = pd_xstrdup(arg);
+		if (has_password(v)) {
+			pd_henv_wipe(arg, strlen(arg)); /* what /proc/PID/cmdline shows */
+			if (!warned++)
+				fprintf(stderr,
+					"%s: warning: the password given with -d is visible to "
+					"other users until it is read: use --database-url-file, "
+					"PGPASSFILE or PD_DATABASE_URL\n",
+					pd_progname());
+		}
+	}
+	if (a->database_own)
+		pd_henv_wipe(a->database_own, strlen(a->database_own));
+	free(a->database_own);
+	a->database = a->database_own = v;
+	return 0;
+}
+
 void pd_app_init(struct pd_app *a)
 {
+	/* Before anything reads them or a child starts: see app.h. */
+	pd_henv_withhold("PD_DATABASE_URL");
+	pd_henv_withhold("PGPASSWORD");
 	memset(a, 0, sizeof(*a));
 	pd_config_init(&a->cfg);
 	a->db = (struct pd_db)PD_DB_INIT;
@@ -104,14 +185,15 @@ int pd_app_load(struct pd_app *a, struct pd_err *e)
 	a->base_level = (int)pd_log_get_level(); /* before the file's, for a reload */
 	if (pd_config_load(&a->cfg, a->config_path, e) < 0)
 		return -1;
+	pd_henv_set_secret((const char *const *)a->cfg.secret_env);
 	apply_level(a);
 	return 0;
 }
 
 int pd_app_connect(struct pd_app *a, int check_schema, struct pd_err *e)
 {
-	/* -d, then $PD_DATABASE_URL, then the file's database_url, then libpq's defaults. */
-	const char *env = getenv("PD_DATABASE_URL");
+	/* -d, then $PD_DATABASE_URL (withheld: pd_app_init), then the file's, then libpq's. */
+	const char *env = pd_henv_held("PD_DATABASE_URL");
 	const char *url = a->database		? a->database
 			  : env && *env		? env
 			  : a->cfg.database_url ? a->cfg.database_url
@@ -127,7 +209,12 @@ int pd_app_connect(struct pd_app *a, int check_schema, struct pd_err *e)
 void pd_app_release(struct pd_app *a)
 {
 	pd_db_close(&a->db);
+	pd_henv_set_secret(NULL);
 	pd_config_release(&a->cfg);
+	if (a->database_own)
+		pd_henv_wipe(a->database_own, strlen(a->database_own));
+	free(a->database_own);
+	a->database = a->database_own = NULL;
 	for (int i = 0; i < a->nretired; i++)
 		pd_config_free(a->retired[i]);
 	free(a->retired);
@@ -161,6 +248,7 @@ static void source_keep(void *ctx, struct pd_config *c)
 	a->retired[a->nretired++] = old;
 	a->cfg = *c;
 	free(c);
+	pd_henv_set_secret((const char *const *)a->cfg.secret_env);
 	apply_level(a);
 }
 

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "dur.h"
+#include "henv.h"
 #include "log.h"
 #include "text.h"
 
@@ -96,17 +97,20 @@ void pd_config_release(struct pd_config *c)
 		free(c->handlers[i].name);
 		free(c->handlers[i].run);
 		free_strv(c->handlers[i].exec_argv);
+		free_strv(c->handlers[i].pass_env);
 	}
 	free(c->handlers);
 	for (int i = 0; i < c->relay.ntopics; i++) {
 		free(c->relay.topics[i].name);
 		free(c->relay.topics[i].run);
 		free_strv(c->relay.topics[i].exec_argv);
+		free_strv(c->relay.topics[i].pass_env);
 	}
 	free(c->relay.topics);
 	pd_flows_free(c->flows, c->nflows);
 	free_strv(c->worker.queues);
 	free(c->database_url);
+	free_strv(c->secret_env);
 	free(c->path);
 	pd_ydoc_release(&c->doc);
 	pd_config_init(c);
@@ -175,6 +179,32 @@ static int strv(const struct pd_ydoc *d, const struct pd_ynode *n, const char *w
 	*out = v;
 	if (count)
 		*count = k;
+	return 0;
+}
+
+/*
+ * A list of environment variable names (secret_env:, pass_env:), or one
+ * name: at most PD_HENV_MAX_NAMES, each a valid name (pd_henv_name_ok).
+ */
+static int env_names(const struct pd_ydoc *d, const struct pd_ynode *n, char ***out,
+		     struct pd_err *e)
+{
+	char desc[160];
+	int k = 0;
+
+	if (n->type == PD_Y_SEQ && n->n > PD_HENV_MAX_NAMES)
+		return pd_y_errf(d, n, CODE, e, "%s: too many names: %d, at most %d",
+				 pd_y_describe(n, desc, sizeof(desc)), n->n, PD_HENV_MAX_NAMES);
+	if (strv(d, n, "a variable name", 0, out, &k, e) < 0)
+		return -1;
+	for (int i = 0; i < k; i++)
+		if (!pd_henv_name_ok((*out)[i]))
+			return pd_y_errf(d, n->type == PD_Y_SCALAR ? n : n->items[i], CODE, e,
+					 "%s: '%s' is not a variable name (letters, digits and "
+					 "'_', not starting with a digit, at most %d bytes)",
+					 pd_y_describe(n->type == PD_Y_SCALAR ? n : n->items[i],
+						       desc, sizeof(desc)),
+					 (*out)[i], PD_HENV_NAME_MAX);
 	return 0;
 }
 
@@ -374,6 +404,11 @@ static int dec_max_payload(struct pd_config *c, const struct pd_ynode *n, struct
 	return 0;
 }
 
+static int dec_secret_env(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	return env_names(&c->doc, n, &c->secret_env, e);
+}
+
 static int dec_log_level(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
 {
 	const char *s;
@@ -528,7 +563,8 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 		       void *elem, struct pd_err *e)
 {
 	static const char *const known[] = {
-	    "run", "exec", "timeout", "terminal_exit_codes", "mode", "result_limit", NULL};
+	    "run",  "exec",	    "timeout",	"terminal_exit_codes",
+	    "mode", "result_limit", "pass_env", NULL};
 	const struct pd_ydoc *d = &c->doc;
 	const struct pd_ynode *v;
 	struct pd_handler *h = elem;
@@ -566,6 +602,8 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 		if (dec_terminal_codes(d, v, h, e) < 0)
 			return -1;
 	}
+	if ((v = pd_y_get(n, "pass_env")) != NULL && env_names(d, v, &h->pass_env, e) < 0)
+		return -1;
 	return 0;
 }
 
@@ -574,9 +612,10 @@ ENTRIES_SECTION(dec_handlers, handlers, nhandlers, dec_handler)
 static int dec_topic(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
 		     void *elem, struct pd_err *e)
 {
-	static const char *const known[] = {"run", "exec", "timeout", NULL};
+	static const char *const known[] = {"run", "exec", "timeout", "pass_env", NULL};
 	const struct pd_ydoc *d = &c->doc;
 	struct pd_handler *t = elem;
+	const struct pd_ynode *v;
 
 	t->name = pd_xstrdup(key->value);
 	t->timeout_ms = -1;
@@ -586,6 +625,8 @@ static int dec_topic(struct pd_config *c, const struct pd_ynode *key, const stru
 		return -1;
 	if (pd_y_check_keys(d, n, known, CODE, e) < 0 ||
 	    one_of(d, key, n, run_exec, "relay topic", key->value, e) < 0)
+		return -1;
+	if ((v = pd_y_get(n, "pass_env")) != NULL && env_names(d, v, &t->pass_env, e) < 0)
 		return -1;
 	return dec_command(d, n, t, e);
 }
@@ -772,6 +813,7 @@ static const struct section {
     {"database_url", dec_database_url},
     {"max_payload", dec_max_payload},
     {"log_level", dec_log_level},
+    {"secret_env", dec_secret_env},
     {"worker", dec_worker},
     {"retry", dec_retry},
     {"reaper", dec_reaper},

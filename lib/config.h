@@ -56,6 +56,7 @@ struct pd_retention {
 struct pd_config {
 	char *path;	       /* file read, or NULL */
 	char *database_url;    /* NULL unset */
+	char **secret_env;     /* secret_env: names withheld from children (lib/henv); NULL: none */
 	int log_level;	       /* enum pd_log_level, -1 unset */
 	long long max_payload; /* bytes: the largest payload (or input, or signal) taken */
 	struct {

@@ -336,7 +336,7 @@ static int period_due(struct pd_daemon *d)
 
 int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 {
-	int pool_fds = d->pool ? PD_PROC_MAX_FDS * d->pool->size : 0;
+	int pool_fds = d->pool ? PD_POOL_SLOT_FDS * d->pool->size : 0;
 	int cap = OWN_FDS + pool_fds + (d->maxfds > 0 ? d->maxfds : 0);
 	struct pollfd *fds = pd_xcalloc((size_t)cap, sizeof(*fds));
 	int rc = 0;

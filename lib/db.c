@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "db.h"
+#include "henv.h"
 #include "log.h"
 
 static void flight_free(struct pd_db *db);
@@ -44,8 +45,12 @@ static void first_line(const char *msg, char *out, size_t n)
 
 int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, struct pd_err *e)
 {
-	const char *keys[] = {"dbname", "fallback_application_name", NULL};
-	const char *vals[] = {conninfo, appname, NULL};
+	/*
+	 * PGPASSWORD as pd_app_init withheld it, first: a password in conninfo
+	 * (expanded from dbname) overrides it, as libpq's own reading would.
+	 */
+	const char *keys[] = {"password", "dbname", "fallback_application_name", NULL};
+	const char *vals[] = {pd_henv_held("PGPASSWORD"), conninfo, appname, NULL};
 	char line[400];
 
 	if (db->conninfo != conninfo) {

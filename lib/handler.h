@@ -24,6 +24,8 @@ struct pd_handler {
 	enum pd_handler_mode mode; /* zeroed: PD_HANDLER_PROCESS */
 	char *const *env;	/* "NAME=value" set in its processes' environment, NULL-terminated;
 				   NULL: none (a crontab's assignments; the job's PD_* win) */
+	char **pass_env;	/* pass_env: names its processes get though withheld (lib/henv),
+				   NULL-terminated; NULL: none */
 	long long result_limit; /* bytes of stdout kept as the result; 0: the worker's */
 };
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "henv.h"
 #include "jobrun.h"
 #include "json.h"
 
@@ -18,36 +19,23 @@ static char *envvar(const char *k, const char *v)
 }
 
 /*
- * The worker's environment without the variables the handler contract sets
- * (DESIGN.md), with room for extra more and the NULL; *k: how many are set.
+ * The worker's environment as h's processes get it (lib/henv: no database
+ * credential, no secret_env: name unless h passes it) and without the
+ * variables the handler contract sets (DESIGN.md), with room for extra
+ * more and the NULL; *k: how many are set.
  */
-static char **env_base(size_t extra, size_t *k)
+static char **env_base(const struct pd_handler *h, size_t extra, size_t *k)
 {
-	static const char *ours[] = {"PD_JOB_ID",	   "PD_JOB_TYPE", "PD_QUEUE",
-				     "PD_TENANT",	   "PD_ATTEMPT",  "PD_MAX_ATTEMPTS",
-				     "PD_LEASE_TOKEN",	   "PD_RUN_AT",	  "PD_IDEMPOTENCY_KEY",
-				     "PD_REPLAY_COUNT",	   "TRACEPARENT", "PD_WORKER_ID",
-				     "PD_WORKFLOW_RUN_ID", "PD_WORKFLOW", "PD_STEP_NAME",
-				     "PD_STEP_INDEX",	   NULL};
-	size_t n = 0;
-	char **env;
+	static const char *const ours[] = {
+	    "PD_JOB_ID",	  "PD_JOB_TYPE",  "PD_QUEUE",
+	    "PD_TENANT",	  "PD_ATTEMPT",	  "PD_MAX_ATTEMPTS",
+	    "PD_LEASE_TOKEN",	  "PD_RUN_AT",	  "PD_IDEMPOTENCY_KEY",
+	    "PD_REPLAY_COUNT",	  "TRACEPARENT",  "PD_WORKER_ID",
+	    "PD_WORKFLOW_RUN_ID", "PD_WORKFLOW",  "PD_STEP_NAME",
+	    "PD_STEP_INDEX",	  "PD_WORKER_FD", NULL};
 
-	while (environ[n])
-		n++;
-	env = pd_xcalloc(n + extra + 1, sizeof(*env));
-	*k = 0;
-	for (size_t i = 0; i < n; i++) {
-		int skip = 0;
-
-		for (int o = 0; ours[o] && !skip; o++) {
-			size_t l = strlen(ours[o]);
-
-			skip = strncmp(environ[i], ours[o], l) == 0 && environ[i][l] == '=';
-		}
-		if (!skip)
-			env[(*k)++] = pd_xstrdup(environ[i]);
-	}
-	return env;
+	return pd_henv_build((const char *const *)environ, pd_henv_secret(),
+			     h ? (const char *const *)h->pass_env : NULL, ours, extra, k);
 }
 
 /* Set h's variables ("NAME=value") in env[0..*k), replacing the worker's of the same name. */
@@ -74,7 +62,7 @@ char **pd_jobrun_env(const struct pd_claimed *j, const char *worker,
 
 	while (h && h->env && h->env[nh])
 		nh++;
-	env = env_base(19 + nh, &k);
+	env = env_base(h, 19 + nh, &k);
 	handler_env(h, env, &k); /* first: a job's PD_* variable is never replaced */
 
 	snprintf(num, sizeof(num), "%lld", j->id);
@@ -108,12 +96,13 @@ char **pd_jobrun_env(const struct pd_claimed *j, const char *worker,
 	return env;
 }
 
-char **pd_jobrun_stream_env(const char *worker)
+char **pd_jobrun_stream_env(const char *worker, const struct pd_handler *h)
 {
 	size_t k;
-	char **env = env_base(1, &k);
+	char **env = env_base(h, 2, &k);
 
 	env[k++] = envvar("PD_WORKER_ID", worker);
+	env[k++] = envvar("PD_WORKER_FD", "3"); /* its channel (PD_PROC_PASS_FD, lib/pool) */
 	env[k] = NULL;
 	return env;
 }

@@ -17,13 +17,18 @@
 /*
  * The environment of j's handler process h (NULL: none of its own), run by
  * worker, a workflow step's when plan is not NULL: a NULL-terminated vector
- * (pd_strv_free, text.h). A job's PD_* variable is never replaced by h's env.
+ * (pd_strv_free, text.h). The worker's own environment comes in as lib/henv
+ * says (no PD_DATABASE_URL, no PG* variable, no secret_env: name, unless h's
+ * pass_env: names it). A job's PD_* variable is never replaced by h's env.
  */
 char **pd_jobrun_env(const struct pd_claimed *j, const char *worker,
 		     const struct pd_flow_plan *plan, const struct pd_handler *h);
 
-/* A stream handler's environment: the worker's, with PD_WORKER_ID; no job's. */
-char **pd_jobrun_stream_env(const char *worker);
+/*
+ * Stream handler h's environment: the worker's (as above), with
+ * PD_WORKER_ID and PD_WORKER_FD (its channel: pd_stream_cfg.chan); no job's.
+ */
+char **pd_jobrun_stream_env(const char *worker, const struct pd_handler *h);
 
 /*
  * j's line for a stream handler, into b (reset first): one JSON object, no

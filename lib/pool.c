@@ -1,11 +1,14 @@
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "dur.h"
@@ -109,7 +112,7 @@ void pd_pool_init(struct pd_pool *p, int size, size_t stdout_limit, long long gr
 	p->grace_ms = grace_ms;
 	p->stderr_msg = stderr_msg ? stderr_msg : "handler stderr";
 	for (int i = 0; i < size; i++)
-		p->slots[i].proc.pid = -1;
+		p->slots[i].proc.pid = -1, pd_chan_init(&p->slots[i].chan);
 }
 
 void pd_pool_exit_release(struct pd_pool_exit *x)
@@ -130,9 +133,119 @@ static void slot_reset(struct pd_pool_slot *s)
 		free(*e);
 	free(s->envp);
 	pd_pool_exit_release(&s->exit);
+	pd_chan_close(&s->chan);
 	memset(s, 0, sizeof(*s));
 	s->proc.pid = -1;
+	pd_chan_init(&s->chan);
 	s->state = PD_SLOT_FREE;
+}
+
+void pd_chan_init(struct pd_chan *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+void pd_chan_close(struct pd_chan *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	pd_buf_release(&c->in);
+	pd_chan_init(c);
+}
+
+int pd_chan_open(struct pd_chan *c, int *child)
+{
+	int sv[2];
+
+	pd_chan_close(c);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
+		int err = errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		errno = err;
+		return -1;
+	}
+	c->fd = sv[0];
+	*child = sv[1];
+	return 0;
+}
+
+int pd_chan_pollfd(const struct pd_chan *c, struct pollfd *fds, int max)
+{
+	if (c->fd < 0 || c->ready || max < 1)
+		return 0;
+	fds[0] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+	return 1;
+}
+
+void pd_chan_io(struct pd_chan *c, const struct pollfd *fds, int n)
+{
+	ssize_t r = 1;
+	char ch;
+	int k = 0;
+
+	while (k < n && !(c->fd >= 0 && fds[k].fd == c->fd && fds[k].revents))
+		k++;
+	if (k == n)
+		return;
+	/* a byte at a time: a request is short, and what follows it stays unread */
+	while (!c->ready && (r = read(c->fd, &ch, 1)) == 1) {
+		if (ch == '\n') {
+			c->ready = 1;
+			return;
+		}
+		if (c->in.len >= PD_CHAN_REQUEST_MAX) {
+			static const char err[] = "error request too long\n";
+
+			(void)!send(c->fd, err, sizeof(err) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			pd_chan_close(c);
+			return;
+		}
+		pd_buf_putc(&c->in, ch);
+	}
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+		pd_chan_close(c); /* every holder of the child's end closed it */
+}
+
+const char *pd_chan_request(const struct pd_chan *c)
+{
+	return c->fd >= 0 && c->ready ? pd_buf_str(&c->in) : NULL;
+}
+
+void pd_chan_answer(struct pd_chan *c, const char *line)
+{
+	struct pd_buf b = PD_BUF_INIT;
+
+	if (c->fd < 0)
+		return;
+	pd_buf_printf(&b, "%s\n", line);
+	/* short, and the child waits for it: a full socket is a child not reading */
+	if (send(c->fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)b.len) {
+		pd_chan_close(c);
+	} else {
+		c->ready = 0;
+		pd_buf_reset(&c->in);
+	}
+	pd_buf_release(&b);
+}
+
+/* Slot s's child gets a channel: PD_WORKER_FD in its environment. 0, or -1 (errno). */
+static int chan_open(struct pd_pool_slot *s, int *child)
+{
+	size_t n = 0;
+
+	if (pd_chan_open(&s->chan, child) < 0)
+		return -1;
+	while (s->envp && s->envp[n])
+		n++;
+	s->envp = pd_xrealloc(s->envp, (n + 2) * sizeof(*s->envp));
+	s->envp[n] = pd_xstrdup("PD_WORKER_FD=3");
+	s->envp[n + 1] = NULL;
+	return 0;
 }
 
 void pd_pool_release(struct pd_pool *p)
@@ -184,6 +297,7 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 	const char *sh[4] = {"/bin/sh", "-c", NULL, NULL};
 	struct pd_proc_spec spec;
 	struct pd_err e = PD_ERR_INIT;
+	int rc;
 
 	slot_reset(s);
 	s->h = j->h;
@@ -199,6 +313,17 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 	} else {
 		spec.argv = (const char *const *)j->h->exec_argv;
 	}
+	if (p->chan && chan_open(s, &spec.pass_fd) < 0) {
+		int err = errno;
+
+		pd_errf(&e, PD_EX_SOFTWARE, "could not start: socketpair: %s", strerror(err));
+		pd_log(PD_LOG_WARN, "handler could not start", "%s error=%s", s->prefix,
+		       pd_log_quote((char[600]){0}, 600, e.msg));
+		pd_exit_not_started(&s->exit, spec.argv[0], err, e.msg);
+		s->proc.in_fd = s->proc.out_fd = s->proc.err_fd = -1; /* none started */
+		s->state = PD_SLOT_DONE;
+		return -1;
+	}
 	spec.envp = (const char *const *)s->envp;
 	spec.input = j->input;
 	spec.input_len = j->input_len;
@@ -209,11 +334,15 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 	spec.ctx = s;
 	s->state = PD_SLOT_RUNNING;
 	s->started_us = pd_now_us();
-	if (pd_proc_start(&s->proc, &spec, &e) < 0) {
+	rc = pd_proc_start(&s->proc, &spec, &e);
+	if (spec.pass_fd > 2)
+		close(spec.pass_fd);
+	if (rc < 0) {
 		pd_log(PD_LOG_WARN, "handler could not start", "%s error=%s", s->prefix,
 		       pd_log_quote((char[600]){0}, 600, e.msg));
 		pd_exit_not_started(&s->exit, spec.argv[0], s->proc.start_errno, e.msg);
 		pd_proc_release(&s->proc);
+		pd_chan_close(&s->chan);
 		s->state = PD_SLOT_DONE;
 		return -1;
 	}
@@ -229,17 +358,46 @@ int pd_pool_pollfds(const struct pd_pool *p, struct pollfd *fds, int max)
 {
 	int n = 0;
 
-	for (int i = 0; i < p->size && n < max; i++)
-		if (live(&p->slots[i]))
-			n += pd_proc_pollfds(&p->slots[i].proc, fds + n, max - n);
+	for (int i = 0; i < p->size && n < max; i++) {
+		const struct pd_pool_slot *s = &p->slots[i];
+
+		if (!live(s))
+			continue;
+		n += pd_proc_pollfds(&s->proc, fds + n, max - n);
+		n += pd_chan_pollfd(&s->chan, fds + n, max - n);
+	}
 	return n;
 }
 
 void pd_pool_io(struct pd_pool *p, const struct pollfd *fds, int n)
 {
+	for (int i = 0; i < p->size; i++) {
+		struct pd_pool_slot *s = &p->slots[i];
+
+		if (!live(s))
+			continue;
+		pd_proc_io(&s->proc, fds, n);
+		pd_chan_io(&s->chan, fds, n);
+	}
+}
+
+const char *pd_pool_request(const struct pd_pool *p, int i)
+{
+	return pd_chan_request(&p->slots[i].chan);
+}
+
+int pd_pool_requests(const struct pd_pool *p)
+{
+	int n = 0;
+
 	for (int i = 0; i < p->size; i++)
-		if (live(&p->slots[i]))
-			pd_proc_io(&p->slots[i].proc, fds, n);
+		n += pd_pool_request(p, i) != NULL;
+	return n;
+}
+
+void pd_pool_answer(struct pd_pool *p, int i, const char *line)
+{
+	pd_chan_answer(&p->slots[i].chan, line);
 }
 
 void pd_pool_reap(struct pd_pool *p)

@@ -22,6 +22,16 @@
  *
  * Stderr lines are logged as they come (message stderr_msg, prefixed with the
  * slot's prefix); the last 4 KiB and the last line are kept for the outcome.
+ *
+ * The channel (a pool with chan set): each child also gets one end of a
+ * socket pair (AF_UNIX, SOCK_STREAM) as fd PD_PROC_PASS_FD, named in its
+ * environment as PD_WORKER_FD=3, for requests to the owner, one line
+ * each ("lease JOBID TOKEN\n"), answered with one line ("held\n"). The pool
+ * reads one request at a time (pd_pool_request) and reads no more until
+ * the owner answers it (pd_pool_answer): one request in flight per child.
+ * A line longer than PD_CHAN_REQUEST_MAX is answered "error request too
+ * long" and the channel closed. The worker side is close-on-exec: no other
+ * child inherits it.
  */
 #ifndef PD_POOL_H
 #define PD_POOL_H
@@ -108,6 +118,35 @@ struct pd_pool_exit {
 	    last_line; /* the last non-empty stderr line, valid UTF-8, at most 400 bytes */
 };
 
+#define PD_CHAN_REQUEST_MAX 256 /* the longest request line */
+
+/*
+ * A channel to one child (above), also lib/stream's: the owner's end and
+ * the request being read. fd -1: none (pd_chan_init).
+ */
+struct pd_chan {
+	int fd;		  /* non-blocking, close-on-exec */
+	struct pd_buf in; /* the request being assembled */
+	int ready;	  /* in holds a whole request, not yet answered */
+};
+
+void pd_chan_init(struct pd_chan *c);
+/*
+ * A new channel (c closed first): *child the child's end, for
+ * pd_proc_spec.pass_fd (close it once the child started). 0, or -1 (errno).
+ */
+int pd_chan_open(struct pd_chan *c, int *child);
+/* Close it and free its buffer; c stays usable (fd -1). */
+void pd_chan_close(struct pd_chan *c);
+/* Its descriptor to poll now (none while a request waits for its answer): 0 or 1 entries. */
+int pd_chan_pollfd(const struct pd_chan *c, struct pollfd *fds, int max);
+/* Read what poll(2) reported for it in fds[0..n), up to one whole request. */
+void pd_chan_io(struct pd_chan *c, const struct pollfd *fds, int n);
+/* The request (without its newline) waiting for an answer, or NULL. */
+const char *pd_chan_request(const struct pd_chan *c);
+/* Answer it with line (a newline is added); the next request is read. */
+void pd_chan_answer(struct pd_chan *c, const char *line);
+
 struct pd_pool_slot {
 	enum pd_slot_state state;
 	enum pd_stop_reason stop;
@@ -119,7 +158,11 @@ struct pd_pool_slot {
 	long long timeout_ms;
 	long long started_us;	  /* pd_now_us() at start */
 	struct pd_pool_exit exit; /* valid in DONE */
+	struct pd_chan chan;	  /* its channel, when the pool has them */
 };
+
+/* Descriptors one slot may poll: its child's pipes and its channel. */
+#define PD_POOL_SLOT_FDS (PD_PROC_MAX_FDS + 1)
 
 struct pd_pool {
 	struct pd_pool_slot *slots;
@@ -127,6 +170,7 @@ struct pd_pool {
 	size_t stdout_limit;	/* 0: PD_PROC_STDOUT_LIMIT_DEFAULT */
 	long long grace_ms;	/* SIGTERM to SIGKILL; 0: PD_PROC_GRACE_DEFAULT_MS */
 	const char *stderr_msg; /* the log message for a stderr line */
+	int chan;		/* give each child a channel (above) */
 	/*
 	 * The owner's other children (lib/stream), which pd_pool_reap's
 	 * waitpid(-1) collects too: each pid not the pool's is offered here
@@ -165,7 +209,14 @@ int pd_pool_busy(const struct pd_pool *p);
  */
 int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j);
 
-/* The pipes to poll now; at most max entries. */
+/* Slot i's request (without its newline) waiting for an answer, or NULL. */
+const char *pd_pool_request(const struct pd_pool *p, int i);
+/* How many slots have a request waiting for an answer. */
+int pd_pool_requests(const struct pd_pool *p);
+/* Answer slot i's request with line (a newline is added); the next request is read. */
+void pd_pool_answer(struct pd_pool *p, int i, const char *line);
+
+/* The pipes (and channels) to poll now; at most max entries. */
 int pd_pool_pollfds(const struct pd_pool *p, struct pollfd *fds, int max);
 void pd_pool_io(struct pd_pool *p, const struct pollfd *fds, int n);
 

@@ -40,6 +40,7 @@ struct child_args {
 	char *const *argv;
 	char *const *envp;
 	int in_r, out_w, err_w;
+	int pass_fd; /* > 2: to become PD_PROC_PASS_FD */
 	long max_fd;
 	pid_t parent; /* getpid() before the clone */
 	int err;      /* set by the child when it could not exec: errno */
@@ -165,18 +166,18 @@ int pd_proc_check(const char *prog, const char *const *envp, int *err)
 }
 
 /*
- * In the child: every fd above 2 closes on exec. The child's descriptor
+ * In the child: every fd from first on closes on exec. The child's descriptor
  * table is its own (no CLONE_FILES): marking them leaves the parent's open.
  */
-static void close_others(long max_fd)
+static void close_others(unsigned first, long max_fd)
 {
 #ifdef CLOSE_RANGE_CLOEXEC
-	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+	if (close_range(first, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
 		return;
 #endif
-	if (close_range(3, ~0U, 0) == 0)
+	if (close_range(first, ~0U, 0) == 0)
 		return;
-	for (long fd = 3; fd < max_fd; fd++)
+	for (long fd = first; fd < max_fd; fd++)
 		close((int)fd);
 }
 
@@ -195,6 +196,11 @@ static int child(void *arg)
 		goto fail;
 	if (dup2(c->in_r, 0) < 0 || dup2(c->out_w, 1) < 0 || dup2(c->err_w, 2) < 0)
 		goto fail;
+	/* dup2 onto itself keeps close-on-exec: clear it then */
+	if (c->pass_fd > 2 &&
+	    (c->pass_fd == PD_PROC_PASS_FD ? fcntl(PD_PROC_PASS_FD, F_SETFD, 0)
+					   : dup2(c->pass_fd, PD_PROC_PASS_FD)) < 0)
+		goto fail;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigemptyset(&dfl.sa_mask);
@@ -212,7 +218,7 @@ static int child(void *arg)
 		c->err = ESRCH;
 		_exit(127);
 	}
-	close_others(c->max_fd);
+	close_others(c->pass_fd > 2 ? PD_PROC_PASS_FD + 1 : 3, c->max_fd);
 	execve(c->path, c->argv, c->envp);
 fail:
 	c->err = errno ? errno : EINVAL;
@@ -296,6 +302,7 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 	c.in_r = in[0];
 	c.out_w = out[1];
 	c.err_w = err[1];
+	c.pass_fd = s->pass_fd;
 	c.parent = getpid();
 	c.err = 0;
 	c.max_fd = sysconf(_SC_OPEN_MAX);

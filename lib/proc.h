@@ -4,7 +4,8 @@
  * The child gets the payload on stdin (then EOF), its stdout is captured up
  * to a limit, its stderr is split into lines for a callback and its last
  * 4 KiB are kept. It runs in its own process group, with an empty signal
- * mask, default signal dispositions and only fds 0, 1 and 2 open. A timeout
+ * mask, default signal dispositions and only fds 0, 1 and 2 open (and 3
+ * when the spec passes one: pass_fd). A timeout
  * or pd_proc_kill() sends SIGTERM to the whole group, then SIGKILL after a
  * grace period.
  *
@@ -102,7 +103,15 @@ struct pd_proc_spec {
 	 */
 	void (*on_stdout)(void *ctx, const char *data, size_t n);
 	void *ctx;
+	/*
+	 * > 2: a descriptor the child gets as PD_PROC_PASS_FD (lib/pool's
+	 * channel to its owner), whatever its close-on-exec flag; 0: none.
+	 * The caller closes its copy after the start.
+	 */
+	int pass_fd;
 };
+
+#define PD_PROC_PASS_FD 3
 
 /*
  * One child. The fields are for reading; only the functions below change

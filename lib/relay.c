@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "dur.h"
+#include "henv.h"
 #include "job.h"
 #include "log.h"
 #include "outbox.h"
@@ -192,6 +193,23 @@ static int flush_outcomes(struct relay *r, struct pd_err *e)
 	return 0;
 }
 
+/*
+ * m's publish command h's environment: the relay's own as lib/henv passes
+ * it to a child (no database credential, no secret_env: name unless h's
+ * pass_env: names it), and the message's (pd_outbox_env). NULL: e filled.
+ */
+static char **command_env(const struct pd_handler *h, const struct pd_outbox_msg *m,
+			  struct pd_err *e)
+{
+	size_t k;
+	char **base = pd_henv_build((const char *const *)environ, pd_henv_secret(),
+				    (const char *const *)h->pass_env, NULL, 0, &k);
+	char **envp = pd_outbox_env((const char *const *)base, m, e);
+
+	pd_strv_free(base);
+	return envp;
+}
+
 /* Start m in a free slot, or settle it at once when it cannot run. */
 static int start_msg(struct relay *r, struct pd_outbox_msg *m, struct pd_err *e)
 {
@@ -209,7 +227,7 @@ static int start_msg(struct relay *r, struct pd_outbox_msg *m, struct pd_err *e)
 		/* The claim asks only for topics with a command; give it back if not. */
 		pd_log(PD_LOG_ERROR, "no publish command for the topic: released", "%s", prefix);
 		o.kind = PD_VERDICT_RELEASE;
-	} else if ((envp = pd_outbox_env((const char *const *)environ, m, &he)) == NULL) {
+	} else if ((envp = command_env(h, m, &he)) == NULL) {
 		/* Not through pendulum.outbox_record, which checks headers: data error. */
 		o.kind = PD_VERDICT_DEAD;
 		o.dead_reason = "invalid headers";

@@ -1,7 +1,9 @@
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "dur.h"
@@ -65,6 +67,7 @@ void pd_stream_init(struct pd_stream *s, const struct pd_stream_cfg *c)
 	s->proc.pid = -1;
 	s->proc.in_fd = s->proc.out_fd = s->proc.err_fd = -1;
 	s->eof_at = -1;
+	pd_chan_init(&s->chan);
 }
 
 int pd_stream_live(const struct pd_stream *s)
@@ -454,6 +457,7 @@ static int start(struct pd_stream *s, struct pd_err *e)
 {
 	const char *sh[4] = {"/bin/sh", "-c", NULL, NULL};
 	struct pd_proc_spec spec;
+	int rc;
 
 	memset(&spec, 0, sizeof(spec));
 	if (s->cfg.h->run) {
@@ -471,8 +475,15 @@ static int start(struct pd_stream *s, struct pd_err *e)
 	pd_buf_reset(&s->line);
 	s->eof_at = -1;
 	s->stopped = 0;
-	if (pd_proc_start(&s->proc, &spec, e) < 0) {
+	if (s->cfg.chan && pd_chan_open(&s->chan, &spec.pass_fd) < 0)
+		return pd_errf(e, PD_EX_SOFTWARE, "could not start: socketpair: %s",
+			       strerror(errno));
+	rc = pd_proc_start(&s->proc, &spec, e);
+	if (spec.pass_fd > 2)
+		close(spec.pass_fd);
+	if (rc < 0) {
 		pd_proc_release(&s->proc);
+		pd_chan_close(&s->chan);
 		return -1;
 	}
 	s->state = PD_STREAM_READY;
@@ -590,13 +601,24 @@ int pd_stream_pollfds(const struct pd_stream *s, struct pollfd *fds, int max)
 			break;
 		}
 	}
-	return n;
+	return n + pd_chan_pollfd(&s->chan, fds + n, max - n);
 }
 
 void pd_stream_io(struct pd_stream *s, const struct pollfd *fds, int n)
 {
 	if (pd_stream_live(s))
 		pd_proc_io(&s->proc, fds, n);
+	pd_chan_io(&s->chan, fds, n);
+}
+
+const char *pd_stream_request(const struct pd_stream *s)
+{
+	return pd_chan_request(&s->chan);
+}
+
+void pd_stream_answer(struct pd_stream *s, const char *line)
+{
+	pd_chan_answer(&s->chan, line);
 }
 
 void pd_stream_read(struct pd_stream *s)
@@ -662,6 +684,7 @@ static void ended(struct pd_stream *s)
 				 r.signal > 0 ? status : "exited, status lost,");
 		blame(s, msg, r.exit_code, r.signal);
 		pd_proc_release(&s->proc);
+		pd_chan_close(&s->chan);
 		to_backoff(s);
 		return;
 	}
@@ -669,6 +692,7 @@ static void ended(struct pd_stream *s)
 	       (int)s->proc.pid, status);
 	fail_all(s, 0, PD_EXIT_FAILED, "stream handler stopped", r.exit_code, r.signal);
 	pd_proc_release(&s->proc);
+	pd_chan_close(&s->chan);
 	if (s->state == PD_STREAM_STOPPING && !s->stopped)
 		to_backoff(s);
 	else
@@ -785,6 +809,7 @@ void pd_stream_release(struct pd_stream *s)
 
 	if (pd_stream_live(s))
 		pd_proc_release(&s->proc);
+	pd_chan_close(&s->chan);
 	for (int k = 0; k < s->njobs; k++) {
 		pd_buf_release(&s->jobs[k].tail);
 		pd_buf_release(&s->jobs[k].line);

@@ -89,6 +89,7 @@ struct pd_stream_cfg {
 	size_t result_limit;	    /* bytes of a result kept; 0: PD_PROC_STDOUT_LIMIT_DEFAULT */
 	long long grace_ms;	    /* SIGTERM to SIGKILL; 0: PD_PROC_GRACE_DEFAULT_MS */
 	struct pd_rng *rng;	    /* the restart backoff's jitter */
+	int chan; /* give the process a channel (lib/pool: PD_WORKER_FD, set in envp) */
 };
 
 /* A job in flight: sent, not answered yet (written to the process, or waiting to be re-sent). */
@@ -127,6 +128,7 @@ struct pd_stream {
 	int njobs, capjobs;
 	struct pd_stream_done *done; /* outcomes, oldest first */
 	int ndone, capdone, done_off;
+	struct pd_chan chan; /* the process's channel (cfg.chan), one request at a time */
 };
 
 /* The fields of an answer line (pd_stream_parse). Spans point into the line. */
@@ -147,6 +149,11 @@ struct pd_stream_answer {
  * store fails its own job (the worker judges it), not the line.
  */
 int pd_stream_parse(const char *line, size_t n, struct pd_stream_answer *a, struct pd_err *e);
+
+/* The process's request on its channel waiting for an answer, or NULL (lib/pool). */
+const char *pd_stream_request(const struct pd_stream *s);
+/* Answer it with line. */
+void pd_stream_answer(struct pd_stream *s, const char *line);
 
 /* IDLE, no process yet. c is copied. */
 void pd_stream_init(struct pd_stream *s, const struct pd_stream_cfg *c);

@@ -45,7 +45,7 @@ struct worker {
 	int nstreams;
 	char *stream_old;   /* stream_old[k]: no current handler uses stream k: closed once idle */
 	int *stream_of;	    /* stream_of[h]: handler h's stream, or -1 */
-	char **stream_env;  /* the stream handlers' environment */
+	char ***stream_env; /* stream_env[k]: stream k's handler's environment (MAX_STREAMS) */
 	const char **types; /* the claim's filter; NULL: any type */
 	int ntypes;
 	char **flow_types; /* the workflow job types in types (owned), NULL-terminated */
@@ -85,6 +85,9 @@ int pd_worksync_register(struct pd_daemon *d, int first, struct pd_err *e);
  * token it does not hold (pd_jobs_release_unheld).
  */
 int pd_worksync_release_unheld(struct worker *w, struct pd_err *e);
+
+/* How many requests wait on the handlers' channels (lib/pool), answered between round trips. */
+int pd_worker_requests(const struct worker *w);
 
 /* A ready job would start now. */
 int pd_worksync_startable(const struct worker *w);

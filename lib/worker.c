@@ -154,6 +154,65 @@ static void streams_pass(struct worker *w)
 	}
 }
 
+/*
+ * The answer to request q from a handler's channel (lib/pool), on the
+ * worker's own connection between round trips: "lease JOBID TOKEN" gets
+ * "held" or "lost" from a fenced read (pd_jobs_lease_held: the job LEASED
+ * or RUNNING under that token, its lease not expired), which is what
+ * `pd-admin lease check` asks in a handler that holds no credential;
+ * "unavailable" while the database is; "error ..." for anything else.
+ * -1 with e when the query failed (answered "unavailable").
+ */
+static int request_reply(struct worker *w, const char *q, const char **reply, struct pd_err *e)
+{
+	long long id, token;
+	int held, end = 0;
+
+	*reply = "unavailable";
+	if (sscanf(q, "lease %lld %lld%n", &id, &token, &end) != 2 || q[end] != '\0' || id <= 0 ||
+	    token <= 0) {
+		*reply = "error unknown request (want: lease JOBID TOKEN)";
+		return 0;
+	}
+	if (!pd_daemon_up(&w->d))
+		return 0;
+	if ((held = pd_jobs_lease_held(w->d.db, id, token, e)) < 0)
+		return -1;
+	*reply = held ? "held" : "lost";
+	return 0;
+}
+
+/* Requests waiting on the handlers' and the stream handlers' channels. */
+int pd_worker_requests(const struct worker *w)
+{
+	int n = pd_pool_requests(&w->pool);
+
+	for (int k = 0; k < w->nstreams; k++)
+		n += pd_stream_request(&w->streams[k]) != NULL;
+	return n;
+}
+
+/* Answer every request waiting (request_reply). */
+static int requests_answer(struct worker *w, struct pd_err *e)
+{
+	const char *q, *reply;
+	int rc = 0;
+
+	for (int i = 0; i < w->pool.size; i++) {
+		if ((q = pd_pool_request(&w->pool, i)) == NULL)
+			continue;
+		rc = rc < 0 ? rc : request_reply(w, q, &reply, e);
+		pd_pool_answer(&w->pool, i, rc < 0 ? "unavailable" : reply);
+	}
+	for (int k = 0; k < w->nstreams; k++) {
+		if ((q = pd_stream_request(&w->streams[k])) == NULL)
+			continue;
+		rc = rc < 0 ? rc : request_reply(w, q, &reply, e);
+		pd_stream_answer(&w->streams[k], rc < 0 ? "unavailable" : reply);
+	}
+	return rc < 0 ? pd_daemon_db_failed(&w->d, e) : 0;
+}
+
 static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 {
 	struct worker *w = d->ctx;
@@ -170,6 +229,8 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 		    d->phase == PD_DAEMON_SERVING && now >= w->next_ext)
 			rc = pd_worksync_ext(w, now, e);
 	}
+	if (rc == 0 && pd_worker_requests(w) > 0 && !(pd_daemon_up(d) && w->flight))
+		rc = requests_answer(w, e);
 	streams_pass(w);
 	return rc;
 }
@@ -189,6 +250,8 @@ static long long deadline(struct pd_daemon *d)
 
 	for (int k = 0; k < w->nstreams; k++)
 		t = pd_deadline_min(t, pd_stream_deadline(&w->streams[k]));
+	if (pd_worker_requests(w) > 0 && !(pd_daemon_up(d) && w->flight))
+		return now; /* answered at once (requests_answer) */
 	if (!pd_daemon_up(d))
 		return t;
 	if (pd_worksync_startable(w))
@@ -389,10 +452,13 @@ static int streams_map(struct worker *w, struct pd_err *e)
 		memset(&sc, 0, sizeof(sc));
 		sc.name = cfg->handlers[i].name;
 		sc.h = &cfg->handlers[i];
-		sc.envp = w->stream_env;
+		pd_strv_free(w->stream_env[k]);
+		w->stream_env[k] = pd_jobrun_stream_env(w->d.id, &cfg->handlers[i]);
+		sc.envp = w->stream_env[k];
 		sc.result_limit = pd_handler_result_limit(sc.h, (size_t)cfg->result_limit);
 		sc.grace_ms = cfg->engine.grace_ms;
 		sc.rng = &w->d.rng;
+		sc.chan = 1; /* PD_WORKER_FD: requests_answer */
 		pd_stream_init(&w->streams[k], &sc);
 		used[k] = 1;
 		of[i] = k;
@@ -407,14 +473,14 @@ static int streams_map(struct worker *w, struct pd_err *e)
 /* The stream slots, and the current stream handlers' streams. */
 static int streams_init(struct worker *w, struct pd_err *e)
 {
-	w->stream_env = pd_jobrun_stream_env(w->d.id);
+	w->stream_env = pd_xcalloc(MAX_STREAMS, sizeof(*w->stream_env));
 	w->streams = pd_xcalloc(MAX_STREAMS, sizeof(*w->streams));
 	w->stream_old = pd_xcalloc(MAX_STREAMS, 1);
 	w->hs.streams = w->streams;
 	w->hs.worker = w->d.id;
 	w->pool.adopt = adopt;
 	w->pool.adopt_ctx = w;
-	w->d.maxfds = PD_PROC_MAX_FDS * MAX_STREAMS;
+	w->d.maxfds = PD_POOL_SLOT_FDS * MAX_STREAMS; /* its pipes and its channel */
 	return streams_map(w, e);
 }
 
@@ -556,6 +622,7 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	claim_types(&w);
 	pd_pool_init(&w.pool, (int)cfg->engine.concurrency, (size_t)cfg->result_limit,
 		     cfg->engine.grace_ms, "handler stderr");
+	w.pool.chan = 1; /* PD_WORKER_FD: requests_answer */
 	pd_holdings_init(&w.hs, (int)cfg->engine.concurrency);
 	w.hs.pool = &w.pool;
 	pd_daemon_init(&w.d, &worker_ops, db, &w, &w.pool, &cfg->engine);
@@ -586,7 +653,9 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	free(w.streams);
 	free(w.stream_old);
 	free(w.stream_of);
-	pd_strv_free(w.stream_env);
+	for (int k = 0; w.stream_env && k < MAX_STREAMS; k++)
+		pd_strv_free(w.stream_env[k]);
+	free(w.stream_env);
 	claim_types_free(&w);
 	if (w.own) {
 		pd_worker_cfg_release(w.own);

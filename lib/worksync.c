@@ -267,9 +267,11 @@ static int reregister(struct worker *w, struct pd_err *e)
  * The worker's part of a pass: start ready jobs in free slots, collect the
  * batch in flight if its results are in, and send the next one.
  */
-/* The reap pass or the program's periodic work (ext) is due. */
+/* The reap pass, the program's periodic work (ext) or a handler's request is due. */
 static int side_due(const struct worker *w, long long now)
 {
+	if (pd_worker_requests(w) > 0)
+		return 1;
 	if (w->cfg->reap && now >= w->next_reap)
 		return 1;
 	return w->cfg->ext && w->d.phase == PD_DAEMON_SERVING && now >= w->next_ext;

@@ -45,6 +45,9 @@ static void start(struct pd_pool *p, int i, const struct pd_handler *h, const ch
 	pd_pool_start(p, i, &j);
 }
 
+/* Answers each request on slot 0's channel with "got <request>", counting them (drive). */
+static int answered;
+
 /* Drive the pool like a daemon would, until no slot is RUNNING or STOPPING, or limit ms. */
 static void drive(struct pd_pool *p, int sfd, long long limit_ms)
 {
@@ -65,6 +68,13 @@ static void drive(struct pd_pool *p, int sfd, long long limit_ms)
 				while (pd_sig_read(sfd) > 0)
 					pd_pool_reap(p);
 			pd_pool_io(p, fds + 1, n);
+		}
+		if (pd_pool_request(p, 0) != NULL) {
+			char a[300];
+
+			snprintf(a, sizeof(a), "got %s", pd_pool_request(p, 0));
+			pd_pool_answer(p, 0, a);
+			answered++;
 		}
 		pd_pool_tick(p, pd_now_ms());
 	}
@@ -207,6 +217,41 @@ static void test_lifecycle(int sfd)
 	ok(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "no child left, no zombie");
 }
 
+/* A pool with channels: fd 3 and PD_WORKER_FD in the child, a line each way, one at a time. */
+static void test_chan(int sfd)
+{
+	struct pd_pool p;
+	struct pd_handler h = sh("printf 'lease 7 9\\n' >&3; read a <&3; printf 'two\\n' >&3; "
+				 "read b <&3; printf '%s|%s|%s' \"$PD_WORKER_FD\" \"$a\" \"$b\"");
+	struct pd_handler big = sh("head -c 300 /dev/zero | tr '\\0' a >&3; read r <&3; "
+				   "printf '%s' \"$r\"");
+	struct pd_handler none =
+	    sh("printf '%s' \"${PD_WORKER_FD-unset}\"; true >&3 2>/dev/null || exit 9");
+
+	pd_pool_init(&p, 1, 0, 0, NULL);
+	p.chan = 1;
+	answered = 0;
+	start(&p, 0, &h, NULL, 5000);
+	drive(&p, sfd, 5000);
+	is_str(pd_buf_str(&p.slots[0].exit.out), "3|got lease 7 9|got two",
+	       "chan: requests reach the owner, answers reach the child, on fd 3");
+	is_int(answered, 2, "chan: two requests, one at a time");
+	pd_pool_clear(&p, 0);
+	start(&p, 0, &big, NULL, 5000);
+	drive(&p, sfd, 5000);
+	is_str(pd_buf_str(&p.slots[0].exit.out), "error request too long",
+	       "chan: a request over PD_CHAN_REQUEST_MAX is refused");
+	pd_pool_clear(&p, 0);
+	pd_pool_release(&p);
+
+	pd_pool_init(&p, 1, 0, 0, NULL);
+	start(&p, 0, &none, NULL, 5000);
+	drive(&p, sfd, 5000);
+	is_str(pd_buf_str(&p.slots[0].exit.out), "unset", "no chan: no PD_WORKER_FD");
+	is_int(p.slots[0].exit.exit_code, 9, "no chan: fd 3 is closed in the child");
+	pd_pool_release(&p);
+}
+
 int main(void)
 {
 	struct pd_err e = PD_ERR_INIT;
@@ -218,6 +263,7 @@ int main(void)
 	test_classify();
 	test_not_started();
 	test_lifecycle(sfd);
+	test_chan(sfd);
 	close(sfd);
 	return done_testing();
 }

@@ -1,0 +1,140 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "henv.h"
+
+extern char **environ;
+
+int pd_henv_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > PD_HENV_NAME_MAX || (name[0] >= '0' && name[0] <= '9'))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '_'))
+			return 0;
+	}
+	return 1;
+}
+
+/* 1 if var ("NAME=value" or "NAME") is named in list (NULL-terminated, or NULL). */
+static int named(const char *var, const char *const *list)
+{
+	size_t l = strcspn(var, "=");
+
+	for (; list && *list; list++)
+		if (strlen(*list) == l && strncmp(var, *list, l) == 0)
+			return 1;
+	return 0;
+}
+
+int pd_henv_passes(const char *var, const char *const *secret, const char *const *pass)
+{
+	size_t l = strcspn(var, "=");
+
+	if (named(var, pass))
+		return 1;
+	if (l == 15 && strncmp(var, "PD_DATABASE_URL", 15) == 0)
+		return 0;
+	if (strncmp(var, "PG", 2) == 0)
+		return 0;
+	return !named(var, secret);
+}
+
+char **pd_henv_build(const char *const *env, const char *const *secret, const char *const *pass,
+		     const char *const *drop, size_t extra, size_t *k)
+{
+	size_t n = 0, np = 0;
+	char **out;
+
+	while (env && env[n])
+		n++;
+	while (pass && pass[np])
+		np++;
+	out = pd_xcalloc(n + np + extra + 1, sizeof(*out));
+	*k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!named(env[i], drop) && pd_henv_passes(env[i], secret, pass))
+			out[(*k)++] = pd_xstrdup(env[i]);
+	/* A variable withheld from our own environment, passed: its value given back. */
+	for (size_t i = 0; i < np; i++) {
+		const char *v = pd_henv_held(pass[i]);
+		size_t l;
+
+		if (v == NULL || named(pass[i], drop))
+			continue;
+		l = strlen(pass[i]) + strlen(v) + 2;
+		out[*k] = pd_xmalloc(l);
+		memcpy(out[*k], pass[i], strlen(pass[i]));
+		out[*k][strlen(pass[i])] = '=';
+		memcpy(out[*k] + strlen(pass[i]) + 1, v, strlen(v) + 1);
+		(*k)++;
+	}
+	return out;
+}
+
+static const char *const *secret_names;
+
+void pd_henv_set_secret(const char *const *names)
+{
+	secret_names = names;
+}
+
+const char *const *pd_henv_secret(void)
+{
+	return secret_names;
+}
+
+#define HELD_MAX 8
+
+static struct {
+	char *name, *value;
+} held[HELD_MAX];
+static int nheld;
+
+void pd_henv_wipe(char *s, size_t n)
+{
+	volatile char *p = s;
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = 'x';
+}
+
+const char *pd_henv_withhold(const char *name)
+{
+	size_t l = strlen(name);
+	char *value = NULL;
+
+	for (int i = 0; i < nheld; i++)
+		if (strcmp(held[i].name, name) == 0)
+			return held[i].value;
+	/* Every copy of it in environ: the block the kernel shows, and any setenv's. */
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, name, l) != 0 || (*e)[l] != '=')
+			continue;
+		if (value == NULL)
+			value = pd_xstrdup(*e + l + 1);
+		pd_henv_wipe(*e, strlen(*e)); /* the name too: nothing says it was there */
+	}
+	unsetenv(name);
+	if (value == NULL)
+		return NULL;
+	if (nheld == HELD_MAX)
+		return value; /* a fixed few names: not reached */
+	held[nheld].name = pd_xstrdup(name);
+	held[nheld].value = value;
+	return held[nheld++].value;
+}
+
+const char *pd_henv_held(const char *name)
+{
+	for (int i = 0; i < nheld; i++)
+		if (strcmp(held[i].name, name) == 0)
+			return held[i].value;
+	return NULL;
+}
