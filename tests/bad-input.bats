@@ -236,6 +236,9 @@ row() {
 	row config-not-utf8 78 "not-utf8.yaml" "" pd-enqueue -c "$T/not-utf8.yaml" t '{}'
 	row db-down 69 "127.0.0.1" "" pd-enqueue -d "$DOWN" t '{}'
 	row db-down-socket 69 "no-such-dir" "" pd-enqueue -d "$DOWN_SOCK" t '{}'
+	: >"$T/empty-url"
+	row url-file-missing 78 "no-such-url" "" pd-enqueue --database-url-file "$T/no-such-url" t '{}'
+	row url-file-empty 78 "empty-url" "" pd-enqueue --database-url-file "$T/empty-url" t '{}'
 	row db-down-ndjson 69 "127.0.0.1" $'{"type":"t"}\n' pd-enqueue -d "$DOWN" --ndjson
 	head -c 1100000 /dev/zero | tr '\0' x | sed 's/.*/"&"/' >"$T/big.json"
 	{
@@ -267,6 +270,7 @@ row() {
 	row heartbeat-over-lease 64 "heartbeat" "" pd-worker --lease 2s --heartbeat 5s --handler t=cat
 	row poll-huge 65 "--poll" "" pd-worker --poll "$HUGE" --handler t=cat
 	row concurrency-zero 64 "--concurrency" "" pd-worker -j 0 --handler t=cat
+	row url-file-missing 78 "no-such-url" "" pd-worker --database-url-file "$T/no-such-url" --handler t=cat
 	row concurrency-neg 64 "--concurrency" "" pd-worker -j -1 --handler t=cat
 	row concurrency-huge 64 "--concurrency" "" pd-worker -j "$HUGE" --handler t=cat
 	row batch-zero 64 "--batch" "" pd-worker --batch 0 --handler t=cat
