@@ -188,10 +188,13 @@ int pd_jobspec_parse(const struct pd_json *j, struct pd_jobspec *s, struct pd_jo
 
 		for (int i = 0; keys[i]; i++)
 			known |= strcmp(key, keys[i]) == 0;
-		if (!known)
-			rc = pd_errf(e, PD_EX_DATAERR, "unknown key '%s'", key);
-		else if (j->tok[t + 1].type != PD_JSON_NULL &&
-			 parse_key(j, key, t + 1, s, mem, &inner) < 0)
+		if (!known) {
+			char shown[PD_TEXT_SHOW_MAX + 1];
+
+			rc = pd_errf(e, PD_EX_DATAERR, "unknown key '%s'",
+				     pd_text_show(shown, sizeof(shown), key, strlen(key)));
+		} else if (j->tok[t + 1].type != PD_JSON_NULL &&
+			   parse_key(j, key, t + 1, s, mem, &inner) < 0)
 			rc = pd_errf(e, inner.code, "key '%s': %.400s", key, inner.msg);
 		free(key);
 		if (rc < 0)
