@@ -11,7 +11,6 @@
  * strict JSON, and writes each job as one JSON object (the bulk statement's
  * array element) and as one COPY line.
  */
-#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +98,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	pd_enqueue_init(&q);
 	if (pd_enqueue_ndjson(&q, &defaults, text ? text : "", size, &e) < 0) {
-		if (getenv("FZ_DEBUG")) fprintf(stderr, "msg=[%s] code=%d\n", e.msg, e.code);
 		CHECK(e.code == PD_EX_DATAERR);
 		CHECK(strchr(e.msg, '\n') == NULL);
 		CHECK(strncmp(e.msg, "invalid JSON on stdin line ", 27) == 0 ||
