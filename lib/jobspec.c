@@ -43,11 +43,14 @@ int pd_priority_parse(const char *s, long long *out, struct pd_err *e)
 	if (strcmp(s, "low") == 0)
 		return *out = -10, 0;
 	v = strtoll(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || v < -1000000 || v > 1000000)
+	if (*s == '\0' || *end != '\0' || v < -1000000 || v > 1000000) {
+		char shown[PD_TEXT_SHOW_MAX + 1];
+
 		return pd_errf(e, PD_EX_DATAERR,
 			       "invalid priority '%s': expected an integer (higher runs first) or "
 			       "high, normal, low",
-			       s);
+			       pd_text_show(shown, sizeof(shown), s, strlen(s)));
+	}
 	*out = v;
 	return 0;
 }
