@@ -4,6 +4,7 @@
 #   make check      deps, normal and ASan+UBSan builds, every test on a real Postgres
 #   make demo       the state machine moving in your terminal
 #   make demo-flow  a durable workflow (examples/place-order) run step by step
+#   make fuzz       every libFuzzer target in tests/fuzz/ for FUZZ_SECONDS (10) each, clang
 #   make bench      performance figures beside their targets (never gates anything)
 #   make lint       clang-format, shellcheck, mandoc -T lint, the layers of lib/
 #   make schema     regenerate sql/schema.sql (the schema in force) from a migrated database
@@ -31,6 +32,15 @@ PD_CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 PD_LDFLAGS += -fsanitize=address,undefined
 endif
 
+# The fuzz build (make fuzz, make check): clang, the library instrumented for
+# libFuzzer, ASan and UBSan; the targets link libFuzzer's main.
+ifeq ($(FUZZ),1)
+PD_CFLAGS += -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+PD_LDFLAGS += -fsanitize=fuzzer,address,undefined
+endif
+FUZZ_B   ?= build-fuzz
+FUZZ_SECONDS ?= 10
+
 PROGS     := pd-enqueue pd-worker pd-reaper pd-cron pd-relay pd-admin
 LIB_SRC   := $(sort $(wildcard lib/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/migrations.o
@@ -43,6 +53,8 @@ MANS      := $(sort $(wildcard man/*.[1-9]))
 SYSD      := $(sort $(wildcard systemd/*.service systemd/*.timer))
 SCRIPTS   := $(shell grep -lE '^\#!.*(sh|bash)' scripts/* examples/*/*.sh .ci/run 2>/dev/null) $(wildcard tests/*.bash)
 BATS      := $(wildcard tests/*.bats)
+FUZZ_SRC  := $(sort $(wildcard tests/fuzz/*_fuzz.c))
+FUZZERS   := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH     := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 
@@ -82,6 +94,10 @@ $(B)/tests/pd-test-tool: tests/helper/pd-test-tool.c $(B)/libpendulum.a
 	@mkdir -p $(@D)
 	$(CC) $(PD_CFLAGS) $(CFLAGS) $(PD_LDFLAGS) $(LDFLAGS) -o $@ $< $(B)/libpendulum.a $(PD_LDLIBS)
 
+$(B)/fuzz/%_fuzz: tests/fuzz/%_fuzz.c $(B)/libpendulum.a
+	@mkdir -p $(@D)
+	$(CC) $(PD_CFLAGS) $(CFLAGS) $(PD_LDFLAGS) $(LDFLAGS) -o $@ $< $(B)/libpendulum.a $(PD_LDLIBS)
+
 # The benchmark's helpers (spawn ceiling, pickup latency, handler stamp): built
 # by `make bench` only, with the tree's flags but without -Ilib, whose sched.h
 # would hide the system's <sched.h> that <spawn.h> includes.
@@ -91,6 +107,17 @@ $(B)/bench/%: bench/%.c
 
 deps:
 	sh scripts/deps
+
+# The libFuzzer targets only (FUZZ=1 CC=clang implied), into $(B)/fuzz.
+fuzz-targets:
+	$(MAKE) FUZZ=1 CC=clang $(FUZZERS)
+
+# Each target for FUZZ_SECONDS on a copy of its corpus (tests/fuzz/corpus/NAME,
+# never grown by a run), crashes into $(FUZZ_B)/fuzz/NAME.out/: fails if any
+# target crashed. See scripts/fuzz.
+fuzz:
+	$(MAKE) -j2 B=$(FUZZ_B) fuzz-targets
+	sh scripts/fuzz $(abspath $(FUZZ_B))/fuzz $(FUZZ_SECONDS)
 
 # sql/schema.sql: the schema the migrations leave, dumped from a throwaway
 # cluster (scripts/schema-snapshot); tests/schema.bats compares it. Run after
@@ -105,6 +132,7 @@ check: deps
 	$(MAKE) lint
 	$(MAKE) -j$$(nproc) all
 	$(MAKE) -j$$(nproc) B=build-asan SANITIZE=1 CC=clang all
+	$(MAKE) -j$$(nproc) B=$(FUZZ_B) fuzz-targets
 	$(MAKE) verify-units
 	sh scripts/check
 
@@ -148,9 +176,9 @@ install: $(BINS)
 	install -m 644 systemd/pendulum.yaml.example $(DESTDIR)$(SYSCONFDIR)/pendulum/pendulum.yaml.example
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan $(FUZZ_B)
 
-.PHONY: all deps check verify-units unit demo demo-flow bench lint schema install clean
+.PHONY: all deps fuzz fuzz-targets check verify-units unit demo demo-flow bench lint schema install clean
 .SECONDARY:
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -868,3 +868,12 @@ int pd_config_load(struct pd_config *c, const char *explicit_path, struct pd_err
 		return -1;
 	return 0;
 }
+
+int pd_config_load_string(struct pd_config *c, const char *name, const char *text, size_t len,
+			  struct pd_err *e)
+{
+	c->path = pd_xstrdup(name);
+	if (pd_ydoc_load_string(&c->doc, name, text, len, e) < 0 || decode(c, e) < 0)
+		return -1;
+	return 0;
+}

@@ -101,6 +101,10 @@ void pd_config_init(struct pd_config *c);
  */
 int pd_config_load(struct pd_config *c, const char *explicit_path, struct pd_err *e);
 
+/* The same with the file's text given (len bytes), named name in messages (tests/fuzz). */
+int pd_config_load_string(struct pd_config *c, const char *name, const char *text, size_t len,
+			  struct pd_err *e);
+
 /* Free everything; c holds the defaults again. */
 void pd_config_release(struct pd_config *c);
 

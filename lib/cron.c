@@ -532,15 +532,18 @@ int pd_cron_dst(const struct pd_cron *c, const char *zone, long long t)
 	struct pd_err e = PD_ERR_INIT;
 	struct pd_tz_state st, st2;
 	struct pd_tz z;
-	int64_t L, sod, u, hi = t + PD_TZ_WINDOW;
-	int rc = PD_DST_NONE;
+	int64_t L, sod, u, y, hi = t + PD_TZ_WINDOW;
+	int rc = PD_DST_NONE, mon, dom;
 
 	if (t < PD_MIN_T || t > PD_MAX_T || pd_tz_load(&z, zone, &e) < 0)
 		return PD_DST_NONE;
 	pd_tz_lookup(&z, t, &st);
 	L = t + st.off;
 	sod = L - pd_floordiv(L, PD_DAY) * PD_DAY;
-	if (!(c->hour >> (sod / 3600) & 1) || !(c->minute >> (sod % 3600 / 60) & 1))
+	pd_civil_from_days(pd_floordiv(L, PD_DAY), &y, &mon, &dom);
+	/* A gap of a day or more (Pacific/Apia skipped 2011-12-30) shifts the date too. */
+	if (!(c->hour >> (sod / 3600) & 1) || !(c->minute >> (sod % 3600 / 60) & 1) ||
+	    !(c->month >> mon & 1) || !day_matches(c, pd_floordiv(L, PD_DAY), dom))
 		rc = PD_DST_GAP;
 	/* Another instant with the same wall time: some offset near t reads L too. */
 	for (u = t - PD_TZ_WINDOW; rc == PD_DST_NONE && u < hi; u = st2.until) {

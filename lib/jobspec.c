@@ -43,11 +43,14 @@ int pd_priority_parse(const char *s, long long *out, struct pd_err *e)
 	if (strcmp(s, "low") == 0)
 		return *out = -10, 0;
 	v = strtoll(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || v < -1000000 || v > 1000000)
+	if (*s == '\0' || *end != '\0' || v < -1000000 || v > 1000000) {
+		char shown[PD_TEXT_SHOW_MAX + 1];
+
 		return pd_errf(e, PD_EX_DATAERR,
 			       "invalid priority '%s': expected an integer (higher runs first) or "
 			       "high, normal, low",
-			       s);
+			       pd_text_show(shown, sizeof(shown), s, strlen(s)));
+	}
 	*out = v;
 	return 0;
 }
@@ -188,10 +191,13 @@ int pd_jobspec_parse(const struct pd_json *j, struct pd_jobspec *s, struct pd_jo
 
 		for (int i = 0; keys[i]; i++)
 			known |= strcmp(key, keys[i]) == 0;
-		if (!known)
-			rc = pd_errf(e, PD_EX_DATAERR, "unknown key '%s'", key);
-		else if (j->tok[t + 1].type != PD_JSON_NULL &&
-			 parse_key(j, key, t + 1, s, mem, &inner) < 0)
+		if (!known) {
+			char shown[PD_TEXT_SHOW_MAX + 1];
+
+			rc = pd_errf(e, PD_EX_DATAERR, "unknown key '%s'",
+				     pd_text_show(shown, sizeof(shown), key, strlen(key)));
+		} else if (j->tok[t + 1].type != PD_JSON_NULL &&
+			   parse_key(j, key, t + 1, s, mem, &inner) < 0)
 			rc = pd_errf(e, inner.code, "key '%s': %.400s", key, inner.msg);
 		free(key);
 		if (rc < 0)

@@ -404,26 +404,31 @@ static void on_stdout(void *ctx, const char *data, size_t n)
 	}
 }
 
-/*
- * The job in flight a stderr line names ("job=ID" and a space, or the end):
- * its index, or -1. An ID beyond LLONG_MAX names no job.
- */
-static int named(const struct pd_stream *s, const char *line, size_t n, size_t *skip)
+int pd_stream_stderr_job(const char *line, size_t n, long long *id, size_t *skip)
 {
-	long long id = 0;
+	long long v = 0;
 	size_t i = 4;
 
 	if (n < 5 || memcmp(line, "job=", 4) != 0)
-		return -1;
+		return 0;
 	while (i < n && i < 24 && line[i] >= '0' && line[i] <= '9') {
-		if (id > (LLONG_MAX - (line[i] - '0')) / 10)
-			return -1;
-		id = id * 10 + (line[i++] - '0');
+		if (v > (LLONG_MAX - (line[i] - '0')) / 10)
+			return 0;
+		v = v * 10 + (line[i++] - '0');
 	}
 	if (i == 4 || (i < n && line[i] != ' '))
-		return -1;
+		return 0;
+	*id = v;
 	*skip = i < n ? i + 1 : i;
-	return find(s, id);
+	return 1;
+}
+
+/* The job in flight a stderr line names: its index, or -1. */
+static int named(const struct pd_stream *s, const char *line, size_t n, size_t *skip)
+{
+	long long id;
+
+	return pd_stream_stderr_job(line, n, &id, skip) ? find(s, id) : -1;
 }
 
 static void on_stderr(void *ctx, const char *line, size_t n)

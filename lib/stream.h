@@ -218,6 +218,13 @@ void pd_stream_close(struct pd_stream *s);
  */
 void pd_stream_stop(struct pd_stream *s, enum pd_stop_reason why);
 
+/*
+ * The job a line of a stream handler's stderr names: "job=ID" then a space
+ * or the end of the line, ID at most LLONG_MAX. Returns 1 with *id, and
+ * *skip the bytes of that prefix (its space included), else 0.
+ */
+int pd_stream_stderr_job(const char *line, size_t n, long long *id, size_t *skip);
+
 /* Poll and I/O, as for lib/pool. */
 int pd_stream_pollfds(const struct pd_stream *s, struct pollfd *fds, int max);
 void pd_stream_io(struct pd_stream *s, const struct pollfd *fds, int n);

@@ -424,6 +424,10 @@ static int verrf_at(const struct pd_ydoc *d, const struct pd_ynode *n, int code,
 	char what[400];
 
 	vsnprintf(what, sizeof(what), fmt, ap);
+	/* One line whatever a quoted value holds (a folded scalar's newlines): as pd_text_show. */
+	for (char *p = what; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = *p == '\n' || *p == '\t' || *p == '\r' ? ' ' : '?';
 	return pd_errf(e, code, "%s:%d:%d: %s", d->path, n->line, n->col, what);
 }
 

@@ -680,6 +680,10 @@ static void test_workflows(void)
 	bad("workflows:\n  'a:b':\n    steps: [{name: x, sleep: 1s}]\n",
 	    "2:3: workflow name 'a:b': expected 1 to 100 letters, digits, '-', '_' or '.'",
 	    "workflows: a name with a colon");
+	/* Found by tests/fuzz/config_fuzz: a folded name's newline made a two-line message. */
+	bad("workflows:\n  \"a\\nb\\tc\\u0001\":\n    steps: [{name: x, sleep: 1s}]\n",
+	    "2:3: workflow name 'a b c?': expected 1 to 100 letters, digits, '-', '_' or '.'",
+	    "workflows: a name with control characters, in one line");
 	bad("workflows:\n  '':\n    steps: [{name: x, sleep: 1s}]\n",
 	    "2:3: workflow name '': expected 1 to 100 letters, digits, '-', '_' or '.'",
 	    "workflows: an empty name");

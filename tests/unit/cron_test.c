@@ -599,6 +599,32 @@ static void test_dst_lord_howe(void)
 }
 
 /* A whole year of half-hourly fires in each zone: strictly increasing, 30 to 90 minutes apart. */
+/* What pd_cron_dst says of a fire (`pd-cron check`). */
+static int dst(const char *expr, const char *zone, const char *at)
+{
+	struct pd_err e = PD_ERR_INIT;
+	struct pd_cron c;
+
+	if (pd_cron_parse(&c, expr, &e) < 0)
+		return -1;
+	return pd_cron_dst(&c, zone, iso(at));
+}
+
+static void test_dst_kind(void)
+{
+	is_int(dst("30 2 * * *", "Europe/Berlin", "2026-03-29T01:30:00Z"), PD_DST_GAP,
+	       "dst: Berlin 02:30 shifted to 03:30 CEST is a gap");
+	is_int(dst("30 1 * * *", "America/New_York", "2026-11-01T05:30:00Z"), PD_DST_TWICE,
+	       "dst: New York 01:30 on the fall-back day happens twice");
+	is_int(dst("30 2 * * *", "Europe/Berlin", "2026-03-30T00:30:00Z"), PD_DST_NONE,
+	       "dst: Berlin 02:30 the next day is neither");
+	/* Found by tests/fuzz/cron_fuzz: only the time of day was compared. */
+	is_str(next_iso("0 10 30 12 *", "Pacific/Apia", "2011-12-26T00:00:00Z"),
+	       "2011-12-30T20:00:00Z", "Apia skipped 2011-12-30: its 10:00 fires on the 31st");
+	is_int(dst("0 10 30 12 *", "Pacific/Apia", "2011-12-30T20:00:00Z"), PD_DST_GAP,
+	       "dst: a fire shifted past a skipped day is a gap");
+}
+
 static void test_year_increasing(void)
 {
 	static const struct {
@@ -1238,6 +1264,7 @@ int main(void)
 	test_dst_new_york();
 	test_dst_sydney();
 	test_dst_lord_howe();
+	test_dst_kind();
 	test_year_increasing();
 	test_reference();
 	test_local_vs_glibc();

@@ -207,6 +207,11 @@ int main(void)
 
 	/* Refused lines name their line and the key. */
 	refused("{\"type\":\"a\"}\n{\"type\":\"b\", \"x\": null}", "stdin line 2: unknown key 'x'");
+	/* Found by tests/fuzz/ndjson_fuzz: the key was quoted raw, the message two lines. */
+	refused("{\"type\":\"a\", \"x\\ny\\u0001\": 1}", "stdin line 1: unknown key 'x y?'");
+	refused("{\"type\":\"a\", \"priority\": \"high\\nlow\"}",
+		"stdin line 1: key 'priority': invalid priority 'high low': expected an integer "
+		"(higher runs first) or high, normal, low");
 	refused("{\"type\":\"a\"}\n\n{\"type\":\"b\",}",
 		"invalid JSON on stdin line 3, column 13: expected a string key");
 	refused("[]", "stdin line 1: expected an object {\"type\": ..., \"payload\": ...}");

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,41 @@ static void test_parse(void)
 		is_int(pd_stream_parse(bad[i].line, strlen(bad[i].line), &a, &e), -1, bad[i].name);
 		like(e.msg, bad[i].why, "  with why");
 		pd_err_clear(&e);
+	}
+}
+
+/* The job=ID a stderr line names (found by tests/fuzz/stream_fuzz: IDs past LLONG_MAX overflowed).
+ */
+static void test_stderr_job(void)
+{
+	static const struct {
+		const char *line;
+		int named;
+		long long id;
+		size_t skip;
+	} cases[] = {
+	    {"job=42 working", 1, 42, 7},
+	    {"job=42", 1, 42, 6},
+	    {"job=9223372036854775807 max", 1, LLONG_MAX, 24},
+	    {"job=9223372036854775808 over", 0, 0, 0},
+	    {"job=55555555555555555555 over", 0, 0, 0},
+	    {"job=18446744073709551617 wraps", 0, 0, 0},
+	    {"job=000000000000000000001 long", 0, 0, 0},
+	    {"job= x", 0, 0, 0},
+	    {"job=1x", 0, 0, 0},
+	    {"jobs=1 x", 0, 0, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		long long id = -1;
+		size_t skip = 0;
+		int got = pd_stream_stderr_job(cases[i].line, strlen(cases[i].line), &id, &skip);
+
+		is_int(got, cases[i].named, cases[i].line);
+		if (cases[i].named) {
+			ok(id == cases[i].id, "  its id");
+			is_int((int)skip, (int)cases[i].skip, "  its prefix");
+		}
 	}
 }
 
@@ -520,6 +556,7 @@ int main(void)
 	sfd = pd_sig_open((int[]){SIGCHLD}, 1, &e);
 	ok(sfd >= 0, "signalfd for SIGCHLD");
 	test_parse();
+	test_stderr_job();
 	test_answers();
 	test_bad_lines();
 	test_exit_and_timeout();
