@@ -155,7 +155,7 @@ bench: deps all $(BENCH)
 	PD_BIN=$(abspath $(B))/bin PD_BENCH_BIN=$(abspath $(B))/bench sh scripts/bench
 
 lint:
-	clang-format --dry-run -Werror lib/*.[ch] cmd/*.c tests/unit/*.[ch] $(wildcard tests/helper/*.c tests/fuzz/*.c bench/*.c)
+	clang-format --dry-run -Werror lib/*.[ch] cmd/*.c tests/unit/*.[ch] $(wildcard tests/helper/*.c tests/fuzz/*.[ch] bench/*.c)
 	shellcheck -S warning $(SCRIPTS)
 	# bats defines $$output, $$stderr, $$lines... for the tests that read them.
 	shellcheck -S warning -s bash -e SC2154,SC2034 $(BATS)

@@ -14,23 +14,14 @@
 
 #include "config.h"
 #include "err.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			abort();                                                                   \
-	} while (0)
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pd_config c;
 	struct pd_err e = PD_ERR_INIT;
-	/* Exactly the input's bytes, so that ASan sees any read past them. */
-	char *text = malloc(size ? size : 1);
+	char *text = fuzz_text(data, size);
 
-	memcpy(text, data, size);
 	pd_config_init(&c);
 	if (pd_config_load_string(&c, "fuzz.yaml", text, size, &e) < 0) {
 		CHECK(e.code == PD_EX_CONFIG);

@@ -25,14 +25,7 @@
 #include "cron.h"
 #include "err.h"
 #include "tz.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			abort();                                                                   \
-	} while (0)
+#include "fuzz.h"
 
 static const char *const zones[] = {
     "UTC",

@@ -16,23 +16,14 @@
 #include "crontab.h"
 #include "err.h"
 #include "sched.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			abort();                                                                   \
-	} while (0)
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pd_crontab t;
 	struct pd_err e = PD_ERR_INIT;
-	/* Exactly the input's bytes, so that ASan sees any read past them. */
-	char *text = malloc(size ? size : 1);
+	char *text = fuzz_text(data, size);
 
-	memcpy(text, data, size);
 	memset(&t, 0, sizeof(t));
 	if (pd_crontab_parse(&t, "fuzz.crontab", text, size, "Europe/Berlin", NULL, &e) < 0) {
 		CHECK(e.code == PD_EX_DATAERR);

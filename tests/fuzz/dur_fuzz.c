@@ -22,14 +22,7 @@
 #include "err.h"
 #include "json.h"
 #include "text.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			abort();                                                                   \
-	} while (0)
+#include "fuzz.h"
 
 /* 9999-12-31T23:59:59.999999Z */
 #define INSTANT_MAX_US (253402300799LL * 1000000LL + 999999LL)

@@ -17,14 +17,7 @@
 #include "buf.h"
 #include "err.h"
 #include "json.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			abort();                                                                   \
-	} while (0)
+#include "fuzz.h"
 
 /* quote(s) parses as one string that unescapes to s. */
 static void check_roundtrip(const char *s)

@@ -20,14 +20,7 @@
 #include "err.h"
 #include "json.h"
 #include "jobspec.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			abort();                                                                   \
-	} while (0)
+#include "fuzz.h"
 
 static int blank(const char *s, size_t n)
 {

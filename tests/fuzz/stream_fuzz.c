@@ -20,14 +20,7 @@
 #include "err.h"
 #include "json.h"
 #include "stream.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			abort();                                                                   \
-	} while (0)
+#include "fuzz.h"
 
 static void check_answer(const char *line, size_t n)
 {
@@ -80,10 +73,9 @@ static void check_stderr(const char *line, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* Exactly the input's bytes, so that ASan sees any read past them. */
-	char *text = malloc(size ? size : 1);
+	char *text = fuzz_text(data, size);
 	const char *line = text, *end = text + size;
 
-	memcpy(text, data, size);
 	while (line < end) {
 		const char *nl = memchr(line, '\n', (size_t)(end - line));
 		size_t n = nl ? (size_t)(nl - line) : (size_t)(end - line);
