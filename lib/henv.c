@@ -6,6 +6,17 @@
 
 extern char **environ;
 
+char *pd_henv_var(const char *name, const char *value)
+{
+	size_t ln = strlen(name), lv = strlen(value);
+	char *s = pd_xmalloc(ln + lv + 2);
+
+	memcpy(s, name, ln);
+	s[ln] = '=';
+	memcpy(s + ln + 1, value, lv + 1);
+	return s;
+}
+
 int pd_henv_name_ok(const char *name)
 {
 	size_t n = strlen(name);
@@ -64,16 +75,9 @@ char **pd_henv_build(const char *const *env, const char *const *secret, const ch
 	/* A variable withheld from our own environment, passed: its value given back. */
 	for (size_t i = 0; i < np; i++) {
 		const char *v = pd_henv_held(pass[i]);
-		size_t l;
 
-		if (v == NULL || named(pass[i], drop))
-			continue;
-		l = strlen(pass[i]) + strlen(v) + 2;
-		out[*k] = pd_xmalloc(l);
-		memcpy(out[*k], pass[i], strlen(pass[i]));
-		out[*k][strlen(pass[i])] = '=';
-		memcpy(out[*k] + strlen(pass[i]) + 1, v, strlen(v) + 1);
-		(*k)++;
+		if (v != NULL && !named(pass[i], drop))
+			out[(*k)++] = pd_henv_var(pass[i], v);
 	}
 	return out;
 }
@@ -108,11 +112,11 @@ void pd_henv_wipe(char *s, size_t n)
 const char *pd_henv_withhold(const char *name)
 {
 	size_t l = strlen(name);
+	const char *kept = pd_henv_held(name);
 	char *value = NULL;
 
-	for (int i = 0; i < nheld; i++)
-		if (strcmp(held[i].name, name) == 0)
-			return held[i].value;
+	if (kept != NULL)
+		return kept;
 	/* Every copy of it in environ: the block the kernel shows, and any setenv's. */
 	for (char **e = environ; e && *e; e++) {
 		if (strncmp(*e, name, l) != 0 || (*e)[l] != '=')

@@ -20,6 +20,9 @@
 #define PD_HENV_MAX_NAMES 256 /* most names in one secret_env: or pass_env: list */
 #define PD_HENV_NAME_MAX  128 /* longest variable name in them */
 
+/* "NAME=value", malloc'd (never NULL: pd_xmalloc); the caller frees it. */
+char *pd_henv_var(const char *name, const char *value);
+
 /*
  * 1 if name (a variable name: letters, digits and '_', not starting with a
  * digit, at most PD_HENV_NAME_MAX bytes) is valid.

@@ -9,15 +9,6 @@
 
 extern char **environ;
 
-static char *envvar(const char *k, const char *v)
-{
-	size_t n = strlen(k) + strlen(v) + 2;
-	char *s = pd_xmalloc(n);
-
-	snprintf(s, n, "%s=%s", k, v);
-	return s;
-}
-
 /*
  * The worker's environment as h's processes get it (lib/henv: no database
  * credential, no secret_env: name unless h passes it) and without the
@@ -66,31 +57,31 @@ char **pd_jobrun_env(const struct pd_claimed *j, const char *worker,
 	handler_env(h, env, &k); /* first: a job's PD_* variable is never replaced */
 
 	snprintf(num, sizeof(num), "%lld", j->id);
-	env[k++] = envvar("PD_JOB_ID", num);
-	env[k++] = envvar("PD_JOB_TYPE", j->type);
-	env[k++] = envvar("PD_QUEUE", j->queue);
-	env[k++] = envvar("PD_TENANT", j->tenant);
+	env[k++] = pd_henv_var("PD_JOB_ID", num);
+	env[k++] = pd_henv_var("PD_JOB_TYPE", j->type);
+	env[k++] = pd_henv_var("PD_QUEUE", j->queue);
+	env[k++] = pd_henv_var("PD_TENANT", j->tenant);
 	snprintf(num, sizeof(num), "%d", j->attempt);
-	env[k++] = envvar("PD_ATTEMPT", num);
+	env[k++] = pd_henv_var("PD_ATTEMPT", num);
 	snprintf(num, sizeof(num), "%d", j->max_attempts);
-	env[k++] = envvar("PD_MAX_ATTEMPTS", num);
+	env[k++] = pd_henv_var("PD_MAX_ATTEMPTS", num);
 	snprintf(num, sizeof(num), "%lld", j->token);
-	env[k++] = envvar("PD_LEASE_TOKEN", num);
-	env[k++] = envvar("PD_RUN_AT", j->run_at ? j->run_at : "");
+	env[k++] = pd_henv_var("PD_LEASE_TOKEN", num);
+	env[k++] = pd_henv_var("PD_RUN_AT", j->run_at ? j->run_at : "");
 	if (j->idempotency_key)
-		env[k++] = envvar("PD_IDEMPOTENCY_KEY", j->idempotency_key);
+		env[k++] = pd_henv_var("PD_IDEMPOTENCY_KEY", j->idempotency_key);
 	snprintf(num, sizeof(num), "%d", j->replay_count);
-	env[k++] = envvar("PD_REPLAY_COUNT", num);
+	env[k++] = pd_henv_var("PD_REPLAY_COUNT", num);
 	if (j->traceparent)
-		env[k++] = envvar("TRACEPARENT", j->traceparent);
-	env[k++] = envvar("PD_WORKER_ID", worker);
+		env[k++] = pd_henv_var("TRACEPARENT", j->traceparent);
+	env[k++] = pd_henv_var("PD_WORKER_ID", worker);
 	if (plan) {
 		snprintf(num, sizeof(num), "%lld", plan->run);
-		env[k++] = envvar("PD_WORKFLOW_RUN_ID", num);
-		env[k++] = envvar("PD_WORKFLOW", plan->def->name);
-		env[k++] = envvar("PD_STEP_NAME", plan->s->name);
+		env[k++] = pd_henv_var("PD_WORKFLOW_RUN_ID", num);
+		env[k++] = pd_henv_var("PD_WORKFLOW", plan->def->name);
+		env[k++] = pd_henv_var("PD_STEP_NAME", plan->s->name);
 		snprintf(num, sizeof(num), "%d", plan->step);
-		env[k++] = envvar("PD_STEP_INDEX", num);
+		env[k++] = pd_henv_var("PD_STEP_INDEX", num);
 	}
 	env[k] = NULL;
 	return env;
@@ -101,8 +92,8 @@ char **pd_jobrun_stream_env(const char *worker, const struct pd_handler *h)
 	size_t k;
 	char **env = env_base(h, 2, &k);
 
-	env[k++] = envvar("PD_WORKER_ID", worker);
-	env[k++] = envvar("PD_WORKER_FD", "3"); /* its channel (PD_PROC_PASS_FD, lib/pool) */
+	env[k++] = pd_henv_var("PD_WORKER_ID", worker);
+	env[k++] = pd_henv_var("PD_WORKER_FD", "3"); /* its channel (PD_PROC_PASS_FD, lib/pool) */
 	env[k] = NULL;
 	return env;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "henv.h"
 #include "jobs.h"
 #include "json.h"
 #include "outbox.h"
@@ -226,14 +227,6 @@ static int is_ours(const char *var)
 	return 0;
 }
 
-static char *envvar(const char *k, const char *v)
-{
-	struct pd_buf b = PD_BUF_INIT;
-
-	pd_buf_printf(&b, "%s=%s", k, v);
-	return pd_buf_detach(&b);
-}
-
 static char *envnum(const char *k, long long v)
 {
 	struct pd_buf b = PD_BUF_INIT;
@@ -266,11 +259,11 @@ char **pd_outbox_env(const char *const *base, const struct pd_outbox_msg *m, str
 	for (size_t i = 0; i < nbase; i++)
 		if (!is_ours(base[i]))
 			env[k++] = pd_xstrdup(base[i]);
-	env[k++] = envvar("PD_TOPIC", m->topic ? m->topic : "");
+	env[k++] = pd_henv_var("PD_TOPIC", m->topic ? m->topic : "");
 	if (m->key)
-		env[k++] = envvar("PD_MESSAGE_KEY", m->key);
+		env[k++] = pd_henv_var("PD_MESSAGE_KEY", m->key);
 	env[k++] = envnum("PD_MESSAGE_ID", m->id);
-	env[k++] = envvar("PD_TENANT", m->tenant ? m->tenant : "");
+	env[k++] = pd_henv_var("PD_TENANT", m->tenant ? m->tenant : "");
 	env[k++] = envnum("PD_ATTEMPT", m->attempt);
 	env[k++] = envnum("PD_MAX_ATTEMPTS", m->max_attempts);
 	env[k++] = envnum("PD_CLAIM_TOKEN", m->token);
