@@ -8,35 +8,37 @@
 #include "log.h"
 
 /*
- * The claim is pendulum.claim_jobs (sql/005_claim.sql, where its plan is
- * described and the reasons for it): per served queue an index walk of
- * jobs_claim_idx, one probe per priority level, due rows only (run_at <= now()
- * as an index bound), LIMIT n FOR UPDATE SKIP LOCKED; then a Sort of those at
- * most nqueues * n rows, LIMIT n. Never a bitmap scan or a sort of the
- * backlog (tests/claim-plan.bats). The rows come back unordered: sort them
- * here (at most n rows).
+ * The claim is pendulum.claim_jobs_fair (sql/020_fair.sql, where its walk
+ * and plan are described and the reasons for them): per served queue and
+ * priority level, round-robin across the tenants with work from the
+ * caller's cursor, one index probe per tenant on jobs_fair_idx, due rows
+ * only, FOR UPDATE SKIP LOCKED; limits checked under a lock. The rows come
+ * back unordered: sorted here (at most n rows). Every row carries the next
+ * cursor; a row with a NULL id carries only that.
  */
 static const char claim_sql[] =
-    "SELECT id, lease_token, attempt, max_attempts, replay_count,"
-    " COALESCE((extract(epoch FROM timeout) * 1000)::bigint, -1),"
-    " job_type, queue, tenant_id, payload::text,"
-    " to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),"
-    " idempotency_key, traceparent,"
-    " CASE WHEN job_type LIKE 'workflow:%' THEN pendulum.workflow_context(id)::text END "
-    "FROM pendulum.claim_jobs($1::text[], $2::text[], $3::integer, $4::text,"
-    " $5::bigint * interval '1 millisecond', $6::boolean) "
-    "ORDER BY priority DESC, run_at, id";
+    "SELECT (c.job).id, (c.job).lease_token, (c.job).attempt, (c.job).max_attempts,"
+    " (c.job).replay_count,"
+    " COALESCE((extract(epoch FROM (c.job).timeout) * 1000)::bigint, -1),"
+    " (c.job).job_type, (c.job).queue, (c.job).tenant_id, (c.job).payload::text,"
+    " to_char((c.job).run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),"
+    " (c.job).idempotency_key, (c.job).traceparent,"
+    " CASE WHEN (c.job).job_type LIKE 'workflow:%' THEN pendulum.workflow_context((c.job).id)::text"
+    " END, c.fair_next::text "
+    "FROM pendulum.claim_jobs_fair($1::text[], $2::text[], $3::integer, $4::text,"
+    " $5::bigint * interval '1 millisecond', $6::boolean, $7::jsonb) c "
+    "ORDER BY (c.job).priority DESC, (c.job).run_at, (c.job).id";
 
 /* The claim's parameters, as text, kept alive until the statement ran. */
 struct claim_args {
 	struct pd_buf queues, types;
 	char limit[16], lease[24];
-	const char *params[6];
+	const char *params[7];
 };
 
 static void claim_args_build(struct claim_args *a, const char *worker, const char *const *queues,
 			     int nqueues, const char *const *types, int ntypes, int limit,
-			     long long lease_ms, int start)
+			     long long lease_ms, int start, const char *fair)
 {
 	memset(a, 0, sizeof(*a));
 	pd_db_text_array(&a->queues, queues, nqueues);
@@ -50,6 +52,7 @@ static void claim_args_build(struct claim_args *a, const char *worker, const cha
 	a->params[3] = worker;
 	a->params[4] = a->lease;
 	a->params[5] = start ? "true" : "false";
+	a->params[6] = fair;
 }
 
 static void claim_args_release(struct claim_args *a)
@@ -58,14 +61,26 @@ static void claim_args_release(struct claim_args *a)
 	pd_buf_release(&a->types);
 }
 
-/* The claim's rows into a malloc'd array (NULL when none). */
-static void claim_parse(const PGresult *r, struct pd_claimed **out, int *n)
+/*
+ * The claim's rows into a malloc'd array (NULL when none); *fair: the next
+ * cursor, replaced (freed first) when the claim returned one.
+ */
+static void claim_parse(const PGresult *r, struct pd_claimed **out, int *n, char **fair)
 {
-	*n = PQntuples(r);
-	*out = *n > 0 ? pd_xcalloc((size_t)*n, sizeof(**out)) : NULL;
-	for (int i = 0; i < *n; i++) {
-		struct pd_claimed *c = &(*out)[i];
+	int rows = PQntuples(r);
 
+	*n = 0;
+	*out = rows > 0 ? pd_xcalloc((size_t)rows, sizeof(**out)) : NULL;
+	for (int i = 0; i < rows; i++) {
+		struct pd_claimed *c;
+
+		if (i == 0 && fair && !PQgetisnull(r, i, 14)) {
+			free(*fair);
+			*fair = pd_db_dup(r, i, 14);
+		}
+		if (PQgetisnull(r, i, 0))
+			continue;
+		c = &(*out)[(*n)++];
 		c->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
 		c->token = strtoll(PQgetvalue(r, i, 1), NULL, 10);
 		c->attempt = atoi(PQgetvalue(r, i, 2));
@@ -81,6 +96,10 @@ static void claim_parse(const PGresult *r, struct pd_claimed **out, int *n)
 		c->traceparent = pd_db_dup(r, i, 12);
 		c->flow = pd_db_dup(r, i, 13);
 	}
+	if (*n == 0) {
+		free(*out);
+		*out = NULL;
+	}
 }
 
 int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queues, int nqueues,
@@ -93,12 +112,12 @@ int pd_jobs_claim(struct pd_db *db, const char *worker, const char *const *queue
 
 	*out = NULL;
 	*n = 0;
-	claim_args_build(&a, worker, queues, nqueues, types, ntypes, limit, lease_ms, start);
-	rc = pd_db_exec(db, claim_sql, 6, a.params, PGRES_TUPLES_OK, &r, e);
+	claim_args_build(&a, worker, queues, nqueues, types, ntypes, limit, lease_ms, start, NULL);
+	rc = pd_db_exec(db, claim_sql, 7, a.params, PGRES_TUPLES_OK, &r, e);
 	claim_args_release(&a);
 	if (rc < 0)
 		return -1;
-	claim_parse(r, out, n);
+	claim_parse(r, out, n, NULL);
 	PQclear(r);
 	return 0;
 }
@@ -709,10 +728,10 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 	}
 	if (s->claim > 0) {
 		claim_args_build(&ca, s->worker, s->queues, s->nqueues, s->types, s->ntypes,
-				 s->claim, s->lease_ms, s->claim_start);
+				 s->claim, s->lease_ms, s->claim_start, s->fair);
 		s->ci = n;
 		st[n++] =
-		    (struct pd_db_stmt){"pd_claim", claim_sql, 6, ca.params, PGRES_TUPLES_OK, NULL};
+		    (struct pd_db_stmt){"pd_claim", claim_sql, 7, ca.params, PGRES_TUPLES_OK, NULL};
 	}
 	s->nst = n;
 	rc = n > 0 ? pd_db_pipeline_send(db, st, n, e) : 0;
@@ -771,7 +790,7 @@ int pd_jobs_sync_collect(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 		}
 	}
 	if (s->ci >= 0)
-		claim_parse(s->st[s->ci].res, &s->claimed, &s->nclaimed);
+		claim_parse(s->st[s->ci].res, &s->claimed, &s->nclaimed, &s->fair);
 	for (int i = 0; i < s->nst; i++)
 		PQclear(s->st[i].res);
 	s->nst = 0;

@@ -149,6 +149,12 @@ struct pd_trip {
 	const char *const *types; /* NULL: any */
 	int ntypes;
 	long long sent_us, sent_ms; /* pd_now_us(), pd_now_ms() at send */
+	/*
+	 * in and out, owned here and kept from trip to trip: where the last
+	 * claim's round-robin across tenants stopped (claim_jobs_fair's
+	 * cursor); NULL: from the start
+	 */
+	char *fair;
 	/* out */
 	struct pd_claimed *claimed; /* malloc'd: the caller takes the strings */
 	int nclaimed;

@@ -11,6 +11,7 @@
 
 void pd_trip_release(struct pd_trip *t)
 {
+	free(t->fair);
 	free(t->items);
 	free(t->claimed);
 	memset(t, 0, sizeof(*t));

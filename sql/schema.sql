@@ -36,6 +36,26 @@ CREATE TYPE pendulum.job_input AS (
 );
 
 --
+-- Name: check_limit_key(text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.check_limit_key(key text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $_$
+BEGIN
+    IF key IS NULL OR key = '' THEN
+        RAISE EXCEPTION 'limit key: must not be empty' USING ERRCODE = '22023';
+    END IF;
+    PERFORM pendulum.check_name('key', key);
+    IF key ~ '^(queue|tenant|type):$' THEN
+        RAISE EXCEPTION 'limit key "%": no name after the prefix', key USING ERRCODE = '22023';
+    END IF;
+    RETURN key;
+END
+$_$;
+
+--
 -- Name: check_name(text, text); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
@@ -88,6 +108,8 @@ CREATE TABLE pendulum.jobs (
     exit_code integer,
     failed_dependency bigint,
     notify_done boolean DEFAULT false NOT NULL,
+    concurrency_key text,
+    parked_on text,
     CONSTRAINT jobs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT jobs_check CHECK (((job_type <> ''::text) AND (queue <> ''::text) AND (tenant_id <> ''::text))),
     CONSTRAINT jobs_delivery_check CHECK ((delivery = ANY (ARRAY['at-least-once'::text, 'at-most-once'::text]))),
@@ -108,57 +130,367 @@ COMMENT ON COLUMN pendulum.jobs.failed_dependency IS 'Set when the job was dead-
 COMMENT ON COLUMN pendulum.jobs.notify_done IS 'Send pg_notify(''pendulum_done'', id) when the job ends (set by pd-enqueue --wait).';
 
 --
+-- Name: COLUMN jobs.concurrency_key; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON COLUMN pendulum.jobs.concurrency_key IS 'The limit key this job counts against (pendulum.limits), besides queue:, tenant: and type:.';
+
+--
+-- Name: COLUMN jobs.parked_on; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON COLUMN pendulum.jobs.parked_on IS 'PENDING and held back by this limit key (over its concurrency or rate, or paused); NULL: claimable.';
+
+--
 -- Name: claim_jobs(text[], text[], integer, text, interval, boolean); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
 CREATE FUNCTION pendulum.claim_jobs(queues text[], types text[], n integer, worker text, lease interval, start boolean DEFAULT false) RETURNS SETOF pendulum.jobs
+    LANGUAGE sql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+    SELECT (c.job).* FROM pendulum.claim_jobs_fair(queues, types, n, worker, lease, start) c
+     WHERE (c.job).id IS NOT NULL
+$$;
+
+--
+-- Name: claim_jobs_fair(text[], text[], integer, text, interval, boolean, jsonb); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.claim_jobs_fair(queues text[], types text[], n integer, worker text, lease interval, start boolean DEFAULT false, fair jsonb DEFAULT NULL::jsonb) RETURNS TABLE(job pendulum.jobs, fair_next jsonb)
     LANGUAGE plpgsql
     SET jit TO 'off'
     SET plan_cache_mode TO 'force_generic_plan'
     SET search_path TO 'pendulum', 'pg_temp'
     AS $$
+DECLARE
+    v_limited boolean;
+    v_fair    jsonb := CASE WHEN jsonb_typeof(claim_jobs_fair.fair) = 'object'
+                            THEN claim_jobs_fair.fair ELSE '{}' END;
+    v_moved   boolean := false;
+    v_q       text[];          -- the served queues, paused ones left out
+    v_lv      integer[];       -- each one's level being handed out (NULL: none left)
+    v_p       integer;         -- the level handed out now
+    v_got     integer := 0;    -- candidates so far
+    -- the candidates (parallel arrays)
+    c_id     bigint[]  := '{}';
+    c_prio   integer[] := '{}';
+    c_round  integer[] := '{}';
+    c_pos    integer[] := '{}';
+    c_qi     integer[] := '{}';
+    c_rn     integer[] := '{}';
+    c_queue  text[]    := '{}';
+    c_tenant text[]    := '{}';
+    c_key    text[]    := '{}';
+    c_type   text[]    := '{}';
+    c_parked text[]    := '{}';
+    -- one queue's walk
+    w_t      text[];
+    w_w      integer[];
+    w_cr     integer[];
+    v_cur    text;
+    v_used   integer;
+    v_incl   boolean;
+    v_wrap   boolean;
+    v_t      text;
+    v_nx     text;
+    v_cw     integer;
+    v_sumcr  integer;
+    v_sumw   integer;
+    v_rounds integer;
+    v_quota  integer;
+    v_rn     integer;
+    v_last   text[];           -- per queue: the last tenant walked
+    v_inc    boolean[];        -- per queue: the walk began with the cursor's tenant
+    r        record;
+    i        integer;
+    k        integer;
+    -- limits
+    l_keys   text[];
+    l_locked text[] := '{}';
+    l_room   integer[] := '{}';
+    l_rate   boolean[] := '{}';
+    l_taken  integer[] := '{}';
+    l_exist  text[] := '{}';
+    x_keys   text[];
+    v_ok     boolean;
+    v_park   text;
+    s_id     bigint[] := '{}';
+    s_ord    integer[] := '{}';
+    p_id     bigint[] := '{}';
+    p_key    text[] := '{}';
+    -- the chosen order
+    o        integer[];
 BEGIN
-    RETURN QUERY
-    WITH c AS (
-        SELECT w.id
-          FROM (SELECT DISTINCT u.name FROM unnest(claim_jobs.queues) AS u(name)) AS q
-         CROSS JOIN LATERAL (
-            WITH RECURSIVE lv(p) AS (
-                (SELECT x.priority FROM pendulum.jobs x
-                  WHERE x.queue = q.name AND x.state = 'PENDING'
-                  ORDER BY x.priority DESC LIMIT 1)
+    IF claim_jobs_fair.n IS NULL OR claim_jobs_fair.n < 1 THEN
+        RETURN;
+    END IF;
+    v_limited := EXISTS (SELECT 1 FROM pendulum.limits);
+    v_q := ARRAY(SELECT DISTINCT u.q FROM unnest(claim_jobs_fair.queues) AS u(q)
+                  WHERE u.q IS NOT NULL
+                    AND (NOT v_limited OR NOT EXISTS (
+                        SELECT 1 FROM pendulum.limits l WHERE l.key = 'queue:' || u.q AND l.paused))
+                  ORDER BY u.q);
+    v_lv := array_fill(NULL::integer, ARRAY[cardinality(v_q)]);
+    v_last := array_fill(NULL::text, ARRAY[cardinality(v_q)]);
+    v_inc := array_fill(false, ARRAY[cardinality(v_q)]);
+    FOR i IN 1 .. cardinality(v_q) LOOP
+        v_lv[i] := (SELECT x.priority FROM pendulum.jobs x
+                     WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
+                     ORDER BY x.priority DESC LIMIT 1);
+    END LOOP;
+
+    -- Levels from the top until n candidates.
+    LOOP
+        v_p := (SELECT max(u.p) FROM unnest(v_lv) AS u(p));
+        EXIT WHEN v_p IS NULL OR v_got >= claim_jobs_fair.n;
+        FOR i IN 1 .. cardinality(v_q) LOOP
+            CONTINUE WHEN v_lv[i] IS DISTINCT FROM v_p;
+            -- The cursor of this queue: [used, tenant].
+            v_cur := v_fair -> v_q[i] ->> 1;
+            v_used := COALESCE((v_fair -> v_q[i] ->> 0)::integer, 0);
+            v_cw := COALESCE((SELECT t.weight FROM pendulum.tenants t WHERE t.tenant_id = v_cur), 1);
+            v_incl := v_cur IS NOT NULL AND v_used < v_cw;
+            v_inc[i] := v_incl;
+            w_t := CASE WHEN v_incl THEN ARRAY[v_cur] ELSE '{}' END;
+            -- The walk: tenants after the cursor, then from the first.
+            v_t := COALESCE(v_cur, '');
+            v_wrap := v_cur IS NULL;
+            WHILE cardinality(w_t) < claim_jobs_fair.n LOOP
+                v_nx := (SELECT x.tenant_id FROM pendulum.jobs x
+                          WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
+                            AND x.priority = v_p AND x.tenant_id > v_t
+                          ORDER BY x.tenant_id LIMIT 1);
+                IF v_nx IS NULL THEN
+                    EXIT WHEN v_wrap;
+                    v_wrap := true;
+                    v_t := '';
+                    CONTINUE;
+                END IF;
+                EXIT WHEN v_wrap AND v_cur IS NOT NULL
+                          AND (v_nx > v_cur OR (v_nx = v_cur AND v_incl));
+                w_t := w_t || v_nx;
+                v_t := v_nx;
+            END LOOP;
+            CONTINUE WHEN cardinality(w_t) = 0;
+            v_last[i] := w_t[cardinality(w_t)];
+            -- Turns: each walked tenant's weight (the cursor's what is left
+            -- of it); enough rounds to fill n; quota = its turns, at most n.
+            w_w := ARRAY(SELECT COALESCE(t.weight, 1)
+                           FROM unnest(w_t) WITH ORDINALITY AS u(name, ord)
+                           LEFT JOIN pendulum.tenants t ON t.tenant_id = u.name
+                          ORDER BY u.ord);
+            w_cr := w_w;
+            IF v_incl THEN
+                w_cr[1] := w_w[1] - v_used;
+            END IF;
+            v_sumcr := (SELECT sum(u.c) FROM unnest(w_cr) AS u(c));
+            v_sumw := (SELECT sum(u.c) FROM unnest(w_w) AS u(c));
+            v_rounds := 1 + ceil(greatest(0, claim_jobs_fair.n - v_sumcr)::numeric / v_sumw)::integer;
+            FOR k IN 1 .. cardinality(w_t) LOOP
+                v_quota := least(claim_jobs_fair.n, w_cr[k] + w_w[k] * (v_rounds - 1));
+                v_rn := 0;
+                FOR r IN
+                    SELECT x.id, x.concurrency_key, x.job_type FROM pendulum.jobs x
+                     WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
+                       AND x.priority = v_p AND x.tenant_id = w_t[k] AND x.run_at <= now()
+                       AND (claim_jobs_fair.types IS NULL OR x.job_type = ANY (claim_jobs_fair.types))
+                     ORDER BY x.run_at, x.id
+                     LIMIT v_quota
+                       FOR UPDATE OF x SKIP LOCKED
+                LOOP
+                    v_rn := v_rn + 1;
+                    c_id := c_id || r.id;
+                    c_prio := c_prio || v_p;
+                    c_round := c_round || CASE WHEN v_rn <= w_cr[k] THEN 0
+                                               ELSE 1 + (v_rn - w_cr[k] - 1) / w_w[k] END;
+                    c_pos := c_pos || k;
+                    c_qi := c_qi || i;
+                    c_rn := c_rn || v_rn;
+                    c_queue := c_queue || v_q[i];
+                    c_tenant := c_tenant || w_t[k];
+                    c_key := c_key || r.concurrency_key;
+                    c_type := c_type || r.job_type;
+                    c_parked := c_parked || NULL::text;
+                    v_got := v_got + 1;
+                END LOOP;
+            END LOOP;
+        END LOOP;
+        -- The next level down of the queues just handed out.
+        FOR i IN 1 .. cardinality(v_q) LOOP
+            CONTINUE WHEN v_lv[i] IS DISTINCT FROM v_p;
+            v_lv[i] := (SELECT x.priority FROM pendulum.jobs x
+                         WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
+                           AND x.priority < v_p
+                         ORDER BY x.priority DESC LIMIT 1);
+        END LOOP;
+    END LOOP;
+
+    IF v_limited THEN
+        -- Parked jobs of the served queues, per key that has some, ahead
+        -- of the fresh candidates of their level (round -1).
+        FOR r IN
+            WITH RECURSIVE pk(k) AS (
+                (SELECT x.parked_on FROM pendulum.jobs x
+                  WHERE x.state = 'PENDING' AND x.parked_on IS NOT NULL
+                  ORDER BY x.parked_on LIMIT 1)
                 UNION ALL
-                SELECT (SELECT x.priority FROM pendulum.jobs x
-                         WHERE x.queue = q.name AND x.state = 'PENDING' AND x.priority < lv.p
-                         ORDER BY x.priority DESC LIMIT 1)
-                  FROM lv WHERE lv.p IS NOT NULL
+                SELECT (SELECT x.parked_on FROM pendulum.jobs x
+                         WHERE x.state = 'PENDING' AND x.parked_on > pk.k
+                         ORDER BY x.parked_on LIMIT 1)
+                  FROM pk WHERE pk.k IS NOT NULL
             )
-            SELECT r.id, r.priority, r.run_at
-              FROM lv CROSS JOIN LATERAL (
-                SELECT x.id, x.priority, x.run_at FROM pendulum.jobs x
-                 WHERE x.queue = q.name AND x.state = 'PENDING' AND x.priority = lv.p
-                   AND x.run_at <= now()
-                   AND (claim_jobs.types IS NULL OR x.job_type = ANY (claim_jobs.types))
-                 ORDER BY x.run_at, x.id
-                 LIMIT claim_jobs.n
-                   FOR UPDATE OF x SKIP LOCKED) AS r
-             LIMIT claim_jobs.n) AS w
-         ORDER BY w.priority DESC, w.run_at, w.id
-         LIMIT claim_jobs.n
+            SELECT y.id, y.priority, y.queue, y.tenant_id, y.concurrency_key, y.job_type,
+                   y.parked_on, y.rn
+              FROM pk CROSS JOIN LATERAL (
+                SELECT z.*, row_number() OVER (ORDER BY z.priority DESC, z.run_at, z.id) AS rn
+                  FROM (SELECT x.id, x.priority, x.run_at, x.queue, x.tenant_id,
+                               x.concurrency_key, x.job_type, x.parked_on
+                          FROM pendulum.jobs x
+                         WHERE x.parked_on = pk.k AND x.state = 'PENDING'
+                           AND x.queue = ANY (v_q) AND x.run_at <= now()
+                           AND (claim_jobs_fair.types IS NULL
+                                OR x.job_type = ANY (claim_jobs_fair.types))
+                         ORDER BY x.priority DESC, x.run_at, x.id
+                         LIMIT claim_jobs_fair.n
+                           FOR UPDATE OF x SKIP LOCKED) AS z) AS y
+             WHERE pk.k IS NOT NULL
+        LOOP
+            c_id := c_id || r.id;
+            c_prio := c_prio || r.priority;
+            c_round := c_round || -1;
+            c_pos := c_pos || 0;
+            c_qi := c_qi || 0;
+            c_rn := c_rn || r.rn::integer;
+            c_queue := c_queue || r.queue;
+            c_tenant := c_tenant || r.tenant_id;
+            c_key := c_key || r.concurrency_key;
+            c_type := c_type || r.job_type;
+            c_parked := c_parked || r.parked_on;
+        END LOOP;
+    END IF;
+
+    -- The hand-out order: priority, round, place in the walk, queue, row.
+    o := ARRAY(SELECT u.ord FROM unnest(c_prio, c_round, c_pos, c_qi, c_rn)
+                    WITH ORDINALITY AS u(p, rd, pos, qi, rn, ord)
+                ORDER BY u.p DESC, u.rd, u.pos, u.qi, u.rn);
+
+    IF NOT v_limited THEN
+        s_ord := o[1 : claim_jobs_fair.n];
+    ELSE
+        -- Every limit a candidate falls under; lock those that exist.
+        l_keys := ARRAY(SELECT DISTINCT u.k FROM (
+                            SELECT unnest(c_key) UNION ALL
+                            SELECT 'queue:' || unnest(c_queue) UNION ALL
+                            SELECT 'tenant:' || unnest(c_tenant) UNION ALL
+                            SELECT 'type:' || unnest(c_type)) AS u(k)
+                         WHERE u.k IS NOT NULL);
+        l_exist := ARRAY(SELECT l.key FROM pendulum.limits l WHERE l.key = ANY (l_keys));
+        l_locked := ARRAY(SELECT l.key FROM pendulum.limits l WHERE l.key = ANY (l_exist)
+                           ORDER BY l.key FOR UPDATE SKIP LOCKED);
+        -- A new statement, a new snapshot: after the locks.
+        SELECT array_agg(CASE WHEN l.paused THEN 0
+                              ELSE least(COALESCE(l.concurrency - pendulum.limit_running(l.key),
+                                                  claim_jobs_fair.n),
+                                         COALESCE(l.rate - (SELECT count(*)::integer
+                                                              FROM unnest(l.starts) s
+                                                             WHERE s > now() - l.period),
+                                                  claim_jobs_fair.n)) END
+                         ORDER BY u.ord),
+               array_agg(l.rate IS NOT NULL ORDER BY u.ord)
+          INTO l_room, l_rate
+          FROM unnest(l_locked) WITH ORDINALITY AS u(key, ord)
+          JOIN pendulum.limits l ON l.key = u.key;
+        l_taken := array_fill(0, ARRAY[cardinality(l_locked)]);
+        FOREACH i IN ARRAY COALESCE(o, '{}') LOOP
+            EXIT WHEN cardinality(s_ord) >= claim_jobs_fair.n;
+            x_keys := ARRAY(SELECT u.k FROM unnest(ARRAY[c_key[i], 'queue:' || c_queue[i],
+                                                         'tenant:' || c_tenant[i],
+                                                         'type:' || c_type[i]]) AS u(k)
+                             WHERE u.k = ANY (l_exist));
+            v_ok := true;
+            v_park := NULL;
+            FOREACH v_t IN ARRAY x_keys LOOP
+                k := array_position(l_locked, v_t);
+                IF k IS NULL THEN
+                    v_ok := false;          -- another claim holds it: later
+                    v_park := NULL;
+                    EXIT;
+                ELSIF l_room[k] <= 0 THEN
+                    v_ok := false;
+                    v_park := COALESCE(v_park, v_t);
+                END IF;
+            END LOOP;
+            IF v_ok THEN
+                FOREACH v_t IN ARRAY x_keys LOOP
+                    k := array_position(l_locked, v_t);
+                    l_room[k] := l_room[k] - 1;
+                    l_taken[k] := l_taken[k] + 1;
+                END LOOP;
+                s_ord := s_ord || i;
+            ELSIF v_park IS NOT NULL AND v_park IS DISTINCT FROM c_parked[i] THEN
+                p_id := p_id || c_id[i];
+                p_key := p_key || v_park;
+            END IF;
+        END LOOP;
+        IF cardinality(p_id) > 0 THEN
+            UPDATE pendulum.jobs x SET parked_on = u.k
+              FROM unnest(p_id, p_key) AS u(id, k)
+             WHERE x.id = u.id;
+        END IF;
+        -- The rate windows: this claim's starts.
+        UPDATE pendulum.limits l
+           SET starts = ARRAY(SELECT s FROM unnest(l.starts) s WHERE s > now() - l.period
+                               ORDER BY s)
+                        || array_fill(now(), ARRAY[u.taken])
+          FROM unnest(l_locked, l_taken, l_rate) AS u(key, taken, rated)
+         WHERE l.key = u.key AND u.rated AND u.taken > 0;
+    END IF;
+
+    -- The cursors: per queue handed out, where its round-robin stopped (the
+    -- last tenant it gave to, and how many of its turn it used), or past the
+    -- last tenant walked when the claim came out short.
+    FOR i IN 1 .. cardinality(v_q) LOOP
+        CONTINUE WHEN v_last[i] IS NULL;
+        k := (SELECT s.e FROM unnest(s_ord) WITH ORDINALITY AS s(e, ord)
+               WHERE c_qi[s.e] = i ORDER BY s.ord DESC LIMIT 1);
+        IF k IS NOT NULL AND cardinality(s_ord) >= claim_jobs_fair.n THEN
+            v_used := (SELECT count(*) FROM unnest(s_ord) AS s(e)
+                        WHERE c_qi[s.e] = i AND c_tenant[s.e] = c_tenant[k]
+                          AND c_round[s.e] = c_round[k]);
+            IF c_round[k] = 0 AND c_pos[k] = 1 AND v_inc[i] THEN
+                v_used := v_used + COALESCE((v_fair -> v_q[i] ->> 0)::integer, 0);
+            END IF;
+            v_fair := v_fair || jsonb_build_object(v_q[i], jsonb_build_array(v_used, c_tenant[k]));
+        ELSE
+            v_fair := v_fair || jsonb_build_object(v_q[i], jsonb_build_array(1000000, v_last[i]));
+        END IF;
+        v_moved := true;
+    END LOOP;
+
+    s_id := ARRAY(SELECT c_id[s.e] FROM unnest(s_ord) AS s(e));
+    IF cardinality(s_id) = 0 THEN
+        IF v_moved THEN
+            RETURN QUERY SELECT NULL::pendulum.jobs, v_fair;
+        END IF;
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH j AS (
+        UPDATE pendulum.jobs x
+           SET state = CASE WHEN claim_jobs_fair.start THEN 'RUNNING' ELSE 'LEASED' END,
+               lease_token = nextval('pendulum.lease_token_seq'),
+               lease_owner = claim_jobs_fair.worker,
+               lease_expires_at = now() + claim_jobs_fair.lease,
+               attempt = x.attempt + 1,
+               started_at = CASE WHEN claim_jobs_fair.start THEN now() END,
+               finished_at = NULL,
+               exit_code = NULL,
+               parked_on = NULL
+         WHERE x.id = ANY (s_id)
+        RETURNING x.*
     )
-    -- = ANY (ARRAY(...)) rather than a join with c: an index probe per id
-    -- even when the planner cannot tell that c is small.
-    UPDATE pendulum.jobs x
-       SET state = CASE WHEN claim_jobs.start THEN 'RUNNING' ELSE 'LEASED' END,
-           lease_token = nextval('pendulum.lease_token_seq'),
-           lease_owner = claim_jobs.worker,
-           lease_expires_at = now() + claim_jobs.lease,
-           attempt = x.attempt + 1,
-           started_at = CASE WHEN claim_jobs.start THEN now() END,
-           finished_at = NULL,
-           exit_code = NULL
-     WHERE x.id = ANY (ARRAY(SELECT c.id FROM c))
-    RETURNING x.*;
+    SELECT j::pendulum.jobs, v_fair FROM j;
 END
 $$;
 
@@ -819,6 +1151,137 @@ END
 $$;
 
 --
+-- Name: limit_concurrency(text, integer); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.limit_concurrency(key text, n integer) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pendulum.check_limit_key(limit_concurrency.key);
+    INSERT INTO pendulum.limits AS l (key, concurrency) VALUES (limit_concurrency.key, n)
+    ON CONFLICT (key) DO UPDATE SET concurrency = EXCLUDED.concurrency, updated_at = now();
+    PERFORM pendulum.limit_tidy(limit_concurrency.key);
+END
+$$;
+
+--
+-- Name: limit_pause(text, boolean); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.limit_pause(key text, paused boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pendulum.check_limit_key(limit_pause.key);
+    INSERT INTO pendulum.limits AS l (key, paused) VALUES (limit_pause.key, limit_pause.paused)
+    ON CONFLICT (key) DO UPDATE SET paused = EXCLUDED.paused, updated_at = now();
+    PERFORM pendulum.limit_tidy(limit_pause.key);
+END
+$$;
+
+--
+-- Name: limit_rate(text, integer, interval); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.limit_rate(key text, n integer, period interval) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pendulum.check_limit_key(limit_rate.key);
+    IF (n IS NULL) <> (limit_rate.period IS NULL) THEN
+        RAISE EXCEPTION 'limit rate of "%": give both a count and a period, or neither', key
+            USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO pendulum.limits AS l (key, rate, period)
+    VALUES (limit_rate.key, n, limit_rate.period)
+    ON CONFLICT (key) DO UPDATE
+        SET rate = EXCLUDED.rate, period = EXCLUDED.period, updated_at = now(),
+            starts = CASE WHEN EXCLUDED.rate IS NULL THEN '{}' ELSE l.starts END;
+    PERFORM pendulum.limit_tidy(limit_rate.key);
+END
+$$;
+
+--
+-- Name: limit_running(text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.limit_running(key text) RETURNS integer
+    LANGUAGE sql STABLE
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+    SELECT (CASE
+        WHEN limit_running.key LIKE 'queue:%' THEN
+            (SELECT count(*) FROM pendulum.jobs x
+              WHERE x.queue = substr(limit_running.key, 7) AND x.state IN ('LEASED', 'RUNNING'))
+        WHEN limit_running.key LIKE 'tenant:%' THEN
+            (SELECT count(*) FROM pendulum.jobs x
+              WHERE x.tenant_id = substr(limit_running.key, 8) AND x.state IN ('LEASED', 'RUNNING'))
+        WHEN limit_running.key LIKE 'type:%' THEN
+            (SELECT count(*) FROM pendulum.jobs x
+              WHERE x.job_type = substr(limit_running.key, 6) AND x.state IN ('LEASED', 'RUNNING'))
+        ELSE
+            (SELECT count(*) FROM pendulum.jobs x
+              WHERE x.concurrency_key = limit_running.key AND x.state IN ('LEASED', 'RUNNING'))
+        END)::integer
+$$;
+
+--
+-- Name: limit_tidy(text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.limit_tidy(key text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+BEGIN
+    DELETE FROM pendulum.limits l
+     WHERE l.key = limit_tidy.key AND l.concurrency IS NULL AND l.rate IS NULL AND NOT l.paused;
+    IF FOUND THEN
+        PERFORM pendulum.unpark(limit_tidy.key);
+    ELSE
+        PERFORM pendulum.limit_wake(limit_tidy.key);
+    END IF;
+END
+$$;
+
+--
+-- Name: limit_unset(text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.limit_unset(key text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+BEGIN
+    DELETE FROM pendulum.limits l WHERE l.key = limit_unset.key;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM pendulum.unpark(limit_unset.key);
+    RETURN true;
+END
+$$;
+
+--
+-- Name: limit_wake(text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.limit_wake(key text) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+    SELECT pg_notify('pendulum_jobs', q)
+      FROM (SELECT substr(limit_wake.key, 7) AS q WHERE limit_wake.key LIKE 'queue:%'
+            UNION
+            SELECT DISTINCT x.queue FROM pendulum.jobs x
+             WHERE x.parked_on = limit_wake.key AND x.state = 'PENDING') s;
+$$;
+
+--
 -- Name: metric_bounds(); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
@@ -1245,6 +1708,26 @@ CREATE FUNCTION pendulum.served(queue text, job_type text) RETURNS boolean
     RETURN (EXISTS (SELECT 1 FROM pendulum.live_workers w WHERE ((served.queue = ANY (w.queues)) AND ((served.job_type = ANY (w.job_types)) OR ('*'::text = ANY (w.job_types))))));
 
 --
+-- Name: set_tenant_weight(text, integer); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.set_tenant_weight(tenant text, weight integer) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pendulum.check_name('tenant', tenant);
+    IF set_tenant_weight.weight IS NULL THEN
+        DELETE FROM pendulum.tenants t WHERE t.tenant_id = set_tenant_weight.tenant;
+    ELSE
+        INSERT INTO pendulum.tenants AS t (tenant_id, weight)
+        VALUES (set_tenant_weight.tenant, set_tenant_weight.weight)
+        ON CONFLICT (tenant_id) DO UPDATE SET weight = EXCLUDED.weight, updated_at = now();
+    END IF;
+END
+$$;
+
+--
 -- Name: signal_workflow(bigint, text, jsonb); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
@@ -1364,6 +1847,31 @@ BEGIN
                         WHERE d.id = ANY (b.depends_on) AND d.state <> 'SUCCEEDED'
                           AND NOT d.id = ANY (ids))
     RETURNING b.queue;
+END
+$$;
+
+--
+-- Name: unpark(text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.unpark(key text) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+DECLARE
+    v_n bigint;
+    v_w bigint;
+BEGIN
+    WITH u AS (
+        UPDATE pendulum.jobs x SET parked_on = NULL
+         WHERE x.parked_on = unpark.key AND x.state = 'PENDING'
+        RETURNING x.queue
+    ), q AS (
+        SELECT u.queue, count(*) AS n FROM u GROUP BY u.queue
+    )
+    SELECT COALESCE(sum(q.n), 0), count(pg_notify('pendulum_jobs', q.queue))
+      INTO v_n, v_w FROM q;
+    RETURN v_n;
 END
 $$;
 
@@ -1653,6 +2161,67 @@ CREATE SEQUENCE pendulum.lease_token_seq
     CACHE 1;
 
 --
+-- Name: limits; Type: TABLE; Schema: pendulum; Owner: -
+--
+
+CREATE TABLE pendulum.limits (
+    key text NOT NULL,
+    concurrency integer,
+    rate integer,
+    period interval,
+    paused boolean DEFAULT false NOT NULL,
+    starts timestamp with time zone[] DEFAULT '{}'::timestamp with time zone[] NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT limits_check CHECK (((rate IS NULL) = (period IS NULL))),
+    CONSTRAINT limits_concurrency_check CHECK (((concurrency >= 0) AND (concurrency <= 1000000))),
+    CONSTRAINT limits_key_check CHECK ((key <> ''::text)),
+    CONSTRAINT limits_key_check1 CHECK ((key !~ '^(queue|tenant|type):$'::text)),
+    CONSTRAINT limits_period_check CHECK (((period > '00:00:00'::interval) AND (period <= '1 day'::interval))),
+    CONSTRAINT limits_rate_check CHECK (((rate >= 1) AND (rate <= 10000)))
+);
+
+--
+-- Name: TABLE limits; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON TABLE pendulum.limits IS 'Per key: at most concurrency running at once, at most rate started per period, or paused (sql/020).';
+
+--
+-- Name: COLUMN limits.starts; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON COLUMN pendulum.limits.starts IS 'The claim instants of the starts in the last period, oldest first (at most rate of them).';
+
+--
+-- Name: limit_status; Type: VIEW; Schema: pendulum; Owner: -
+--
+
+CREATE VIEW pendulum.limit_status WITH (security_invoker='true') AS
+ SELECT l.key,
+    l.concurrency,
+    pendulum.limit_running(l.key) AS running,
+    l.rate,
+    l.period,
+        CASE
+            WHEN (l.rate IS NOT NULL) THEN (( SELECT count(*) AS count
+               FROM unnest(l.starts) s(s)
+              WHERE (s.s > (now() - l.period))))::integer
+            ELSE NULL::integer
+        END AS window_used,
+    ( SELECT count(*) AS count
+           FROM pendulum.jobs x
+          WHERE ((x.parked_on = l.key) AND (x.state = 'PENDING'::text))) AS waiting,
+    l.paused,
+    l.updated_at
+   FROM pendulum.limits l;
+
+--
+-- Name: VIEW limit_status; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON VIEW pendulum.limit_status IS 'pd-admin limits: per key, caps, jobs running, starts in the rate window, jobs parked, paused.';
+
+--
 -- Name: metric_samples; Type: VIEW; Schema: pendulum; Owner: -
 --
 
@@ -1821,6 +2390,24 @@ CREATE TABLE pendulum.tenant_members (
 COMMENT ON TABLE pendulum.tenant_members IS 'A role (and its members) sees and writes the rows of these tenants (pd-admin tenant grant|revoke|list).';
 
 --
+-- Name: tenants; Type: TABLE; Schema: pendulum; Owner: -
+--
+
+CREATE TABLE pendulum.tenants (
+    tenant_id text NOT NULL,
+    weight integer DEFAULT 1 NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT tenants_tenant_id_check CHECK ((tenant_id <> ''::text)),
+    CONSTRAINT tenants_weight_check CHECK (((weight >= 1) AND (weight <= 1000)))
+);
+
+--
+-- Name: TABLE tenants; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON TABLE pendulum.tenants IS 'A tenant''s share of the claims (weight; a tenant without a row has weight 1).';
+
+--
 -- Name: unserved; Type: VIEW; Schema: pendulum; Owner: -
 --
 
@@ -1961,6 +2548,13 @@ ALTER TABLE ONLY pendulum.cron_schedules
     ADD CONSTRAINT cron_schedules_tenant_id_name_key UNIQUE (tenant_id, name);
 
 --
+-- Name: jobs jobs_concurrency_key_check; Type: CHECK CONSTRAINT; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE pendulum.jobs
+    ADD CONSTRAINT jobs_concurrency_key_check CHECK (((concurrency_key <> ''::text) AND (concurrency_key !~ '^(queue|tenant|type):'::text))) NOT VALID;
+
+--
 -- Name: jobs jobs_pkey; Type: CONSTRAINT; Schema: pendulum; Owner: -
 --
 
@@ -1973,6 +2567,13 @@ ALTER TABLE ONLY pendulum.jobs
 
 ALTER TABLE ONLY pendulum.leaders
     ADD CONSTRAINT leaders_pkey PRIMARY KEY (role);
+
+--
+-- Name: limits limits_pkey; Type: CONSTRAINT; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE ONLY pendulum.limits
+    ADD CONSTRAINT limits_pkey PRIMARY KEY (key);
 
 --
 -- Name: outbox_heads outbox_heads_pkey; Type: CONSTRAINT; Schema: pendulum; Owner: -
@@ -2008,6 +2609,13 @@ ALTER TABLE ONLY pendulum.schema_migrations
 
 ALTER TABLE ONLY pendulum.tenant_members
     ADD CONSTRAINT tenant_members_pkey PRIMARY KEY (role, tenant_id);
+
+--
+-- Name: tenants tenants_pkey; Type: CONSTRAINT; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE ONLY pendulum.tenants
+    ADD CONSTRAINT tenants_pkey PRIMARY KEY (tenant_id);
 
 --
 -- Name: workers workers_pkey; Type: CONSTRAINT; Schema: pendulum; Owner: -
@@ -2074,12 +2682,6 @@ CREATE INDEX jobs_blocked_id_idx ON pendulum.jobs USING btree (id) WHERE (state 
 CREATE INDEX jobs_blocked_idx ON pendulum.jobs USING gin (depends_on) WHERE (state = 'BLOCKED'::text);
 
 --
--- Name: jobs_claim_idx; Type: INDEX; Schema: pendulum; Owner: -
---
-
-CREATE INDEX jobs_claim_idx ON pendulum.jobs USING btree (queue, priority DESC, run_at, id) WHERE (state = 'PENDING'::text);
-
---
 -- Name: jobs_dead_idx; Type: INDEX; Schema: pendulum; Owner: -
 --
 
@@ -2090,6 +2692,12 @@ CREATE INDEX jobs_dead_idx ON pendulum.jobs USING btree (queue) WHERE (state = '
 --
 
 CREATE INDEX jobs_failed_dependency_idx ON pendulum.jobs USING btree (failed_dependency) WHERE (failed_dependency IS NOT NULL);
+
+--
+-- Name: jobs_fair_idx; Type: INDEX; Schema: pendulum; Owner: -
+--
+
+CREATE INDEX jobs_fair_idx ON pendulum.jobs USING btree (queue, priority DESC, tenant_id, run_at, id) WHERE ((state = 'PENDING'::text) AND (parked_on IS NULL));
 
 --
 -- Name: jobs_finished_idx; Type: INDEX; Schema: pendulum; Owner: -
@@ -2108,6 +2716,24 @@ CREATE UNIQUE INDEX jobs_idempotency_idx ON pendulum.jobs USING btree (tenant_id
 --
 
 CREATE INDEX jobs_lease_idx ON pendulum.jobs USING btree (lease_expires_at) WHERE (state = ANY (ARRAY['LEASED'::text, 'RUNNING'::text]));
+
+--
+-- Name: jobs_parked_idx; Type: INDEX; Schema: pendulum; Owner: -
+--
+
+CREATE INDEX jobs_parked_idx ON pendulum.jobs USING btree (parked_on, queue, priority DESC, run_at, id) WHERE ((state = 'PENDING'::text) AND (parked_on IS NOT NULL));
+
+--
+-- Name: jobs_running_idx; Type: INDEX; Schema: pendulum; Owner: -
+--
+
+CREATE INDEX jobs_running_idx ON pendulum.jobs USING btree (queue, tenant_id, job_type) WHERE (state = ANY (ARRAY['LEASED'::text, 'RUNNING'::text]));
+
+--
+-- Name: jobs_running_key_idx; Type: INDEX; Schema: pendulum; Owner: -
+--
+
+CREATE INDEX jobs_running_key_idx ON pendulum.jobs USING btree (concurrency_key) WHERE ((state = ANY (ARRAY['LEASED'::text, 'RUNNING'::text])) AND (concurrency_key IS NOT NULL));
 
 --
 -- Name: outbox_claim_idx; Type: INDEX; Schema: pendulum; Owner: -
@@ -2247,6 +2873,12 @@ CREATE POLICY admin ON pendulum.cron_schedules TO pendulum_admin USING (( SELECT
 CREATE POLICY admin ON pendulum.jobs TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
 
 --
+-- Name: limits admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.limits TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
 -- Name: outbox admin; Type: POLICY; Schema: pendulum; Owner: -
 --
 
@@ -2263,6 +2895,12 @@ CREATE POLICY admin ON pendulum.outbox_heads TO pendulum_admin USING (( SELECT (
 --
 
 CREATE POLICY admin ON pendulum.tenant_members TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
+
+--
+-- Name: tenants admin; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY admin ON pendulum.tenants TO pendulum_admin USING (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER)))) WITH CHECK (( SELECT (NOT pendulum.tenant_scoped(CURRENT_USER))));
 
 --
 -- Name: workflow_runs admin; Type: POLICY; Schema: pendulum; Owner: -
@@ -2301,6 +2939,12 @@ ALTER TABLE pendulum.cron_schedules ENABLE ROW LEVEL SECURITY;
 ALTER TABLE pendulum.jobs ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: limits; Type: ROW SECURITY; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE pendulum.limits ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: outbox; Type: ROW SECURITY; Schema: pendulum; Owner: -
 --
 
@@ -2337,6 +2981,12 @@ CREATE POLICY service ON pendulum.cron_schedules TO pendulum_worker USING (true)
 CREATE POLICY service ON pendulum.jobs TO pendulum_worker USING (true) WITH CHECK (true);
 
 --
+-- Name: limits service; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY service ON pendulum.limits TO pendulum_worker USING (true) WITH CHECK (true);
+
+--
 -- Name: outbox service; Type: POLICY; Schema: pendulum; Owner: -
 --
 
@@ -2347,6 +2997,12 @@ CREATE POLICY service ON pendulum.outbox TO pendulum_worker USING (true) WITH CH
 --
 
 CREATE POLICY service ON pendulum.outbox_heads TO pendulum_worker USING (true) WITH CHECK (true);
+
+--
+-- Name: tenants service; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY service ON pendulum.tenants TO pendulum_worker USING (true) WITH CHECK (true);
 
 --
 -- Name: workflow_runs service; Type: POLICY; Schema: pendulum; Owner: -
@@ -2393,6 +3049,14 @@ CREATE POLICY tenant ON pendulum.jobs USING ((tenant_id IN ( SELECT m.tenant_id
    FROM pendulum.tenant_members m)));
 
 --
+-- Name: limits tenant; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY tenant ON pendulum.limits USING (((key ~~ 'tenant:%'::text) AND (substr(key, 8) IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m)))) WITH CHECK (((key ~~ 'tenant:%'::text) AND (substr(key, 8) IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m))));
+
+--
 -- Name: outbox tenant; Type: POLICY; Schema: pendulum; Owner: -
 --
 
@@ -2415,6 +3079,14 @@ CREATE POLICY tenant ON pendulum.outbox_heads USING ((tenant_id IN ( SELECT m.te
 CREATE POLICY tenant ON pendulum.tenant_members FOR SELECT USING (pg_has_role((role)::oid, 'MEMBER'::text));
 
 --
+-- Name: tenants tenant; Type: POLICY; Schema: pendulum; Owner: -
+--
+
+CREATE POLICY tenant ON pendulum.tenants USING ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m))) WITH CHECK ((tenant_id IN ( SELECT m.tenant_id
+   FROM pendulum.tenant_members m)));
+
+--
 -- Name: workflow_runs tenant; Type: POLICY; Schema: pendulum; Owner: -
 --
 
@@ -2435,6 +3107,12 @@ CREATE POLICY tenant ON pendulum.workflow_steps USING ((tenant_id IN ( SELECT m.
 --
 
 ALTER TABLE pendulum.tenant_members ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: tenants; Type: ROW SECURITY; Schema: pendulum; Owner: -
+--
+
+ALTER TABLE pendulum.tenants ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: workflow_runs; Type: ROW SECURITY; Schema: pendulum; Owner: -
