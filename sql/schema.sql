@@ -1161,7 +1161,7 @@ CREATE FUNCTION pendulum.limit_concurrency(key text, n integer) RETURNS void
 BEGIN
     PERFORM pendulum.check_limit_key(limit_concurrency.key);
     INSERT INTO pendulum.limits AS l (key, concurrency) VALUES (limit_concurrency.key, n)
-    ON CONFLICT (key) DO UPDATE SET concurrency = EXCLUDED.concurrency, updated_at = now();
+    ON CONFLICT ON CONSTRAINT limits_pkey DO UPDATE SET concurrency = EXCLUDED.concurrency, updated_at = now();
     PERFORM pendulum.limit_tidy(limit_concurrency.key);
 END
 $$;
@@ -1177,7 +1177,7 @@ CREATE FUNCTION pendulum.limit_pause(key text, paused boolean) RETURNS void
 BEGIN
     PERFORM pendulum.check_limit_key(limit_pause.key);
     INSERT INTO pendulum.limits AS l (key, paused) VALUES (limit_pause.key, limit_pause.paused)
-    ON CONFLICT (key) DO UPDATE SET paused = EXCLUDED.paused, updated_at = now();
+    ON CONFLICT ON CONSTRAINT limits_pkey DO UPDATE SET paused = EXCLUDED.paused, updated_at = now();
     PERFORM pendulum.limit_tidy(limit_pause.key);
 END
 $$;
@@ -1198,7 +1198,7 @@ BEGIN
     END IF;
     INSERT INTO pendulum.limits AS l (key, rate, period)
     VALUES (limit_rate.key, n, limit_rate.period)
-    ON CONFLICT (key) DO UPDATE
+    ON CONFLICT ON CONSTRAINT limits_pkey DO UPDATE
         SET rate = EXCLUDED.rate, period = EXCLUDED.period, updated_at = now(),
             starts = CASE WHEN EXCLUDED.rate IS NULL THEN '{}' ELSE l.starts END;
     PERFORM pendulum.limit_tidy(limit_rate.key);
