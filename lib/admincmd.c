@@ -241,11 +241,11 @@ int pd_admincmd_check(struct pd_subcall *k, struct pd_err *e)
 	if (k->cmd->fn == pd_admincmd_dlq_purge && !x->older_set)
 		return pd_errf(e, PD_EX_USAGE, "missing --older-than DURATION");
 	if (k->cmd->fn == pd_admincmd_limit) {
-		if (operand_name("KEY", k->argv[0], e) < 0)
+		if (pd_admin_limit_key_check(k->argv[0], e) < 0)
 			return -1;
 		if (strcmp(k->cmd->name, "set") == 0 && !x->lim.concurrency_set && !x->lim.rate_set)
 			return pd_errf(e, PD_EX_USAGE, "missing --concurrency or --rate");
-		return pd_admin_limit_key_check(k->argv[0], e);
+		return 0;
 	}
 	if (k->cmd->fn == pd_admincmd_queue_pause) {
 		if (k->argc > 0 && x->pause_type)
