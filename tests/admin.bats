@@ -409,10 +409,10 @@ jobs_ids() {
 	make_jobs 1 SUCCEEDED beta >/dev/null
 	run --separate-stderr pd-admin queues
 	[ "$status" -eq 0 ]
-	[[ "${lines[0]}" == "QUEUE  PENDING  BLOCKED  LEASED  RUNNING  SUCCEEDED  DEAD_LETTERED  CANCELLED  RUNNABLE  OLDEST_RUNNABLE  WORKERS  UNSERVED" ]]
+	[[ "${lines[0]}" == "QUEUE  PENDING  BLOCKED  LEASED  RUNNING  SUCCEEDED  DEAD_LETTERED  CANCELLED  RUNNABLE  OLDEST_RUNNABLE  WORKERS  PAUSED  UNSERVED" ]]
 	# no worker at all: every PENDING type is unserved, even one due later
-	printf '%s\n' "${lines[1]}" | grep -E '^alpha +3 +0 +0 +1 +0 +2 +0 +3 +1m4[0-9]s +0 +t$'
-	printf '%s\n' "${lines[2]}" | grep -E '^beta +1 +0 +0 +0 +1 +0 +0 +0 +- +0 +t$'
+	printf '%s\n' "${lines[1]}" | grep -E '^alpha +3 +0 +0 +1 +0 +2 +0 +3 +1m4[0-9]s +0 +no +t$'
+	printf '%s\n' "${lines[2]}" | grep -E '^beta +1 +0 +0 +0 +1 +0 +0 +0 +- +0 +no +t$'
 	run --separate-stderr pd-admin --json queues
 	printf '%s\n' "$output" | jq -e -s '.[0].queue == "alpha" and .[0].pending == 3 and .[0].running == 1
 		and .[0].dead_lettered == 2 and .[0].runnable == 3
