@@ -20,7 +20,8 @@ jobs_ids() {
 
 @test "every subcommand has its own --help on stdout" {
 	for c in "migrate" "jobs" "job show" "job replay" "job cancel" "dlq list" "dlq replay" \
-		"dlq delete" "dlq purge" "queues" "depth" "workers" "metrics" "top"; do
+		"dlq delete" "dlq purge" "queues" "depth" "workers" "metrics" "top" "tenant set" "tenants" \
+		"limit set" "limit unset" "limits" "queue pause" "queue resume"; do
 		# shellcheck disable=SC2086 # two words on purpose
 		run --separate-stderr pd-admin $c --help
 		[ "$status" -eq 0 ] || { echo "$c: $status"; return 1; }
@@ -36,7 +37,8 @@ jobs_ids() {
 	command -v mandoc >/dev/null || skip "mandoc not installed"
 	man_opts=$(mandoc -T ascii "$PD_ROOT/man/pd-admin.1" | col -b | grep -oE -- '--[a-z][a-z-]+' | sort -u)
 	for c in "migrate" "jobs" "job show" "job replay" "job cancel" "dlq list" "dlq replay" \
-		"dlq delete" "dlq purge" "queues" "depth" "workers" "metrics" "top"; do
+		"dlq delete" "dlq purge" "queues" "depth" "workers" "metrics" "top" "tenant set" "tenants" \
+		"limit set" "limit unset" "limits" "queue pause" "queue resume"; do
 		# shellcheck disable=SC2086 # two words on purpose
 		help_opts=$(pd-admin $c --help | grep -oE -- '--[a-z][a-z-]+' | sort -u)
 		missing=$(comm -23 <(echo "$help_opts") <(echo "$man_opts"))
