@@ -109,6 +109,39 @@ static const struct pd_subcmd commands[] = {
     {"tenant", "list", pd_admincmd_tenant, "tenant list [ROLE]", "which roles see which tenants",
      "List the tenant grants, of ROLE or of every role: role, tenant, when granted.",
      "json", 0, 1, "role", 0, 0, 1},
+    {"tenant", "set", pd_admincmd_tenant, "tenant set TENANT --weight N",
+     "a tenant's share of the claims",
+     "Set TENANT's weight, 1 to 1000: within a queue and a priority, the claims go\n"
+     "round-robin across the tenants with work, each taking as many jobs a turn as\n"
+     "its weight. default (or no weight set) is 1.", "weight,json", 1, 1, "tenant", 0, 0, 1},
+    {NULL, "tenants", pd_admincmd_tenants, "tenants", "tenant weights that were set",
+     "List the tenants whose weight was set, with it; every other tenant has weight 1.",
+     "json", 0, 0, "job id", 0, 0, 1},
+    {"limit", "set", pd_admincmd_limit, "limit set KEY [options]",
+     "cap a key's running jobs or starts, fleet-wide",
+     "Limit the jobs under KEY across every worker: at most N running at once\n"
+     "(--concurrency), at most N started in any PERIOD (--rate 100/1m); none\n"
+     "removes that cap. KEY is a job's concurrency key, or queue:NAME, tenant:NAME\n"
+     "or type:NAME for every job of that queue, tenant or type. Jobs over a limit\n"
+     "stay PENDING (parked on KEY) until it has room.",
+     "concurrency,rate,json", 1, 1, "limit key", 0, 0, 1},
+    {"limit", "unset", pd_admincmd_limit, "limit unset KEY", "remove a key's limits and pause",
+     "Remove the limit on KEY (caps, rate and pause): its waiting jobs may run.\n"
+     "Exit status 2 when KEY had none.", "json", 1, 1, "limit key", 0, 0, 1},
+    {NULL, "limits", pd_admincmd_limits, "limits", "limit keys: caps, running, window, waiting",
+     "Per limit key: its concurrency cap and the jobs running under it, its rate,\n"
+     "the starts in the current window, the jobs waiting (parked) on it, and\n"
+     "whether it is paused.", "json", 0, 0, "job id", 0, 0, 1},
+    {"queue", "pause", pd_admincmd_queue_pause, "queue pause QUEUE | --type TYPE",
+     "stop starting a queue's (or a type's) jobs",
+     "Pause QUEUE (or job type TYPE in every queue) across the fleet: no worker\n"
+     "starts its jobs until it is resumed; running jobs finish and enqueue still\n"
+     "works (the limit key queue:QUEUE or type:TYPE, paused).",
+     "pause-type,json", 0, 1, "queue name", 0, 0, 1},
+    {"queue", "resume", pd_admincmd_queue_pause, "queue resume QUEUE | --type TYPE",
+     "start a paused queue's (or type's) jobs again",
+     "Resume QUEUE (or job type TYPE): workers take its jobs again at once.",
+     "pause-type,json", 0, 1, "queue name", 0, 0, 1},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0},
 };
 /* clang-format on */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "dur.h"
 #include "flowdb.h"
 #include "job.h"
 #include "jobs.h"
@@ -118,7 +119,9 @@ static void footer(const PGresult *r, const struct pd_admin_filter *f, const cha
 /* clang-format off */
 static const char jobs_sql[] =
     "SELECT j.*, t.total FROM (SELECT count(*) AS total FROM pendulum.jobs WHERE" FILTER ") t"
-    " LEFT JOIN LATERAL (SELECT id, job_type, state, attempt || '/' || max_attempts,"
+    " LEFT JOIN LATERAL (SELECT id, job_type, CASE WHEN h.held IS NULL THEN state"
+    "  ELSE state || ' (' || h.held || ': ' || parked_on || ')' END, state,"
+    " attempt || '/' || max_attempts,"
     " replay_count, queue, tenant_id,"
     " " SECS("now() - created_at") ","
     " " SECS("lease_expires_at - now()") ","
@@ -126,16 +129,22 @@ static const char jobs_sql[] =
     "  || queue ELSE coalesce(dead_reason, last_error) END,"
     " attempt, max_attempts, priority,"
     " " ISO("created_at") ", " ISO("run_at") ", " ISO("finished_at") ","
-    " lease_owner, dead_reason, last_error, unserved"
+    " lease_owner, dead_reason, last_error, unserved, concurrency_key, parked_on, h.held"
     " FROM pendulum.jobs CROSS JOIN LATERAL (SELECT state = 'PENDING'"
-    "  AND NOT pendulum.served(queue, job_type) AS unserved) s WHERE" FILTER
+    "  AND NOT pendulum.served(queue, job_type) AS unserved) s"
+    /* a parked job: why its limit holds it (sql/020) */
+    " LEFT JOIN LATERAL (SELECT CASE WHEN l.paused IS TRUE THEN 'paused'"
+    "  WHEN l.window_used >= l.rate THEN 'rate-limited' ELSE 'waiting' END AS held"
+    "  FROM (SELECT) o LEFT JOIN pendulum.limit_status l ON l.key = jobs.parked_on"
+    "  WHERE jobs.state = 'PENDING' AND jobs.parked_on IS NOT NULL) h ON true WHERE" FILTER
     " ORDER BY id DESC LIMIT $5 OFFSET $6) j ON true ORDER BY j.id DESC";
 /* clang-format on */
 
 static const struct pd_col jobs_cols[] = {
     {"id", NULL, 'n', 'b'},
     {"job_type", "type", 's', 'b'},
-    {"state", NULL, 'S', 'b'},
+    {"state_held", "state", 'S', 't'}, /* PENDING (paused: queue:q) */
+    {"state", NULL, 'S', 'j'},
     {"attempts", NULL, 's', 't'},
     {"replay_count", "replays", 'n', 'b'},
     {"queue", NULL, 's', 'b'},
@@ -153,6 +162,9 @@ static const struct pd_col jobs_cols[] = {
     {"dead_reason", NULL, 's', 'j'},
     {"last_error", NULL, 's', 'j'},
     {"unserved", NULL, 'b', 'j'},
+    {"concurrency_key", NULL, 's', 'j'},
+    {"parked_on", NULL, 's', 'j'},
+    {"held", NULL, 's', 'j'}, /* paused, rate-limited or waiting; null: not parked */
     {"total", NULL, 'n', 'j'},
 };
 
@@ -177,7 +189,8 @@ int pd_admin_jobs(struct pd_db *db, const struct pd_admin_filter *f, const struc
 
 /* clang-format off */
 static const char show_sql[] =
-    "SELECT id, job_type, state, queue, tenant_id, priority, attempt || '/' || max_attempts,"
+    "SELECT id, job_type, state, queue, tenant_id, priority, concurrency_key, parked_on,"
+    " attempt || '/' || max_attempts,"
     " attempt, max_attempts, replay_count, delivery, " SECS("timeout") ","
     " " ISO("created_at") ", " ISO("run_at") ", " ISO("started_at") ", " ISO("finished_at") ","
     " " SECS("now() - created_at") ", lease_token, lease_owner, " ISO("lease_expires_at") ","
@@ -194,6 +207,8 @@ static const struct pd_col show_cols[] = {
     {"queue", NULL, 's', 'b'},
     {"tenant_id", NULL, 's', 'b'},
     {"priority", NULL, 'n', 'b'},
+    {"concurrency_key", NULL, 's', 'b'},
+    {"parked_on", NULL, 's', 'b'},
     {"attempts", NULL, 's', 't'},
     {"attempt", NULL, 'n', 'j'},
     {"max_attempts", NULL, 'n', 'j'},
@@ -1172,6 +1187,279 @@ int pd_admin_tenant_list(struct pd_db *db, const char *role, const struct pd_fmt
 	if (role && role_oid(db, role, oid, sizeof(oid), e) < 0)
 		return -1;
 	if (pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	pd_render_result(r, cols, NCOLS(cols), fmt, out);
+	PQclear(r);
+	return 0;
+}
+
+/* --- fair shares and limits (sql/020) --- */
+
+int pd_admin_parse_rate(const char *opt, const char *s, long long *n, long long *period_ms,
+			struct pd_err *e)
+{
+	const char *slash = strchr(s, '/');
+	char shown[PD_TEXT_SHOW_MAX + 4], *end;
+	struct pd_err de = PD_ERR_INIT;
+	int rc;
+
+	pd_text_show(shown, sizeof shown, s, strlen(s));
+	if (slash == NULL || !isdigit((unsigned char)*s))
+		return pd_errf(e, PD_EX_USAGE, "option %s: '%s' is not N/PERIOD (e.g. 100/1m)", opt,
+			       shown);
+	errno = 0;
+	*n = strtoll(s, &end, 10);
+	if (end != slash)
+		return pd_errf(e, PD_EX_USAGE, "option %s: '%s' is not N/PERIOD (e.g. 100/1m)", opt,
+			       shown);
+	if (errno == ERANGE || *n < 1 || *n > 10000)
+		return pd_errf(e, PD_EX_USAGE, "option %s: the count of '%s' is not 1 to 10000",
+			       opt, shown);
+	rc = pd_dur_parse(slash + 1, period_ms, &de);
+	if (rc < 0)
+		return pd_errf(e, rc == -2 ? PD_EX_DATAERR : PD_EX_USAGE, "option %s: %s", opt,
+			       de.msg);
+	if (*period_ms <= 0)
+		return pd_errf(e, PD_EX_USAGE, "option %s: the period of '%s' must be above 0", opt,
+			       shown);
+	if (*period_ms > 86400000LL)
+		return pd_errf(e, PD_EX_DATAERR, "option %s: the period of '%s' is more than 1d",
+			       opt, shown);
+	return 0;
+}
+
+int pd_admin_limit_key_check(const char *key, struct pd_err *e)
+{
+	static const char *const reserved[] = {"queue:", "tenant:", "type:"};
+
+	if (key[0] == '\0')
+		return pd_errf(e, PD_EX_USAGE, "KEY must not be empty");
+	if (pd_name_check("limit key", key, e) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+		if (strcmp(key, reserved[i]) == 0)
+			return pd_errf(e, PD_EX_DATAERR,
+				       "invalid limit key '%s': no name after the prefix", key);
+	return 0;
+}
+
+/* clang-format off */
+static const char limits_sql[] =
+    "SELECT key, concurrency, running, rate, (extract(epoch FROM period) * 1000)::bigint,"
+    " window_used, waiting, paused, " ISO("updated_at")
+    " FROM pendulum.limit_status WHERE $1::text IS NULL OR key = $1 ORDER BY key COLLATE \"C\"";
+/* clang-format on */
+
+#define LIMIT_NCOLS 11
+static const struct pd_col limit_cols[LIMIT_NCOLS] = {
+    {"key", NULL, 's', 'b'},	     {"concurrency", NULL, 'n', 'b'}, {"running", NULL, 'n', 'b'},
+    {"rate_per", "rate", 's', 't'},  {"window", NULL, 's', 't'},      {"waiting", NULL, 'n', 'b'},
+    {"paused", NULL, 'b', 'b'},	     {"rate", NULL, 'n', 'j'},	      {"period_s", NULL, 'n', 'j'},
+    {"window_used", NULL, 'n', 'j'}, {"updated_at", NULL, 's', 'j'},
+};
+
+/* The rows of limits_sql (r) as limit_cols: RATE "100/1m", WINDOW "3/100". */
+static void render_limits(const PGresult *r, const struct pd_fmt *fmt, struct pd_buf *out)
+{
+	int n = PQntuples(r);
+	const char **cells = pd_xcalloc((size_t)n * LIMIT_NCOLS + 1, sizeof(*cells));
+	char(*text)[3][PD_DUR_MAX + 32] = pd_xcalloc((size_t)n + 1, sizeof(*text));
+
+	for (int i = 0; i < n; i++) {
+		const char **c = cells + (size_t)i * LIMIT_NCOLS;
+		const char *v[9];
+		long long ms;
+
+		for (int k = 0; k < 9; k++)
+			v[k] = PQgetisnull(r, i, k) ? NULL : PQgetvalue(r, i, k);
+		if (v[3] && v[4]) {
+			char per[PD_DUR_MAX];
+
+			ms = strtoll(v[4], NULL, 10);
+			pd_dur_format(ms, per, sizeof(per));
+			snprintf(text[i][0], sizeof(text[i][0]), "%s/%s", v[3], per);
+			snprintf(text[i][1], sizeof(text[i][1]), "%s/%s", v[5] ? v[5] : "0", v[3]);
+			snprintf(text[i][2], sizeof(text[i][2]), "%lld.%03lld", ms / 1000,
+				 ms % 1000);
+		}
+		c[0] = v[0];
+		c[1] = v[1];
+		c[2] = v[2];
+		c[3] = v[3] ? text[i][0] : NULL;
+		c[4] = v[3] ? text[i][1] : NULL;
+		c[5] = v[6];
+		c[6] = v[7];
+		c[7] = v[3];
+		c[8] = v[3] ? text[i][2] : NULL;
+		c[9] = v[5];
+		c[10] = v[8];
+	}
+	pd_render(limit_cols, LIMIT_NCOLS, cells, n, fmt, out);
+	free(text);
+	free(cells);
+}
+
+int pd_admin_limits(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
+		    struct pd_err *e)
+{
+	const char *params[1] = {NULL};
+	PGresult *r;
+
+	if (pd_db_exec(db, limits_sql, 1, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	if (PQnfields(r) != 9) {
+		PQclear(r);
+		return pd_errf(e, PD_EX_SOFTWARE, "limits: unexpected result shape");
+	}
+	render_limits(r, fmt, out);
+	PQclear(r);
+	return 0;
+}
+
+int pd_admin_limit_set(struct pd_db *db, const char *key, const struct pd_admin_limit *l,
+		       const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	static const char conc_sql[] = "SELECT pendulum.limit_concurrency($1, $2::integer)";
+	static const char rate_sql[] =
+	    "SELECT pendulum.limit_rate($1, $2::integer, $3::bigint * interval '1 millisecond')";
+	char conc[24], rate[24], period[24];
+	const char *cp[2] = {key, l->concurrency >= 0 ? conc : NULL};
+	const char *rp[3] = {key, l->rate > 0 ? rate : NULL, l->rate > 0 ? period : NULL};
+	const char *kp[1] = {key};
+	PGresult *r = NULL;
+	int rc = -1;
+
+	snprintf(conc, sizeof(conc), "%lld", l->concurrency);
+	snprintf(rate, sizeof(rate), "%lld", l->rate);
+	snprintf(period, sizeof(period), "%lld", l->period_ms);
+	/* Both changes or neither, and the row read back as they left it. */
+	if (pd_db_exec(db, "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL, e) < 0)
+		return -1;
+	if ((l->concurrency_set && pd_db_exec(db, conc_sql, 2, cp, PGRES_TUPLES_OK, NULL, e) < 0) ||
+	    (l->rate_set && pd_db_exec(db, rate_sql, 3, rp, PGRES_TUPLES_OK, NULL, e) < 0) ||
+	    pd_db_exec(db, limits_sql, 1, kp, PGRES_TUPLES_OK, &r, e) < 0 ||
+	    pd_db_exec(db, "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL, e) < 0)
+		goto done;
+	if (PQntuples(r) == 1 && PQnfields(r) == 9) {
+		render_limits(r, fmt, out);
+	} else if (fmt->json) {
+		pd_buf_puts(out, "{\"key\":");
+		pd_json_quote_or_null(out, key);
+		pd_buf_puts(out, ",\"removed\":true}\n");
+	} else {
+		pd_buf_printf(out, "limit %s caps nothing now: removed\n", key);
+	}
+	rc = 0;
+done:
+	PQclear(r);
+	if (rc < 0 && pd_db_ok(db))
+		pd_db_exec(db, "ROLLBACK", 0, NULL, PGRES_COMMAND_OK, NULL,
+			   &(struct pd_err)PD_ERR_INIT);
+	return rc;
+}
+
+int pd_admin_limit_unset(struct pd_db *db, const char *key, const struct pd_fmt *fmt,
+			 struct pd_buf *out, struct pd_err *e)
+{
+	const char *params[1] = {key};
+	char *was = NULL;
+
+	if (pd_db_value(db, "SELECT pendulum.limit_unset($1)", 1, params, &was, e) < 0)
+		return -1;
+	if (was == NULL || strcmp(was, "t") != 0) {
+		free(was);
+		return pd_errf(e, PD_EX_NOTFOUND, "no limit on key '%s'", key);
+	}
+	free(was);
+	if (fmt->json) {
+		pd_buf_puts(out, "{\"key\":");
+		pd_json_quote_or_null(out, key);
+		pd_buf_puts(out, ",\"unset\":true}\n");
+	} else {
+		pd_buf_printf(out, "limit %s removed; its waiting jobs may run\n", key);
+	}
+	return 0;
+}
+
+int pd_admin_pause(struct pd_db *db, const char *kind, const char *name, int pause,
+		   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	/* was: read in the statement's snapshot, before limit_pause changed it */
+	static const char sql[] =
+	    "WITH b AS MATERIALIZED (SELECT coalesce((SELECT l.paused FROM pendulum.limits l"
+	    " WHERE l.key = $1), false) AS was)"
+	    " SELECT b.was, pendulum.limit_pause($1, $2::boolean) FROM b";
+	struct pd_buf key = PD_BUF_INIT;
+	const char *params[2] = {NULL, pause ? "true" : "false"};
+	const char *what = strcmp(kind, "type") == 0 ? "job type" : "queue";
+	char *was = NULL;
+	int changed;
+
+	pd_buf_printf(&key, "%s:%s", kind, name);
+	params[0] = key.data;
+	if (pd_db_value(db, sql, 2, params, &was, e) < 0) {
+		pd_buf_release(&key);
+		return -1;
+	}
+	changed = (was && strcmp(was, "t") == 0) != pause;
+	free(was);
+	if (fmt->json) {
+		pd_buf_puts(out, "{\"key\":");
+		pd_json_quote_or_null(out, key.data);
+		pd_buf_printf(out, ",\"%s\":", kind);
+		pd_json_quote_or_null(out, name);
+		pd_buf_printf(out, ",\"paused\":%s,\"changed\":%s}\n", pause ? "true" : "false",
+			      changed ? "true" : "false");
+	} else if (!changed) {
+		pd_buf_printf(out, "%s %s was %s\n", what, name,
+			      pause ? "paused already" : "not paused");
+	} else if (pause) {
+		pd_buf_printf(out,
+			      "%s %s paused: no job of it starts until resumed; running ones "
+			      "finish, enqueue still works\n",
+			      what, name);
+	} else {
+		pd_buf_printf(out, "%s %s resumed\n", what, name);
+	}
+	pd_buf_release(&key);
+	return 0;
+}
+
+int pd_admin_tenant_weight(struct pd_db *db, const char *tenant, int weight,
+			   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	char w[16];
+	const char *params[2] = {tenant, weight > 0 ? w : NULL};
+
+	snprintf(w, sizeof(w), "%d", weight > 0 ? weight : 1);
+	if (pd_db_exec(db, "SELECT pendulum.set_tenant_weight($1, $2::integer)", 2, params,
+		       PGRES_TUPLES_OK, NULL, e) < 0)
+		return -1;
+	if (fmt->json) {
+		pd_buf_puts(out, "{\"tenant\":");
+		pd_json_quote_or_null(out, tenant);
+		pd_buf_printf(out, ",\"weight\":%s,\"default\":%s}\n", w,
+			      weight > 0 ? "false" : "true");
+	} else {
+		pd_buf_printf(out, "tenant %s weight %s%s\n", tenant, w,
+			      weight > 0 ? "" : " (the default)");
+	}
+	return 0;
+}
+
+int pd_admin_tenants(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
+		     struct pd_err *e)
+{
+	static const char sql[] = "SELECT tenant_id, weight, " ISO(
+	    "updated_at") " FROM pendulum.tenants ORDER BY tenant_id COLLATE \"C\"";
+	static const struct pd_col cols[] = {
+	    {"tenant", NULL, 's', 'b'},
+	    {"weight", NULL, 'n', 'b'},
+	    {"updated_at", NULL, 's', 'b'},
+	};
+	PGresult *r;
+
+	if (pd_db_exec(db, sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
 	pd_render_result(r, cols, NCOLS(cols), fmt, out);
 	PQclear(r);

@@ -199,4 +199,65 @@ int pd_admin_tenant_revoke(struct pd_db *db, const char *role, const char *tenan
 int pd_admin_tenant_list(struct pd_db *db, const char *role, const struct pd_fmt *fmt,
 			 struct pd_buf *out, struct pd_err *e);
 
+/* --- fair shares and limits (sql/020) --- */
+
+/*
+ * A rate "N/PERIOD" (100/1m, 20/2s): N 1 to 10000, PERIOD a duration (dur)
+ * above 0 and at most 1d. Errors name opt: code 64 for the shape, N out of
+ * range or a zero PERIOD, 65 for a PERIOD beyond 1d (a value's range).
+ */
+int pd_admin_parse_rate(const char *opt, const char *s, long long *n, long long *period_ms,
+			struct pd_err *e);
+
+/*
+ * A limit key as pendulum.check_limit_key takes it: a name (pd_name_check,
+ * 65), not empty (64), and not a reserved prefix alone, 'queue:', 'tenant:'
+ * or 'type:' (65).
+ */
+int pd_admin_limit_key_check(const char *key, struct pd_err *e);
+
+/* What `limit set` changes: the fields whose _set is 1. */
+struct pd_admin_limit {
+	int concurrency_set, rate_set;
+	long long concurrency; /* -1: no cap (none) */
+	long long rate;	       /* 0: no rate (none) */
+	long long period_ms;
+};
+
+/*
+ * `limit set KEY`: pendulum.limit_concurrency and/or limit_rate in one
+ * transaction, then the key's row as `limits` shows it, or a line saying
+ * it caps nothing (its row is gone). Code 65 for what the server refuses.
+ */
+int pd_admin_limit_set(struct pd_db *db, const char *key, const struct pd_admin_limit *l,
+		       const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/* `limit unset KEY`: pendulum.limit_unset; code 2 when there was no limit on KEY. */
+int pd_admin_limit_unset(struct pd_db *db, const char *key, const struct pd_fmt *fmt,
+			 struct pd_buf *out, struct pd_err *e);
+
+/*
+ * `limits`: one row a key (pendulum.limit_status), by key byte-wise: KEY,
+ * CONCURRENCY, RUNNING, RATE (N/PERIOD), WINDOW (starts in the period /
+ * rate), WAITING (jobs parked on it), PAUSED; JSON adds rate, period_s,
+ * window_used and updated_at as numbers and an instant.
+ */
+int pd_admin_limits(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
+		    struct pd_err *e);
+
+/*
+ * `queue pause|resume`: pendulum.limit_pause(kind:name, pause), kind
+ * "queue" or "type", and whether that changed anything.
+ */
+int pd_admin_pause(struct pd_db *db, const char *kind, const char *name, int pause,
+		   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/* `tenant set TENANT --weight N`: pendulum.set_tenant_weight (weight 0: back to 1). */
+int pd_admin_tenant_weight(struct pd_db *db, const char *tenant, int weight,
+			   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/* `tenants`: the tenants whose weight was set (the others have 1), by tenant byte-wise. */
+int pd_admin_tenants(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
+		     struct pd_err *e);
+
 #endif

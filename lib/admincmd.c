@@ -32,6 +32,10 @@ struct args {
 	const char *reason, *state;
 	long long older_ms, stale_ms, interval_ms;
 	int older_set, dry_run, once, runnable, with_dependents, status;
+	struct pd_admin_limit lim; /* limit set */
+	long long weight;	   /* tenant set: 1..1000, 0 the default */
+	int weight_set;
+	const char *pause_type; /* queue pause/resume --type */
 };
 
 const size_t pd_admincmd_xsize = sizeof(struct args);
@@ -60,6 +64,12 @@ const struct pd_subopt pd_admincmd_opts[PD_ADMIN_NOPTS] = {
     [O_WITH_DEPS] = {"with-dependents", 0, NULL,
 		     "the jobs its failure failed go back to BLOCKED too"},
     [O_STATUS] = {"status", 0, NULL, "list applied and pending migrations instead"},
+    [O_CONCURRENCY] = {"concurrency", 0, "N|none", "at most N of its jobs running at once"},
+    [O_RATE] = {"rate", 0, "N/PERIOD|none",
+		"at most N of its jobs started per PERIOD (100/1m; PERIOD up to 1d)"},
+    [O_WEIGHT] = {"weight", 0, "N|default", "its share of the claims, 1-1000 (default 1)"},
+    [O_PAUSE_TYPE] = {"type", 0, "TYPE", "the job type TYPE (in every queue) instead of a queue",
+		      "pause-type"},
 };
 
 /*
@@ -183,8 +193,37 @@ int pd_admincmd_set(struct pd_subcall *k, int opt, const char *v, struct pd_err 
 	case O_STATUS:
 		x->status = 1;
 		return 0;
+	case O_CONCURRENCY:
+		x->lim.concurrency_set = 1;
+		x->lim.concurrency = -1;
+		if (strcmp(v, "none") == 0)
+			return 0;
+		return pd_cli_int("--concurrency", v, 0, 1000000, &x->lim.concurrency, e);
+	case O_RATE:
+		x->lim.rate_set = 1;
+		x->lim.rate = 0;
+		if (strcmp(v, "none") == 0)
+			return 0;
+		return pd_admin_parse_rate("--rate", v, &x->lim.rate, &x->lim.period_ms, e);
+	case O_WEIGHT:
+		x->weight_set = 1;
+		x->weight = 0;
+		if (strcmp(v, "default") == 0)
+			return 0;
+		return pd_cli_int("--weight", v, 1, 1000, &x->weight, e);
+	case O_PAUSE_TYPE:
+		x->pause_type = v;
+		return pd_cli_name("--type", v, e);
 	}
 	return 0;
+}
+
+/* An operand that is a name: not empty (64), valid as pd_name_check says (65). */
+static int operand_name(const char *what, const char *v, struct pd_err *e)
+{
+	if (v[0] == '\0')
+		return pd_errf(e, PD_EX_USAGE, "%s must not be empty", what);
+	return pd_name_check(what, v, e);
 }
 
 int pd_admincmd_check(struct pd_subcall *k, struct pd_err *e)
@@ -201,6 +240,26 @@ int pd_admincmd_check(struct pd_subcall *k, struct pd_err *e)
 		return pd_name_check("signal NAME", k->argv[1], e);
 	if (k->cmd->fn == pd_admincmd_dlq_purge && !x->older_set)
 		return pd_errf(e, PD_EX_USAGE, "missing --older-than DURATION");
+	if (k->cmd->fn == pd_admincmd_limit) {
+		if (pd_admin_limit_key_check(k->argv[0], e) < 0)
+			return -1;
+		if (strcmp(k->cmd->name, "set") == 0 && !x->lim.concurrency_set && !x->lim.rate_set)
+			return pd_errf(e, PD_EX_USAGE, "missing --concurrency or --rate");
+		return 0;
+	}
+	if (k->cmd->fn == pd_admincmd_queue_pause) {
+		if (k->argc > 0 && x->pause_type)
+			return pd_errf(e, PD_EX_USAGE, "give QUEUE or --type TYPE, not both");
+		if (k->argc == 0 && !x->pause_type)
+			return pd_errf(e, PD_EX_USAGE, "missing QUEUE (or --type TYPE)");
+		return k->argc > 0 ? operand_name("QUEUE", k->argv[0], e) : 0;
+	}
+	if (k->cmd->fn == pd_admincmd_tenant && strcmp(k->cmd->name, "set") == 0) {
+		if (operand_name("TENANT", k->argv[0], e) < 0)
+			return -1;
+		if (!x->weight_set)
+			return pd_errf(e, PD_EX_USAGE, "missing --weight N");
+	}
 	return 0;
 }
 
@@ -470,17 +529,47 @@ int pd_admincmd_lease_check(struct pd_subcall *k, struct pd_err *e)
 	return 0;
 }
 
-/* tenant grant ROLE TENANT, tenant revoke ROLE TENANT, tenant list [ROLE]. */
+/* tenant grant ROLE TENANT, tenant revoke ROLE TENANT, tenant list [ROLE], tenant set TENANT. */
 int pd_admincmd_tenant(struct pd_subcall *k, struct pd_err *e)
 {
 	const char *name = k->cmd->name;
 
+	if (strcmp(name, "set") == 0)
+		return pd_admin_tenant_weight(DB(k), k->argv[0], (int)X(k)->weight, &k->fmt,
+					      &k->out, e);
 	if (strcmp(name, "list") == 0)
 		return pd_admin_tenant_list(DB(k), k->argc > 0 ? k->argv[0] : NULL, &k->fmt,
 					    &k->out, e);
 	if (strcmp(name, "grant") == 0)
 		return pd_admin_tenant_grant(DB(k), k->argv[0], k->argv[1], &k->fmt, &k->out, e);
 	return pd_admin_tenant_revoke(DB(k), k->argv[0], k->argv[1], &k->fmt, &k->out, e);
+}
+
+int pd_admincmd_tenants(struct pd_subcall *k, struct pd_err *e)
+{
+	return pd_admin_tenants(DB(k), &k->fmt, &k->out, e);
+}
+
+/* limit set KEY [--concurrency N|none] [--rate N/PERIOD|none], limit unset KEY. */
+int pd_admincmd_limit(struct pd_subcall *k, struct pd_err *e)
+{
+	if (strcmp(k->cmd->name, "unset") == 0)
+		return pd_admin_limit_unset(DB(k), k->argv[0], &k->fmt, &k->out, e);
+	return pd_admin_limit_set(DB(k), k->argv[0], &X(k)->lim, &k->fmt, &k->out, e);
+}
+
+int pd_admincmd_limits(struct pd_subcall *k, struct pd_err *e)
+{
+	return pd_admin_limits(DB(k), &k->fmt, &k->out, e);
+}
+
+/* queue pause|resume QUEUE, queue pause|resume --type TYPE. */
+int pd_admincmd_queue_pause(struct pd_subcall *k, struct pd_err *e)
+{
+	const char *type = X(k)->pause_type;
+
+	return pd_admin_pause(DB(k), type ? "type" : "queue", type ? type : k->argv[0],
+			      strcmp(k->cmd->name, "pause") == 0, &k->fmt, &k->out, e);
 }
 
 static volatile sig_atomic_t top_quit, top_resized;

@@ -103,6 +103,27 @@ static void queue_metrics(const PGresult *q, struct out *o)
 	family(o, "pendulum_dead_letters", "gauge", "Dead-lettered jobs of each queue.");
 	for (int i = 0; i < n; i++)
 		sample(o, "pendulum_dead_letters", PQgetvalue(q, i, 0), PQgetvalue(q, i, 6));
+	family(o, "pendulum_queue_paused", "gauge",
+	       "1 for a paused queue (pd-admin queue pause), else 0; each queue with jobs or a "
+	       "limit.");
+	for (int i = 0; i < n; i++)
+		sample(o, "pendulum_queue_paused", PQgetvalue(q, i, 0),
+		       strcmp(PQgetvalue(q, i, PD_SUMMARY_QUEUE_PAUSED), "t") == 0 ? "1" : "0");
+}
+
+/* The limits (pendulum.limit_status: key, running, waiting), by key. */
+static void limit_metrics(const PGresult *l, struct out *o)
+{
+	family(o, "pendulum_limit_running", "gauge",
+	       "Jobs LEASED or RUNNING under each limit key (pendulum.limits).");
+	for (int i = 0; i < PQntuples(l); i++)
+		sample2(o, "pendulum_limit_running", "key", PQgetvalue(l, i, 0), NULL, NULL,
+			PQgetvalue(l, i, 1));
+	family(o, "pendulum_limit_waiting", "gauge",
+	       "PENDING jobs parked on each limit key: held back by its cap, rate or pause.");
+	for (int i = 0; i < PQntuples(l); i++)
+		sample2(o, "pendulum_limit_waiting", "key", PQgetvalue(l, i, 0), NULL, NULL,
+			PQgetvalue(l, i, 2));
 }
 
 /* The histogram bounds, seconds: pendulum.metric_bounds() (sql/011) in the same order. */
@@ -305,9 +326,12 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 	static const char attempts_sql[] =
 	    "SELECT kind, queue, outcome, bucket, n, seconds FROM pendulum.metric_totals"
 	    " ORDER BY kind, queue COLLATE \"C\", outcome COLLATE \"C\", bucket";
+	static const char limits_sql[] = "SELECT key, running, waiting FROM pendulum.limit_status"
+					 " ORDER BY key COLLATE \"C\"";
 	char ms[24];
 	const char *params[1] = {stale_ms >= 0 ? ms : NULL};
-	PGresult *q = NULL, *w = NULL, *f = NULL, *a = NULL, *ob = NULL, *fl = NULL, *u = NULL;
+	PGresult *q = NULL, *w = NULL, *f = NULL, *a = NULL, *ob = NULL, *fl = NULL, *u = NULL,
+		 *l = NULL;
 	struct out o = {out, json, ""};
 	int rc = -1;
 
@@ -322,11 +346,13 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 	    pd_db_exec(db, attempts_sql, 0, NULL, PGRES_TUPLES_OK, &a, e) < 0 ||
 	    pd_db_exec(db, pd_summary_outbox_sql, 0, NULL, PGRES_TUPLES_OK, &ob, e) < 0 ||
 	    pd_db_exec(db, pd_summary_flow_sql, 0, NULL, PGRES_TUPLES_OK, &fl, e) < 0 ||
-	    pd_db_exec(db, unserved_sql, 0, NULL, PGRES_TUPLES_OK, &u, e) < 0)
+	    pd_db_exec(db, unserved_sql, 0, NULL, PGRES_TUPLES_OK, &u, e) < 0 ||
+	    pd_db_exec(db, limits_sql, 0, NULL, PGRES_TUPLES_OK, &l, e) < 0)
 		goto done;
 	if (PQnfields(q) != PD_SUMMARY_QUEUE_NCOLS || PQnfields(u) != 3 || PQntuples(w) != 1 ||
 	    PQnfields(w) != 4 || PQntuples(f) != 1 || PQnfields(f) != 2 || PQnfields(a) != 6 ||
-	    PQnfields(ob) != PD_SUMMARY_OUTBOX_NCOLS || PQnfields(fl) != PD_SUMMARY_FLOW_NCOLS) {
+	    PQnfields(ob) != PD_SUMMARY_OUTBOX_NCOLS || PQnfields(fl) != PD_SUMMARY_FLOW_NCOLS ||
+	    PQnfields(l) != 3) {
 		pd_errf(e, PD_EX_SOFTWARE, "metrics: unexpected result shape");
 		goto done;
 	}
@@ -348,6 +374,7 @@ int pd_metrics_collect(struct pd_db *db, long long stale_ms, int json, struct pd
 	sample(&o, "pendulum_worker_in_flight", NULL, PQgetvalue(w, 0, 2));
 	family(&o, "pendulum_worker_concurrency", "gauge", "Job slots of the live workers.");
 	sample(&o, "pendulum_worker_concurrency", NULL, PQgetvalue(w, 0, 3));
+	limit_metrics(l, &o);
 	attempt_metrics(a, &o);
 	outbox_metrics(ob, f, &o);
 	flow_metrics(fl, &o);
@@ -360,6 +387,7 @@ done:
 	PQclear(ob);
 	PQclear(fl);
 	PQclear(u);
+	PQclear(l);
 	if (rc == 0)
 		rc = pd_db_exec(db, "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL, e);
 	else if (pd_db_ok(db))

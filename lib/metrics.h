@@ -12,7 +12,9 @@
  * by queue (bounds 5ms to 1h). The attempt counters and the histograms are
  * pendulum.metric_totals (sql/011): the rows of the tables plus what the
  * rows deleted by prune and dlq delete/purge counted, so they never go down
- * unless rows are deleted by hand.
+ * unless rows are deleted by hand. pendulum_queue_paused covers the queues
+ * `queues` lists (with jobs, or with a 'queue:NAME' limit);
+ * pendulum_limit_running and pendulum_limit_waiting every limit key.
  */
 #ifndef PD_METRICS_H
 #define PD_METRICS_H

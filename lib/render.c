@@ -34,6 +34,10 @@ static const char *word_color(const char *v)
 
 	if (st != PD_JOB_NONE)
 		return job_sgr[st];
+	/* A parked job, "PENDING (paused: queue:q)": held back like a BLOCKED one. */
+	if (strncmp(v, pd_job_states[PD_JOB_PENDING], strlen(pd_job_states[PD_JOB_PENDING])) == 0 &&
+	    strncmp(v + strlen(pd_job_states[PD_JOB_PENDING]), " (", 2) == 0)
+		return "33";
 	/* A run's states are the job's words but for these two. */
 	if (strcmp(v, pd_run_states[PD_RUN_WAITING]) == 0)
 		return "33";

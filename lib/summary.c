@@ -15,8 +15,12 @@ const char pd_summary_queues_sql[] =
     " count(*) FILTER (WHERE state = 'PENDING' AND run_at <= now()),"
     " " SECS("now() - min(run_at) FILTER (WHERE state = 'PENDING' AND run_at <= now())") ","
     " (SELECT count(*) FROM pendulum.live_workers w WHERE j.queue = ANY (w.queues)),"
+    " EXISTS (SELECT 1 FROM pendulum.limits l WHERE l.key = 'queue:' || j.queue AND l.paused),"
     " array_to_string(u.types, ','), to_json(coalesce(u.types, '{}'))::text"
-    " FROM pendulum.jobs j LEFT JOIN u ON u.queue = j.queue"
+    /* the queues with jobs, and those with a limit (paused before any job came) */
+    " FROM (SELECT queue, state, run_at FROM pendulum.jobs UNION ALL"
+    "  SELECT substr(key, 7), NULL, NULL FROM pendulum.limits WHERE key LIKE 'queue:%') j"
+    " LEFT JOIN u ON u.queue = j.queue"
     " GROUP BY j.queue, u.types ORDER BY j.queue COLLATE \"C\"";
 
 const char pd_summary_outbox_sql[] =
@@ -48,6 +52,7 @@ const struct pd_col pd_summary_queue_cols[PD_SUMMARY_QUEUE_NCOLS] = {
     {"runnable", NULL, 'n', 'b'},
     {"oldest_runnable_age_s", "oldest_runnable", 'd', 'b'},
     {"workers", NULL, 'n', 'b'},
+    {"paused", NULL, 'b', 'b'},
     {"unserved_list", "unserved", 's', 't'},
     {"unserved", NULL, 'j', 'j'},
 };

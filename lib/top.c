@@ -45,7 +45,9 @@ static const struct pd_col dead_cols[] = {
 
 static const char title_sql[] =
     "SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS \"UTC\"'),"
-    " (SELECT count(*) FROM pendulum.jobs WHERE state = 'DEAD_LETTERED')";
+    " (SELECT count(*) FROM pendulum.jobs WHERE state = 'DEAD_LETTERED'),"
+    " (SELECT string_agg(key, ', ' ORDER BY key COLLATE \"C\") FROM pendulum.limits"
+    "   WHERE paused)";
 /* clang-format on */
 
 static void section(struct pd_buf *out, const struct pd_top_opts *o, const char *title)
@@ -87,6 +89,8 @@ int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *o
 		pd_buf_puts(out, "no jobs yet\n");
 	else
 		pd_render_result(q, pd_summary_queue_cols, PD_SUMMARY_QUEUE_NCOLS, &fmt, out);
+	if (PQntuples(t) && !PQgetisnull(t, 0, 2)) /* queues, types, any key paused */
+		pd_buf_printf(out, "paused: %s\n", PQgetvalue(t, 0, 2));
 
 	for (int i = 0; i < PQntuples(w); i++) {
 		if (strcmp(PQgetvalue(w, i, 6), "gone") == 0) {

@@ -1,6 +1,7 @@
 /*
- * top: the frames of `pd-admin top`, a live view of queue depth by state,
- * worker occupancy and the newest dead letters, and the terminal handling
+ * top: the frames of `pd-admin top`, a live view of queue depth by state
+ * (and which queues, types or other limit keys are paused), worker
+ * occupancy and the newest dead letters, and the terminal handling
  * it needs (raw keys with termios; no curses).
  */
 #ifndef PD_TOP_H

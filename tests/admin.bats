@@ -20,7 +20,8 @@ jobs_ids() {
 
 @test "every subcommand has its own --help on stdout" {
 	for c in "migrate" "jobs" "job show" "job replay" "job cancel" "dlq list" "dlq replay" \
-		"dlq delete" "dlq purge" "queues" "depth" "workers" "metrics" "top"; do
+		"dlq delete" "dlq purge" "queues" "depth" "workers" "metrics" "top" "tenant set" "tenants" \
+		"limit set" "limit unset" "limits" "queue pause" "queue resume"; do
 		# shellcheck disable=SC2086 # two words on purpose
 		run --separate-stderr pd-admin $c --help
 		[ "$status" -eq 0 ] || { echo "$c: $status"; return 1; }
@@ -36,7 +37,8 @@ jobs_ids() {
 	command -v mandoc >/dev/null || skip "mandoc not installed"
 	man_opts=$(mandoc -T ascii "$PD_ROOT/man/pd-admin.1" | col -b | grep -oE -- '--[a-z][a-z-]+' | sort -u)
 	for c in "migrate" "jobs" "job show" "job replay" "job cancel" "dlq list" "dlq replay" \
-		"dlq delete" "dlq purge" "queues" "depth" "workers" "metrics" "top"; do
+		"dlq delete" "dlq purge" "queues" "depth" "workers" "metrics" "top" "tenant set" "tenants" \
+		"limit set" "limit unset" "limits" "queue pause" "queue resume"; do
 		# shellcheck disable=SC2086 # two words on purpose
 		help_opts=$(pd-admin $c --help | grep -oE -- '--[a-z][a-z-]+' | sort -u)
 		missing=$(comm -23 <(echo "$help_opts") <(echo "$man_opts"))
@@ -409,10 +411,10 @@ jobs_ids() {
 	make_jobs 1 SUCCEEDED beta >/dev/null
 	run --separate-stderr pd-admin queues
 	[ "$status" -eq 0 ]
-	[[ "${lines[0]}" == "QUEUE  PENDING  BLOCKED  LEASED  RUNNING  SUCCEEDED  DEAD_LETTERED  CANCELLED  RUNNABLE  OLDEST_RUNNABLE  WORKERS  UNSERVED" ]]
+	[[ "${lines[0]}" == "QUEUE  PENDING  BLOCKED  LEASED  RUNNING  SUCCEEDED  DEAD_LETTERED  CANCELLED  RUNNABLE  OLDEST_RUNNABLE  WORKERS  PAUSED  UNSERVED" ]]
 	# no worker at all: every PENDING type is unserved, even one due later
-	printf '%s\n' "${lines[1]}" | grep -E '^alpha +3 +0 +0 +1 +0 +2 +0 +3 +1m4[0-9]s +0 +t$'
-	printf '%s\n' "${lines[2]}" | grep -E '^beta +1 +0 +0 +0 +1 +0 +0 +0 +- +0 +t$'
+	printf '%s\n' "${lines[1]}" | grep -E '^alpha +3 +0 +0 +1 +0 +2 +0 +3 +1m4[0-9]s +0 +no +t$'
+	printf '%s\n' "${lines[2]}" | grep -E '^beta +1 +0 +0 +0 +1 +0 +0 +0 +- +0 +no +t$'
 	run --separate-stderr pd-admin --json queues
 	printf '%s\n' "$output" | jq -e -s '.[0].queue == "alpha" and .[0].pending == 3 and .[0].running == 1
 		and .[0].dead_lettered == 2 and .[0].runnable == 3

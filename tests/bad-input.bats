@@ -559,6 +559,80 @@ row() {
 	rows_end
 }
 
+@test "pd-admin: limit, tenant weight and pause commands" {
+	rows_begin
+	# tenant set, tenants
+	row tenant-set-missing-weight 64 "--weight" "" pd-admin tenant set acme
+	row tenant-set-weight-zero 64 "--weight" "" pd-admin tenant set acme --weight 0
+	row tenant-set-weight-over 64 "--weight" "" pd-admin tenant set acme --weight 1001
+	row tenant-set-weight-huge 64 "--weight" "" pd-admin tenant set acme --weight "$HUGE"
+	row tenant-set-weight-word 64 "--weight" "" pd-admin tenant set acme --weight heavy
+	row tenant-set-missing 64 "missing tenant" "" pd-admin tenant set --weight 2
+	row tenant-set-empty 64 "TENANT" "" pd-admin tenant set '' --weight 2
+	row tenant-set-ctl 65 "TENANT" "" pd-admin tenant set $'a\x01b' --weight 2
+	row tenant-set-long 65 "TENANT" "" pd-admin tenant set "$LONG_NAME" --weight 2
+	row tenant-set-unknown-flag 64 "--bogus" "" pd-admin tenant set acme --weight 2 --bogus
+	row tenant-set-extra 64 "extra" "" pd-admin tenant set acme extra --weight 2
+	row tenant-set-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" tenant set acme --weight 2
+	row tenants-extra 64 "extra" "" pd-admin tenants extra
+	row tenants-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" tenants
+	# limit set
+	row limit-set-missing-key 64 "limit key" "" pd-admin limit set
+	row limit-set-no-option 64 "--concurrency or --rate" "" pd-admin limit set k
+	row limit-set-key-empty 64 "KEY" "" pd-admin limit set '' --concurrency 1
+	row limit-set-key-ctl 65 "limit key" "" pd-admin limit set $'k\x01' --concurrency 1
+	row limit-set-key-newline 65 "limit key" "" pd-admin limit set $'k\nx' --concurrency 1
+	row limit-set-key-not-utf8 65 "limit key" "" pd-admin limit set $'\xff' --concurrency 1
+	row limit-set-key-long 65 "limit key" "" pd-admin limit set "$LONG_NAME" --concurrency 1
+	row limit-set-key-queue-only 65 "queue:" "" pd-admin limit set queue: --concurrency 1
+	row limit-set-key-tenant-only 65 "tenant:" "" pd-admin limit set tenant: --rate 5/1s
+	row limit-set-key-type-only 65 "type:" "" pd-admin limit set type: --concurrency 1
+	row limit-set-concurrency-neg 64 "--concurrency" "" pd-admin limit set k --concurrency -1
+	row limit-set-concurrency-huge 64 "--concurrency" "" pd-admin limit set k --concurrency "$HUGE"
+	row limit-set-concurrency-word 64 "--concurrency" "" pd-admin limit set k --concurrency lots
+	row limit-set-rate-zero 64 "--rate" "" pd-admin limit set k --rate 0/1m
+	row limit-set-rate-over 64 "--rate" "" pd-admin limit set k --rate 10001/1m
+	row limit-set-rate-no-period 64 "--rate" "" pd-admin limit set k --rate 5
+	row limit-set-rate-no-count 64 "--rate" "" pd-admin limit set k --rate /1m
+	row limit-set-rate-zero-period 64 "--rate" "" pd-admin limit set k --rate 5/0s
+	row limit-set-rate-bad-period 64 "--rate" "" pd-admin limit set k --rate 5/soon
+	# 65, not 64: the range of a value, as for pd-cron add --jitter 2d
+	row limit-set-rate-two-days 65 "--rate" "" pd-admin limit set k --rate 5/2d
+	row limit-set-rate-huge-period 65 "--rate" "" pd-admin limit set k --rate 5/99999999999d
+	row limit-set-unknown-flag 64 "--bogus" "" pd-admin limit set k --concurrency 1 --bogus
+	row limit-set-extra 64 "extra" "" pd-admin limit set k extra --concurrency 1
+	row limit-set-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" limit set k --concurrency 1
+	# limit unset, limits
+	row limit-unset-missing 64 "limit key" "" pd-admin limit unset
+	row limit-unset-none 2 "nosuch" "" pd-admin limit unset nosuch
+	row limit-unset-empty 64 "KEY" "" pd-admin limit unset ''
+	row limit-unset-ctl 65 "limit key" "" pd-admin limit unset $'k\tx'
+	row limit-unset-type-only 65 "type:" "" pd-admin limit unset type:
+	row limit-unset-unknown-flag 64 "--concurrency" "" pd-admin limit unset k --concurrency 1
+	row limit-unset-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" limit unset k
+	row limits-extra 64 "extra" "" pd-admin limits extra
+	row limits-unknown-flag 64 "--bogus" "" pd-admin limits --bogus
+	row limits-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" limits
+	# queue pause, queue resume
+	row queue-unknown-sub 64 "bogus" "" pd-admin queue bogus
+	row queue-pause-missing 64 "QUEUE" "" pd-admin queue pause
+	row queue-pause-both 64 "not both" "" pd-admin queue pause q --type t
+	row queue-pause-empty 64 "QUEUE" "" pd-admin queue pause ''
+	row queue-pause-ctl 65 "QUEUE" "" pd-admin queue pause $'q\tx'
+	row queue-pause-long 65 "QUEUE" "" pd-admin queue pause "$LONG_NAME"
+	row queue-pause-type-empty 64 "--type" "" pd-admin queue pause --type ''
+	row queue-pause-type-ctl 65 "--type" "" pd-admin queue pause --type $'t\x01'
+	row queue-pause-type-missing 64 "--type" "" pd-admin queue pause --type
+	row queue-pause-unknown-flag 64 "--bogus" "" pd-admin queue pause q --bogus
+	row queue-pause-extra 64 "extra" "" pd-admin queue pause q extra
+	row queue-pause-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" queue pause q
+	row queue-resume-missing 64 "QUEUE" "" pd-admin queue resume
+	row queue-resume-not-utf8 65 "QUEUE" "" pd-admin queue resume $'\xff'
+	row queue-resume-type-long 65 "--type" "" pd-admin queue resume --type "$LONG_NAME"
+	row queue-resume-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" queue resume --type t
+	rows_end
+}
+
 # uncovered PROG: each command PROG --help lists ("job show", "migrate") that no
 # row of this file runs; a row runs it when it names PROG, then the command's words.
 uncovered() {

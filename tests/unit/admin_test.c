@@ -82,9 +82,64 @@ static void test_clip(void)
 	pd_buf_release(&b);
 }
 
+/* --rate N/PERIOD and limit keys, as pd-admin limit set takes them. */
+static void test_rate_and_key(void)
+{
+	struct pd_err e = PD_ERR_INIT;
+	long long n = 0, ms = 0;
+	static const struct {
+		const char *s;
+		int code;
+	} bad[] = {
+	    {"5", PD_EX_USAGE},
+	    {"/1m", PD_EX_USAGE},
+	    {"0/1m", PD_EX_USAGE},
+	    {"10001/1m", PD_EX_USAGE},
+	    {"-1/1m", PD_EX_USAGE},
+	    {"5x/1m", PD_EX_USAGE},
+	    {"5/0s", PD_EX_USAGE},
+	    {"5/soon", PD_EX_USAGE},
+	    {"5/", PD_EX_USAGE},
+	    {"5/2d", PD_EX_DATAERR},
+	    {"5/86400001ms", PD_EX_DATAERR},
+	    {"99999999999999999999/1s", PD_EX_USAGE},
+	};
+
+	ok(pd_admin_parse_rate("--rate", "100/1m", &n, &ms, &e) == 0 && n == 100 && ms == 60000,
+	   "100/1m");
+	ok(pd_admin_parse_rate("--rate", "20/2s", &n, &ms, &e) == 0 && n == 20 && ms == 2000,
+	   "20/2s");
+	ok(pd_admin_parse_rate("--rate", "10000/1d", &n, &ms, &e) == 0 && n == 10000 &&
+	       ms == 86400000,
+	   "the largest count and period");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char name[96];
+
+		snprintf(name, sizeof(name), "rate '%s' refused with %d, naming the option",
+			 bad[i].s, bad[i].code);
+		pd_err_clear(&e);
+		ok(pd_admin_parse_rate("--rate", bad[i].s, &n, &ms, &e) < 0 &&
+		       e.code == bad[i].code && strstr(e.msg, "--rate") != NULL,
+		   name);
+	}
+	pd_err_clear(&e);
+	ok(pd_admin_limit_key_check("vendor-x", &e) == 0, "a name is a key");
+	ok(pd_admin_limit_key_check("queue:email", &e) == 0, "queue:NAME is a key");
+	ok(pd_admin_limit_key_check("queue:", &e) < 0 && e.code == PD_EX_DATAERR,
+	   "a reserved prefix alone is refused with 65");
+	pd_err_clear(&e);
+	ok(pd_admin_limit_key_check("", &e) < 0 && e.code == PD_EX_USAGE,
+	   "an empty key is refused with 64");
+	pd_err_clear(&e);
+	ok(pd_admin_limit_key_check("k\x01", &e) < 0 && e.code == PD_EX_DATAERR,
+	   "a control character is refused with 65");
+	pd_err_clear(&e);
+}
+
 int main(void)
 {
 	test_state_and_id();
+	test_rate_and_key();
 	test_label();
 	test_clip();
 	return done_testing();
