@@ -42,6 +42,7 @@ const struct pd_subopt pd_croncmd_opts[PD_CRON_NOPTS] = {
     [C_JITTER] = {"jitter", 0, "DURATION", "delay each job by a fixed offset below DURATION (up to 1d)"},
     [C_ATTEMPTS] = {"max-attempts", 0, "N", "the jobs' attempts, 1 to 1000 (default the jobs' default)"},
     [C_TIMEOUT] = {"timeout", 0, "DURATION", "the jobs' timeout (default none)"},
+    [C_KEY] = {"key", 0, "KEY", "the jobs' concurrency key (pendulum.limits; default none)"},
     [C_CRONTAB] = {"crontab", 0, NULL, "FILE is a crontab (default: guessed from its content)"},
     [C_PRUNE] = {"prune", 0, NULL, "delete schedules not in FILE"},
     [C_DRY] = {"dry-run", 0, NULL, "print the changes, write nothing"},
@@ -279,6 +280,9 @@ int pd_croncmd_set(struct pd_subcall *k, int opt, const char *v, struct pd_err *
 		return pd_cli_dur("--timeout", v, &x->s.timeout_ms, e);
 	case C_ATTEMPTS:
 		return usage(pd_cli_int("--max-attempts", v, 1, 1000, &x->s.max_attempts, e), e);
+	case C_KEY: /* checked with the rest of the schedule: 65 */
+		x->s.concurrency_key = v;
+		return 0;
 	case C_TENANT:
 	case C_TENANT_APPLY:
 		x->s.tenant = x->tenant = v;
