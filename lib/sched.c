@@ -785,6 +785,7 @@ static int update(struct pd_db *db, const char *id, const struct pd_sched *s, in
 	    "payload = $5::jsonb, queue = $6, priority = $7::integer, misfire_policy = $8, "
 	    "catch_up_limit = $9::integer, enabled = $10::boolean, overlap = $11, "
 	    "jitter_ms = $12::bigint, max_attempts = $13::integer, timeout = $14::interval, "
+	    "concurrency_key = $16, "
 	    "next_fire_at = CASE WHEN NOT $10::boolean THEN NULL "
 	    "WHEN $15::timestamptz IS NOT NULL THEN $15::timestamptz ELSE next_fire_at END, "
 	    "disabled_reason = CASE WHEN $10::boolean THEN NULL ELSE disabled_reason END, "
