@@ -281,10 +281,12 @@ COMMENT ON VIEW pendulum.limit_status IS
 --     the rounds, at most n), and its due rows in run_at order, LIMIT quota,
 --     FOR UPDATE SKIP LOCKED; candidates rank by round, then place in the
 --     walk. Queues at the same level interleave round by round;
+--   * the jobs parked on a key (a walk of the distinct keys of
+--     jobs_parked_idx, then per key its first n in the served queues) are
+--     candidates too, ahead of the fresh ones of their level;
 --   * limits (only when pendulum.limits has a row): the candidates' keys
---     (concurrency_key, queue:, tenant:, type:) and the keys with parked
---     jobs are locked FOR UPDATE SKIP LOCKED, in key order; the jobs parked
---     on a key are candidates too, ahead of fresh ones of their level. Then
+--     (concurrency_key, queue:, tenant:, type:) that have a limit are
+--     locked FOR UPDATE SKIP LOCKED, in key order. Then
 --     in a new statement -- a fresh snapshot, taken after the locks, so it
 --     sees every claim committed before them -- each locked key's room:
 --     concurrency minus limit_running(key), rate minus the starts within
@@ -538,9 +540,10 @@ BEGIN
         END LOOP;
     END LOOP;
 
-    IF v_limited THEN
-        -- Parked jobs of the served queues, per key that has some, ahead
-        -- of the fresh candidates of their level (round -1).
+    -- Parked jobs of the served queues, per key that has some, ahead of the
+    -- fresh candidates of their level (round -1). Also without limits: a
+    -- job left parked on a key whose limit is gone is taken like any other.
+    BEGIN
         FOR r IN
             WITH RECURSIVE pk(k) AS (
                 (SELECT x.parked_on FROM pendulum.jobs x
@@ -580,7 +583,7 @@ BEGIN
             c_type := c_type || r.job_type;
             c_parked := c_parked || r.parked_on;
         END LOOP;
-    END IF;
+    END;
 
     -- The hand-out order: priority, round, place in the walk, queue, row.
     o := ARRAY(SELECT u.ord FROM unnest(c_prio, c_round, c_pos, c_qi, c_rn)
@@ -588,6 +591,7 @@ BEGIN
                 ORDER BY u.p DESC, u.rd, u.pos, u.qi, u.rn);
 
     IF NOT v_limited THEN
+        -- Parked candidates (their limit gone) are claimed like the others.
         s_ord := o[1 : claim_jobs_fair.n];
     ELSE
         -- Every limit a candidate falls under; lock those that exist.

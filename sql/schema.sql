@@ -345,9 +345,10 @@ BEGIN
         END LOOP;
     END LOOP;
 
-    IF v_limited THEN
-        -- Parked jobs of the served queues, per key that has some, ahead
-        -- of the fresh candidates of their level (round -1).
+    -- Parked jobs of the served queues, per key that has some, ahead of the
+    -- fresh candidates of their level (round -1). Also without limits: a
+    -- job left parked on a key whose limit is gone is taken like any other.
+    BEGIN
         FOR r IN
             WITH RECURSIVE pk(k) AS (
                 (SELECT x.parked_on FROM pendulum.jobs x
@@ -387,7 +388,7 @@ BEGIN
             c_type := c_type || r.job_type;
             c_parked := c_parked || r.parked_on;
         END LOOP;
-    END IF;
+    END;
 
     -- The hand-out order: priority, round, place in the walk, queue, row.
     o := ARRAY(SELECT u.ord FROM unnest(c_prio, c_round, c_pos, c_qi, c_rn)
@@ -395,6 +396,7 @@ BEGIN
                 ORDER BY u.p DESC, u.rd, u.pos, u.qi, u.rn);
 
     IF NOT v_limited THEN
+        -- Parked candidates (their limit gone) are claimed like the others.
         s_ord := o[1 : claim_jobs_fair.n];
     ELSE
         -- Every limit a candidate falls under; lock those that exist.
