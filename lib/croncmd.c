@@ -404,7 +404,7 @@ int pd_croncmd_list(struct pd_subcall *k, struct pd_err *e)
 				       "next_fire", "next_fire_utc",   "overlap",
 				       "jitter_ms", "max_attempts",    "timeout_ms",
 				       "last_fire", "last_fire_kind",  "last_job",
-				       "job_state", "duration_s"};
+				       "job_state", "duration_s",      "concurrency_key"};
 	struct pd_app *a = k->a;
 	const struct args *x = k->x;
 	struct pd_sched_row *rows;
@@ -414,7 +414,7 @@ int pd_croncmd_list(struct pd_subcall *k, struct pd_err *e)
 	if (connect_db(a, e) < 0 || pd_sched_list(&a->db, x->tenant, &rows, &n, e) < 0)
 		return -1;
 	if (a->json)
-		pd_table_init(&t, 26, jnames, "nsssssjsnsnbssssssnnnssnsn");
+		pd_table_init(&t, 27, jnames, "nsssssjsnsnbssssssnnnssnsns");
 	else
 		pd_table_init(&t, 13, tnames, NULL);
 	for (int i = 0; i < n; i++) {
@@ -442,7 +442,7 @@ int pd_croncmd_list(struct pd_subcall *k, struct pd_err *e)
 		snprintf(limit, sizeof(limit), "%lld", w->catch_up_limit);
 		snprintf(jitter, sizeof(jitter), "%lld", w->jitter_ms);
 		if (a->json) {
-			const char *row[26] = {id,
+			const char *row[27] = {id,
 					       w->tenant,
 					       w->name,
 					       w->cron,
@@ -467,7 +467,8 @@ int pd_croncmd_list(struct pd_subcall *k, struct pd_err *e)
 					       w->fire_kind,
 					       num_or_null(w->job_id, 0, job, sizeof(job)),
 					       w->job_state,
-					       duration(w->duration_ms, 1, dur, sizeof(dur))};
+					       duration(w->duration_ms, 1, dur, sizeof(dur)),
+					       w->concurrency_key};
 
 			pd_table_add(&t, row);
 		} else {

@@ -489,7 +489,7 @@ int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **ro
 		"floor(extract(epoch FROM next_fire_at))::bigint, overlap, jitter_ms, "
 		"max_attempts, round(extract(epoch FROM timeout) * 1000)::bigint, "
 		"f.kind, " EPOCH_US("f.fire_at") ", h.job_id, h.state, " MS(
-		    "h.duration") " "
+		    "h.duration") ", s.concurrency_key "
 				  "FROM pendulum.cron_schedules s "
 				  "LEFT JOIN LATERAL (SELECT kind, fire_at FROM "
 				  "pendulum.cron_fires "
@@ -535,6 +535,7 @@ int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **ro
 		w->job_id = num(r, i, 21, 0);
 		w->job_state = pd_db_dup(r, i, 22);
 		w->duration_ms = num(r, i, 23, -1);
+		w->concurrency_key = pd_db_dup(r, i, 24);
 	}
 	PQclear(r);
 	return 0;
@@ -557,6 +558,7 @@ void pd_sched_rows_free(struct pd_sched_row *rows, int n)
 		free(w->overlap);
 		free(w->fire_kind);
 		free(w->job_state);
+		free(w->concurrency_key);
 	}
 	free(rows);
 }

@@ -168,6 +168,7 @@ struct pd_sched_row {
 	int has_fire;
 	char *fire_kind, *job_state;		   /* job_state NULL when skipped */
 	long long fire_at_us, job_id, duration_ms; /* job_id 0, duration_ms -1: none */
+	char *concurrency_key;			   /* of its jobs, or NULL */
 };
 
 /* Every schedule of tenant (NULL: all), ordered by tenant and name; *rows is malloc'd. */

@@ -190,6 +190,7 @@ keys_of() {
 	pd-cron add added --cron '0 6 * * *' --tz UTC --type t --key from-add >/dev/null
 	job=$(pd-cron trigger added | sed 's/.*job //')
 	[ "$(key_of "$job")" = from-add ]
+	[ "$(pd-cron list --json | grep "\"name\":\"added\"" | grep -c "\"concurrency_key\":\"from-add\"")" = 1 ]
 	# bad keys: 65, naming where
 	printf '# pd: name=x key=queue:q\n0 3 * * * true\n' >"$D/bad.crontab"
 	run --separate-stderr pd-cron check --crontab "$D/bad.crontab"
