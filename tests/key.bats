@@ -52,11 +52,13 @@ keys_of() {
 	for i in $(seq 300); do
 		printf '{"type": "direct", "concurrency_key": "kd%s"}\n' $((i % 2))
 	done | pd-enqueue -v --ndjson >/dev/null 2>"$D/direct.log"
+	grep -q 'path=direct' "$D/direct.log"
 	[ "$(keys_of direct)" = $'kd0:150\nkd1:150' ]
 	# with idempotency keys: through the staging table and pendulum.enqueue_staged
 	for i in $(seq 300); do
 		printf '{"type": "staged", "idempotency_key": "i%s", "concurrency_key": "kst"}\n' "$i"
-	done | pd-enqueue --ndjson >/dev/null
+	done | pd-enqueue -v --ndjson >/dev/null 2>"$D/staged.log"
+	grep -q 'path=staged' "$D/staged.log"
 	[ "$(keys_of staged)" = "kst:300" ]
 	# --key is the default; a line's own field wins
 	printf '{"type": "dflt"}\n{"type": "dflt", "concurrency_key": "own"}\n' |
