@@ -17,14 +17,15 @@
 
 #define ADD_OPTS                                                                                   \
 	"cron,tz,type,payload,queue,priority,misfire,catch-up-limit,overlap,jitter,max-attempts,"  \
-	"timeout,tenant,json"
+	"timeout,key,tenant,json"
 
 /* clang-format off */
 static const struct pd_subcmd commands[] = {
     {NULL, "add", pd_croncmd_add,
      "add NAME --cron EXPR --tz ZONE --type TYPE [--payload JSON] [--queue Q]\n"
      "      [--priority P] [--misfire POLICY] [--catch-up-limit N] [--overlap allow|skip]\n"
-     "      [--jitter DURATION] [--max-attempts N] [--timeout DURATION] [-t TENANT]",
+     "      [--jitter DURATION] [--max-attempts N] [--timeout DURATION] [--key KEY]\n"
+     "      [-t TENANT]",
      "create a schedule",
      "Create a schedule; each occurrence becomes a job of TYPE. Nothing is caught up\n"
      "from before it was created.", ADD_OPTS, 1, 1, "NAME", 0, 0, 0},

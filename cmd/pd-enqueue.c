@@ -41,6 +41,9 @@ static void help(void)
 	    "      --timeout DURATION       kill the handler after DURATION\n"
 	    "      --at-most-once           never re-run after a lost lease: dead-letter instead\n"
 	    "      --traceparent TP         W3C trace context (default $TRACEPARENT)\n"
+	    "      --key KEY                concurrency key: counts against KEY's limits\n"
+	    "                               (pd-admin limit; default the handler's\n"
+	    "                               concurrency_key in the configuration file)\n"
 	    "      --after ID               run only after job ID succeeded (repeatable)\n"
 	    "      --ndjson                 one job a line on stdin, all or nothing\n"
 	    "      --max-payload SIZE       refuse a payload larger than SIZE (default the\n"
@@ -87,7 +90,8 @@ enum {
 	O_WORKFLOW,
 	O_PRINT_ID,
 	O_WAIT_TIMEOUT,
-	O_MAX_PAYLOAD
+	O_MAX_PAYLOAD,
+	O_KEY
 };
 
 struct opts {
@@ -138,6 +142,9 @@ static int job_option(struct opts *o, int ch, const char *arg, struct pd_err *e)
 	case O_TP:
 		s->traceparent = arg;
 		return 1;
+	case O_KEY:
+		s->concurrency_key = arg;
+		return 1;
 	case O_AFTER:
 		if (s->nafter == MAX_AFTER)
 			return pd_errf(e, PD_EX_USAGE, "at most %d --after options", MAX_AFTER);
@@ -160,6 +167,7 @@ static int check_workflow(int argc, char **argv, struct opts *o, struct pd_err *
 			  : s->timeout_ms >= 0 ? "--timeout"
 			  : s->delivery	       ? "--at-most-once"
 			  : s->traceparent     ? "--traceparent"
+			  : s->concurrency_key ? "--key"
 					       : NULL;
 
 	if (bad)
@@ -191,7 +199,7 @@ static int check_names(const struct opts *o, struct pd_err *e)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (pd_name_check(names[i].what, names[i].v, e) < 0)
 			return -1;
-	return 0;
+	return pd_concurrency_key_check("--key", s->concurrency_key, e);
 }
 
 /* The arguments after the options, and the combinations that cannot be. */
@@ -251,6 +259,7 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 	    {"timeout", required_argument, NULL, O_TIMEOUT},
 	    {"at-most-once", no_argument, NULL, O_AMO},
 	    {"traceparent", required_argument, NULL, O_TP},
+	    {"key", required_argument, NULL, O_KEY},
 	    {"after", required_argument, NULL, O_AFTER},
 	    {"ndjson", no_argument, NULL, O_NDJSON},
 	    {"json", no_argument, NULL, O_JSON},
@@ -529,6 +538,8 @@ int main(int argc, char **argv)
 	if (pd_app_load(&a, &e) < 0)
 		goto done;
 	max = o.max_payload ? o.max_payload : a.cfg.max_payload;
+	q.handlers = a.cfg.handlers;
+	q.nhandlers = a.cfg.nhandlers;
 
 	/* Read and check the input (--ndjson: its first batch) before touching the database. */
 	if (o.ndjson) {

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "dur.h"
 #include "henv.h"
+#include "jobspec.h"
 #include "log.h"
 #include "text.h"
 
@@ -96,6 +97,7 @@ void pd_config_release(struct pd_config *c)
 	for (int i = 0; i < c->nhandlers; i++) {
 		free(c->handlers[i].name);
 		free(c->handlers[i].run);
+		free(c->handlers[i].concurrency_key);
 		free_strv(c->handlers[i].exec_argv);
 		free_strv(c->handlers[i].pass_env);
 	}
@@ -518,6 +520,26 @@ static int dec_terminal_codes(const struct pd_ydoc *d, const struct pd_ynode *v,
 	return 0;
 }
 
+/*
+ * concurrency_key at v, when there (v not NULL): a limit key as a job
+ * carries it (pd_concurrency_key_check), into h.
+ */
+static int dec_key(const struct pd_ydoc *d, const struct pd_ynode *v, struct pd_handler *h,
+		   struct pd_err *e)
+{
+	struct pd_err ke = PD_ERR_INIT;
+	const char *s;
+
+	if (v == NULL)
+		return 0;
+	if (pd_y_str(d, v, &s, CODE, e) < 0)
+		return -1;
+	if (pd_concurrency_key_check("concurrency_key", s, &ke) < 0)
+		return pd_y_errf(d, v, CODE, e, "%s", ke.msg);
+	h->concurrency_key = pd_xstrdup(s);
+	return 0;
+}
+
 /* Decodes one entry of a mapping: key, value, and the element to fill. */
 typedef int (*entry_fn)(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
 			void *elem, struct pd_err *e);
@@ -564,7 +586,8 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 {
 	static const char *const known[] = {
 	    "run",  "exec",	    "timeout",	"terminal_exit_codes",
-	    "mode", "result_limit", "pass_env", NULL};
+	    "mode", "result_limit", "pass_env", "concurrency_key",
+	    NULL};
 	const struct pd_ydoc *d = &c->doc;
 	const struct pd_ynode *v;
 	struct pd_handler *h = elem;
@@ -604,7 +627,7 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 	}
 	if ((v = pd_y_get(n, "pass_env")) != NULL && env_names(d, v, &h->pass_env, e) < 0)
 		return -1;
-	return 0;
+	return dec_key(d, pd_y_get(n, "concurrency_key"), h, e);
 }
 
 ENTRIES_SECTION(dec_handlers, handlers, nhandlers, dec_handler)
@@ -689,8 +712,8 @@ static int dec_step(const struct pd_ydoc *d, const struct pd_flow *f, const stru
 		    int i, struct pd_flow_step *s, struct pd_strset *names, struct pd_err *e)
 {
 	static const char *const known[] = {
-	    "name",  "run",	 "exec",       "timeout", "terminal_exit_codes",
-	    "sleep", "wait_for", "on_timeout", NULL};
+	    "name",  "run",	 "exec",       "timeout",	  "terminal_exit_codes",
+	    "sleep", "wait_for", "on_timeout", "concurrency_key", NULL};
 	/* The options and the kinds (1 << enum pd_flow_step_kind) each goes with. */
 	static const struct {
 		const char *key;
@@ -700,6 +723,7 @@ static int dec_step(const struct pd_ydoc *d, const struct pd_flow *f, const stru
 	    {"timeout", 1u << PD_FLOW_STEP_RUN | 1u << PD_FLOW_STEP_WAIT, "run, exec and wait_for"},
 	    {"terminal_exit_codes", 1u << PD_FLOW_STEP_RUN, "run and exec"},
 	    {"on_timeout", 1u << PD_FLOW_STEP_WAIT, "wait_for"},
+	    {"concurrency_key", 1u << PD_FLOW_STEP_RUN, "run and exec"},
 	};
 	const struct pd_ynode *n = steps->items[i], *v;
 	const char *str;
@@ -738,6 +762,8 @@ static int dec_step(const struct pd_ydoc *d, const struct pd_flow *f, const stru
 			return -1;
 		if ((v = pd_y_get(n, "terminal_exit_codes")) != NULL &&
 		    dec_terminal_codes(d, v, &s->h, e) < 0)
+			return -1;
+		if (dec_key(d, pd_y_get(n, "concurrency_key"), &s->h, e) < 0)
 			return -1;
 		break;
 	case PD_FLOW_STEP_SLEEP:

@@ -42,6 +42,7 @@ const struct pd_subopt pd_croncmd_opts[PD_CRON_NOPTS] = {
     [C_JITTER] = {"jitter", 0, "DURATION", "delay each job by a fixed offset below DURATION (up to 1d)"},
     [C_ATTEMPTS] = {"max-attempts", 0, "N", "the jobs' attempts, 1 to 1000 (default the jobs' default)"},
     [C_TIMEOUT] = {"timeout", 0, "DURATION", "the jobs' timeout (default none)"},
+    [C_KEY] = {"key", 0, "KEY", "the jobs' concurrency key (pendulum.limits; default none)"},
     [C_CRONTAB] = {"crontab", 0, NULL, "FILE is a crontab (default: guessed from its content)"},
     [C_PRUNE] = {"prune", 0, NULL, "delete schedules not in FILE"},
     [C_DRY] = {"dry-run", 0, NULL, "print the changes, write nothing"},
@@ -279,6 +280,9 @@ int pd_croncmd_set(struct pd_subcall *k, int opt, const char *v, struct pd_err *
 		return pd_cli_dur("--timeout", v, &x->s.timeout_ms, e);
 	case C_ATTEMPTS:
 		return usage(pd_cli_int("--max-attempts", v, 1, 1000, &x->s.max_attempts, e), e);
+	case C_KEY: /* checked with the rest of the schedule: 65 */
+		x->s.concurrency_key = v;
+		return 0;
 	case C_TENANT:
 	case C_TENANT_APPLY:
 		x->s.tenant = x->tenant = v;
@@ -400,7 +404,7 @@ int pd_croncmd_list(struct pd_subcall *k, struct pd_err *e)
 				       "next_fire", "next_fire_utc",   "overlap",
 				       "jitter_ms", "max_attempts",    "timeout_ms",
 				       "last_fire", "last_fire_kind",  "last_job",
-				       "job_state", "duration_s"};
+				       "job_state", "duration_s",      "concurrency_key"};
 	struct pd_app *a = k->a;
 	const struct args *x = k->x;
 	struct pd_sched_row *rows;
@@ -410,7 +414,7 @@ int pd_croncmd_list(struct pd_subcall *k, struct pd_err *e)
 	if (connect_db(a, e) < 0 || pd_sched_list(&a->db, x->tenant, &rows, &n, e) < 0)
 		return -1;
 	if (a->json)
-		pd_table_init(&t, 26, jnames, "nsssssjsnsnbssssssnnnssnsn");
+		pd_table_init(&t, 27, jnames, "nsssssjsnsnbssssssnnnssnsns");
 	else
 		pd_table_init(&t, 13, tnames, NULL);
 	for (int i = 0; i < n; i++) {
@@ -438,7 +442,7 @@ int pd_croncmd_list(struct pd_subcall *k, struct pd_err *e)
 		snprintf(limit, sizeof(limit), "%lld", w->catch_up_limit);
 		snprintf(jitter, sizeof(jitter), "%lld", w->jitter_ms);
 		if (a->json) {
-			const char *row[26] = {id,
+			const char *row[27] = {id,
 					       w->tenant,
 					       w->name,
 					       w->cron,
@@ -463,7 +467,8 @@ int pd_croncmd_list(struct pd_subcall *k, struct pd_err *e)
 					       w->fire_kind,
 					       num_or_null(w->job_id, 0, job, sizeof(job)),
 					       w->job_state,
-					       duration(w->duration_ms, 1, dur, sizeof(dur))};
+					       duration(w->duration_ms, 1, dur, sizeof(dur)),
+					       w->concurrency_key};
 
 			pd_table_add(&t, row);
 		} else {

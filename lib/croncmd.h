@@ -25,6 +25,7 @@ enum {
 	C_JITTER,
 	C_ATTEMPTS,
 	C_TIMEOUT,
+	C_KEY,
 	C_CRONTAB,
 	C_PRUNE,
 	C_DRY,

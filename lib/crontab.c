@@ -313,6 +313,10 @@ static int ann_pair(struct parser *p, const char *at, const char *k, const char 
 			return -1;
 	} else if (strcmp(k, "queue") == 0) {
 		s->queue = v;
+	} else if (strcmp(k, "key") == 0) {
+		if (pd_concurrency_key_check("key", v, &e2) < 0)
+			return lerr(p, at, "annotation 'key': %s", e2.msg);
+		s->concurrency_key = v;
 	} else if (strcmp(k, "misfire") == 0) {
 		if (pd_misfire_parse(v, &s->misfire, &e2) < 0)
 			return lerr(p, at, "annotation 'misfire': %s", e2.msg);
@@ -334,7 +338,7 @@ static int ann_pair(struct parser *p, const char *at, const char *k, const char 
 			return -1;
 	} else {
 		return lerr(p, at,
-			    "unknown annotation key '%s' (name, timeout, max_attempts, queue, "
+			    "unknown annotation key '%s' (name, timeout, max_attempts, queue, key, "
 			    "misfire, overlap, jitter, priority, catch_up_limit)",
 			    k);
 	}

@@ -12,7 +12,8 @@
  *   @hourly /usr/local/bin/rotate  @yearly @annually @monthly @weekly
  *                                  @daily @midnight @hourly
  *
- * Annotation keys: name, timeout, max_attempts, queue, misfire, overlap
+ * Annotation keys: name, timeout, max_attempts, queue, key (the jobs'
+ * concurrency_key), misfire, overlap
  * (allow or skip; a crontab line's default is skip), jitter, priority,
  * catch_up_limit. Any other key is an error. A line without a name is
  * named "cron-" and 8 hex digits of a hash of its expression and command,

@@ -42,12 +42,17 @@ void pd_enqueue_release(struct pd_enqueue *q)
 
 static void add(struct pd_enqueue *q, const struct pd_jobspec *s, int line)
 {
+	const struct pd_handler *h;
+
 	if (q->n == q->cap) {
 		q->cap = q->cap ? 2 * q->cap : 16;
 		q->jobs = pd_xrealloc(q->jobs, (size_t)q->cap * sizeof(*q->jobs));
 		q->lines = pd_xrealloc(q->lines, (size_t)q->cap * sizeof(*q->lines));
 	}
 	q->jobs[q->n] = *s;
+	if (s->concurrency_key == NULL && s->type != NULL &&
+	    (h = pd_handler_find(q->handlers, q->nhandlers, s->type)) != NULL)
+		q->jobs[q->n].concurrency_key = h->concurrency_key;
 	q->lines[q->n++] = line;
 }
 
@@ -372,7 +377,8 @@ static int copy_jobs(struct pd_enqueue *q, struct pd_db *db, int *line, struct p
 	static const char copy_sql[] =
 	    "COPY pendulum_stage (ord, tenant_id, queue, job_type, payload, priority, run_at, "
 	    "delay, "
-	    "idempotency_key, max_attempts, timeout, delivery, traceparent, depends_on) FROM STDIN";
+	    "idempotency_key, max_attempts, timeout, delivery, traceparent, depends_on, "
+	    "concurrency_key) FROM STDIN";
 	struct pd_buf chunk = PD_BUF_INIT;
 	int rc = 0;
 

@@ -40,6 +40,7 @@
 #include "buf.h"
 #include "db.h"
 #include "err.h"
+#include "handler.h"
 #include "jobspec.h"
 
 /* Batches of more jobs than this are copied into a staging table. */
@@ -53,6 +54,13 @@ struct pd_enqueue {
 	long long *ids;		   /* after pd_enqueue_run: jobs[i]'s id */
 	int *created;		   /* 1: new; 0: the job an idempotency key named */
 	int notify_done; /* set before pd_enqueue_run: mark the jobs for pd_enqueue_wait */
+	/*
+	 * Set before jobs are added (the configuration's handlers): a job that
+	 * gives no concurrency_key takes that of the handler of its type
+	 * (pd_handler_find), if it has one. NULL: none.
+	 */
+	const struct pd_handler *handlers;
+	int nhandlers;
 };
 
 void pd_enqueue_init(struct pd_enqueue *q);

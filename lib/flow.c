@@ -29,6 +29,7 @@ void pd_flows_free(struct pd_flow *v, int n)
 			free(s->name);
 			free(s->signal);
 			free(s->h.run);
+			free(s->h.concurrency_key);
 			strv_free(s->h.exec_argv);
 			/* h.name is s->name */
 		}

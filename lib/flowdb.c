@@ -58,7 +58,7 @@ static int start_in_tx(struct pd_db *db, const char *const *params, int notify_d
 	    "SELECT pendulum.start_workflow($1, $2, $3::jsonb, $4, $5::integer, $6, $7::integer,"
 	    " CASE WHEN $8::jsonb IS NULL THEN NULL ELSE ARRAY(SELECT s.v FROM"
 	    " jsonb_array_elements_text($8::jsonb) WITH ORDINALITY AS s(v, i) ORDER BY s.i) END,"
-	    " $9::timestamptz, $10::bigint * interval '1 millisecond')";
+	    " $9::timestamptz, $10::bigint * interval '1 millisecond', $11)";
 	/*
 	 * A second statement, so that it sees the row the function wrote: a
 	 * run whose row this transaction inserted is new; one that an
@@ -72,7 +72,7 @@ static int start_in_tx(struct pd_db *db, const char *const *params, int notify_d
 	const char *rparams[1];
 	PGresult *r;
 
-	if (pd_db_value(db, start_sql, 10, params, &id, e) < 0)
+	if (pd_db_value(db, start_sql, 11, params, &id, e) < 0)
 		return -1;
 	if (id == NULL)
 		return pd_errf(e, PD_EX_SOFTWARE, "start_workflow returned no run");
@@ -116,7 +116,7 @@ int pd_flow_start(struct pd_db *db, const char *name, const struct pd_jobspec *s
 	struct pd_buf steps = PD_BUF_INIT;
 	char prio[24], max[24], at[PD_INSTANT_MAX], delay[24];
 	char *input = spec->payload ? pd_xstrndup(spec->payload, spec->payload_len) : NULL;
-	const char *params[10];
+	const char *params[11];
 	int rc = -1;
 
 	if (name == NULL || *name == '\0') {
@@ -140,6 +140,8 @@ int pd_flow_start(struct pd_db *db, const char *name, const struct pd_jobspec *s
 	params[7] = def ? steps.data : NULL;
 	params[8] = spec->has_run_at ? at : NULL;
 	params[9] = spec->delay_ms >= 0 ? delay : NULL;
+	/* the run's job starts at the first step: under its key */
+	params[10] = def ? def->steps[0].h.concurrency_key : NULL;
 	memset(out, 0, sizeof(*out));
 	if (pd_db_exec_script(db, "BEGIN", &inner) == 0 &&
 	    start_in_tx(db, params, notify_done, out, &inner) == 0)

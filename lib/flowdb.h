@@ -39,8 +39,10 @@ void pd_flow_started_release(struct pd_flow_started *s);
  * checked; NULL: null), tenant, queue, priority, idempotency key, max
  * attempts, and run_at or delay; its other fields do not apply to a run and
  * are ignored (the caller refuses them). def: the definition whose step
- * names the run records (pd_flow_steps_json), or NULL to leave them to the
- * first worker that runs it. With notify_done, the same transaction marks
+ * names the run records (pd_flow_steps_json) and whose first step's
+ * concurrency_key the run's job gets, or NULL to leave the names to the
+ * first worker that runs it (the job then has no key until the run moves
+ * on to a step with one). With notify_done, the same transaction marks
  * the run's job for pd_enqueue_wait (pendulum.wait_job). Fills out. Codes:
  * 1 when the idempotency key belongs to a job that is not a workflow run,
  * 65 when the database refuses a value, 69, 70.

@@ -27,6 +27,9 @@ struct pd_handler {
 	char **pass_env;	/* pass_env: names its processes get though withheld (lib/henv),
 				   NULL-terminated; NULL: none */
 	long long result_limit; /* bytes of stdout kept as the result; 0: the worker's */
+	char *concurrency_key;	/* concurrency_key: the default limit key of its jobs
+				   (pd-enqueue; a workflow step's: the run's job while at
+				   the step), NULL: none */
 };
 
 /* The bytes of h's stdout kept as the result: its own result_limit, else dflt. */

@@ -405,7 +405,7 @@ static const char finish_sql[] =
     " SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(id bigint, token bigint, kind text,"
     "  backoff_ms bigint, result jsonb, result_is_text boolean, result_truncated boolean,"
     "  error text, dead_reason text, outcome text, exit_code integer, signal integer,"
-    "  stderr_tail text, started_ago_ms bigint, attempt integer)"
+    "  stderr_tail text, started_ago_ms bigint, attempt integer, next_key text)"
     "), j AS ("
     " UPDATE pendulum.jobs j SET"
     "  state = CASE o.kind WHEN 'succeeded' THEN 'SUCCEEDED' WHEN 'dead' THEN 'DEAD_LETTERED'"
@@ -440,6 +440,7 @@ static const char finish_sql[] =
     "  started_at = CASE WHEN o.started_ago_ms IS NULL THEN j.started_at"
     "   ELSE now() - o.started_ago_ms * interval '1 millisecond' END,"
     "  exit_code = o.exit_code,"
+    "  concurrency_key = CASE o.kind WHEN 'advance' THEN o.next_key ELSE j.concurrency_key END,"
     "  lease_owner = CASE o.kind WHEN 'succeeded' THEN j.lease_owner END, lease_expires_at = NULL"
     " FROM o WHERE j.id = o.id AND j.lease_token = o.token AND j.state IN ('LEASED', 'RUNNING')"
     " RETURNING j.id, j.lease_token, j.state, j.run_at, j.queue, o.kind, j.started_at,"
@@ -590,6 +591,8 @@ static void outcome_json(struct pd_buf *b, const struct pd_job_outcome *x)
 		      x->token, finish_kind(o), o->backoff_ms);
 	if (o->flow.kind != PD_FLOW_WRITE_NONE)
 		pd_buf_printf(b, ",\"attempt\":%d", o->flow.attempts);
+	if (o->flow.kind == PD_FLOW_WRITE_STEP)
+		pd_json_member_str(b, "next_key", o->flow.next_key);
 	pd_json_member_raw(b, "result", o->result);
 	pd_buf_printf(b, ",\"result_is_text\":%s,\"result_truncated\":%s",
 		      o->result_is_text ? "true" : "false", o->result_truncated ? "true" : "false");

@@ -59,11 +59,13 @@ struct pd_flow_write {
 	const char *steps;		   /* JSON array: the step names the run now records */
 	const char *output;		   /* STEP: JSON text */
 	int output_is_text, output_truncated;
-	long long ran_ms;   /* STEP: how long it ran (started_at = now - ran_ms) */
-	long long sleep_ms; /* STEP of a sleep: the next step is due this long after */
-	int last;	    /* STEP: the run is complete: the job succeeds with output */
-	const char *signal; /* STEP: consumed from the mailbox; PARK: awaited */
-	long long wait_ms;  /* PARK: how long to wait at most (from the first park); -1 ever */
+	long long ran_ms;     /* STEP: how long it ran (started_at = now - ran_ms) */
+	long long sleep_ms;   /* STEP of a sleep: the next step is due this long after */
+	int last;	      /* STEP: the run is complete: the job succeeds with output */
+	const char *signal;   /* STEP: consumed from the mailbox; PARK: awaited */
+	long long wait_ms;    /* PARK: how long to wait at most (from the first park); -1 ever */
+	const char *next_key; /* STEP not last: the concurrency_key of the step the run moves
+				 to, the job's from now on; NULL: none */
 };
 
 struct pd_outcome {

@@ -31,6 +31,28 @@ void pd_jobspec_init(struct pd_jobspec *s)
 	s->timeout_ms = -1;
 }
 
+int pd_concurrency_key_check(const char *what, const char *key, struct pd_err *e)
+{
+	static const char *const reserved[] = {"queue:", "tenant:", "type:"};
+	char shown[PD_TEXT_SHOW_MAX + 1];
+
+	if (key == NULL)
+		return 0;
+	if (*key == '\0')
+		return pd_errf(e, PD_EX_DATAERR, "invalid %s: must not be empty", what);
+	if (pd_name_check(what, key, e) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+		if (strncmp(key, reserved[i], strlen(reserved[i])) == 0)
+			return pd_errf(
+			    e, PD_EX_DATAERR,
+			    "invalid %s '%s': the prefixes queue:, tenant: and type: are "
+			    "reserved (they name the limits of a queue, a tenant and a "
+			    "job type)",
+			    what, pd_text_show(shown, sizeof(shown), key, strlen(key)));
+	return 0;
+}
+
 int pd_priority_parse(const char *s, long long *out, struct pd_err *e)
 {
 	char *end;
@@ -107,6 +129,8 @@ static int parse_string(const struct pd_json *j, int t, const char *key, const c
 	if (strcmp(key, "delivery") != 0 && strcmp(key, "traceparent") != 0 &&
 	    pd_name_check("name", v, e) < 0) /* \u0000 the JSON parser refused */
 		return -1;
+	if (strcmp(key, "concurrency_key") == 0 && pd_concurrency_key_check("name", v, e) < 0)
+		return -1;
 	if (strcmp(key, "delivery") == 0 && strcmp(v, "at-least-once") != 0 &&
 	    strcmp(v, "at-most-once") != 0)
 		return pd_errf(e, PD_EX_DATAERR, "expected \"at-least-once\" or \"at-most-once\"");
@@ -128,6 +152,7 @@ static int parse_key(const struct pd_json *j, const char *key, int v, struct pd_
 	    {"idempotency_key", offsetof(struct pd_jobspec, idempotency_key)},
 	    {"delivery", offsetof(struct pd_jobspec, delivery)},
 	    {"traceparent", offsetof(struct pd_jobspec, traceparent)},
+	    {"concurrency_key", offsetof(struct pd_jobspec, concurrency_key)},
 	};
 	char *p;
 	int rc;
@@ -175,10 +200,10 @@ static int parse_key(const struct pd_json *j, const char *key, int v, struct pd_
 int pd_jobspec_parse(const struct pd_json *j, struct pd_jobspec *s, struct pd_jobspec_mem *mem,
 		     struct pd_err *e)
 {
-	static const char *const keys[] = {"type",	   "payload", "tenant",	  "queue",
-					   "priority",	   "run_at",  "delay",	  "idempotency_key",
-					   "max_attempts", "timeout", "delivery", "traceparent",
-					   "depends_on",   NULL};
+	static const char *const keys[] = {
+	    "type",	"payload",     "tenant",	  "queue",	     "priority",
+	    "run_at",	"delay",       "idempotency_key", "max_attempts",    "timeout",
+	    "delivery", "traceparent", "depends_on",	  "concurrency_key", NULL};
 	int t = 1;
 
 	if (j->tok[0].type != PD_JSON_OBJECT)
@@ -250,6 +275,7 @@ void pd_jobspec_json(const struct pd_jobspec *s, struct pd_buf *b)
 			pd_buf_printf(b, "%s%lld", i ? "," : "", s->after[i]);
 		pd_buf_putc(b, ']');
 	}
+	put_str(b, "concurrency_key", s->concurrency_key);
 	pd_buf_putc(b, '}');
 }
 
@@ -336,10 +362,12 @@ void pd_jobspec_copy(const struct pd_jobspec *s, int ord, struct pd_buf *b)
 		pd_buf_append(b, "\t{", 2);
 		for (int i = 0; i < s->nafter; i++)
 			pd_buf_printf(b, "%s%lld", i ? "," : "", s->after[i]);
-		pd_buf_append(b, "}\n", 2);
+		pd_buf_putc(b, '}');
 	} else {
-		pd_buf_append(b, "\t\\N\n", 4);
+		pd_buf_append(b, "\t\\N", 3);
 	}
+	copy_str(b, s->concurrency_key);
+	pd_buf_putc(b, '\n');
 }
 
 unsigned pd_jobspec_given(const struct pd_jobspec *s)
@@ -368,7 +396,7 @@ void pd_jobspec_copy_cols(unsigned cols, struct pd_buf *b)
 	pd_buf_puts(b, ", timeout");
 	if (cols & PD_JOBSPEC_COL_DELIVERY)
 		pd_buf_puts(b, ", delivery");
-	pd_buf_puts(b, ", traceparent)");
+	pd_buf_puts(b, ", traceparent, concurrency_key)");
 }
 
 void pd_jobspec_copy_job(const struct pd_jobspec *s, long long id, unsigned cols,
@@ -392,5 +420,6 @@ void pd_jobspec_copy_job(const struct pd_jobspec *s, long long id, unsigned cols
 	if (cols & PD_JOBSPEC_COL_DELIVERY)
 		copy_str(b, s->delivery);
 	copy_str(b, s->traceparent);
+	copy_str(b, s->concurrency_key);
 	pd_buf_putc(b, '\n');
 }

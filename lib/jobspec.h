@@ -35,6 +35,7 @@ struct pd_jobspec {
 	const char *traceparent;
 	const long long *after; /* depends_on: job ids */
 	int nafter;
+	const char *concurrency_key; /* the limit key it counts against (sql/020); NULL: none */
 };
 
 /*
@@ -55,6 +56,16 @@ void pd_jobspec_mem_release(struct pd_jobspec_mem *m);
 
 void pd_jobspec_init(struct pd_jobspec *s);
 
+/*
+ * A concurrency key (what names it in the message, e.g. "--key"): a name
+ * (pd_name_check), not empty, not beginning with one of the prefixes
+ * reserved for the limits of a queue, a tenant and a type ("queue:",
+ * "tenant:", "type:"). NULL passes. Code 65 otherwise: "invalid --key
+ * 'queue:x': the prefixes queue:, tenant: and type: are reserved (...)".
+ * The SQL twin is pendulum.check_concurrency_key (sql/021).
+ */
+int pd_concurrency_key_check(const char *what, const char *key, struct pd_err *e);
+
 /* "high" 10, "normal" 0, "low" -10, or an integer. Code 65 otherwise. */
 int pd_priority_parse(const char *s, long long *out, struct pd_err *e);
 
@@ -62,7 +73,8 @@ int pd_priority_parse(const char *s, long long *out, struct pd_err *e);
  * Read the JSON object of j's root token (one NDJSON line) into s, which
  * holds the defaults: the keys of pendulum.enqueue_many (type, payload,
  * tenant, queue, priority, run_at, delay, idempotency_key, max_attempts,
- * timeout, delivery, traceparent, depends_on) override them, a null value
+ * timeout, delivery, traceparent, depends_on, concurrency_key) override
+ * them, a null value
  * counts as absent, any other key is an error. The strings and lists s
  * then points to are kept in mem; the payload points into j's source.
  * Code 65 with "unknown key 'x'", "key 'x': why", "missing key 'type' ...".
@@ -95,7 +107,8 @@ unsigned pd_jobspec_given(const struct pd_jobspec *s);
 
 /*
  * The column list of a COPY into pendulum.jobs of jobs that give the columns
- * cols: "(id, job_type, payload, timeout, traceparent" and those of cols,
+ * cols: "(id, job_type, payload, timeout, traceparent, concurrency_key"
+ * and those of cols,
  * in the order pd_jobspec_copy_job writes them.
  */
 void pd_jobspec_copy_cols(unsigned cols, struct pd_buf *b);
@@ -103,7 +116,8 @@ void pd_jobspec_copy_cols(unsigned cols, struct pd_buf *b);
 /*
  * Append s as one line of COPY text format straight into pendulum.jobs, for
  * a job with no idempotency key and no dependency whose id was taken: id,
- * its type, payload, timeout and traceparent, and the columns of cols
+ * its type, payload, timeout, traceparent and concurrency_key, and the
+ * columns of cols
  * (pd_jobspec_given(s)); the table's defaults fill the rest as they fill a
  * job of pendulum.enqueue_ex (state PENDING, sql/002 and sql/014). run_at
  * is the instant already resolved (run_at or now, plus delay), as text.

@@ -160,7 +160,7 @@ int pd_sched_check(const struct pd_sched *s, struct pd_err *e)
 	if (s->timeout_ms != -1 && s->timeout_ms <= 0)
 		return pd_errf(e, PD_EX_DATAERR, "invalid timeout %lldms: must be positive",
 			       s->timeout_ms);
-	return 0;
+	return pd_concurrency_key_check("concurrency key", s->concurrency_key, e);
 }
 
 /* ---- the occurrences a tick fires ---- */
@@ -293,7 +293,7 @@ static const char *or_default(const char *s)
 /* The definition's parameters, as text, in the column order of INSERT_SQL. */
 struct def_params {
 	char priority[24], limit[24], jitter[24], attempts[24], timeout[48];
-	const char *p[15];
+	const char *p[16];
 };
 
 static void def_params(const struct pd_sched *s, struct def_params *d)
@@ -318,14 +318,15 @@ static void def_params(const struct pd_sched *s, struct def_params *d)
 	d->p[13] = s->max_attempts > 0 ? d->attempts : NULL;
 	snprintf(d->timeout, sizeof(d->timeout), "%lld milliseconds", s->timeout_ms);
 	d->p[14] = s->timeout_ms > 0 ? d->timeout : NULL;
+	d->p[15] = s->concurrency_key;
 }
 
 static const char insert_sql[] =
     "INSERT INTO pendulum.cron_schedules (tenant_id, name, cron, timezone, job_type, payload, "
     "queue, priority, misfire_policy, catch_up_limit, enabled, overlap, jitter_ms, "
-    "max_attempts, timeout, last_fired_at, next_fire_at) "
+    "max_attempts, timeout, concurrency_key, last_fired_at, next_fire_at) "
     "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::integer, $9, $10::integer, $11::boolean, "
-    "$12, $13::bigint, $14::integer, $15::interval, now(), $16::timestamptz) "
+    "$12, $13::bigint, $14::integer, $15::interval, $16, now(), $17::timestamptz) "
     "ON CONFLICT (tenant_id, name) DO NOTHING RETURNING id";
 
 /* Insert s inside the caller's transaction; 0 created, 1 the name exists. */
@@ -333,7 +334,7 @@ static int insert(struct pd_db *db, const struct pd_sched *s, long long now, lon
 		  struct pd_err *e)
 {
 	struct def_params d;
-	const char *params[16];
+	const char *params[17];
 	char at[PD_INSTANT_MAX];
 	PGresult *r;
 	int exists;
@@ -346,8 +347,8 @@ static int insert(struct pd_db *db, const struct pd_sched *s, long long now, lon
 	}
 	def_params(s, &d);
 	memcpy(params, d.p, sizeof(d.p));
-	params[15] = s->enabled ? at : NULL;
-	if (pd_db_exec(db, insert_sql, 16, params, PGRES_TUPLES_OK, &r, e) < 0)
+	params[16] = s->enabled ? at : NULL;
+	if (pd_db_exec(db, insert_sql, 17, params, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
 	exists = PQntuples(r) == 0;
 	PQclear(r);
@@ -488,7 +489,7 @@ int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **ro
 		"floor(extract(epoch FROM next_fire_at))::bigint, overlap, jitter_ms, "
 		"max_attempts, round(extract(epoch FROM timeout) * 1000)::bigint, "
 		"f.kind, " EPOCH_US("f.fire_at") ", h.job_id, h.state, " MS(
-		    "h.duration") " "
+		    "h.duration") ", s.concurrency_key "
 				  "FROM pendulum.cron_schedules s "
 				  "LEFT JOIN LATERAL (SELECT kind, fire_at FROM "
 				  "pendulum.cron_fires "
@@ -534,6 +535,7 @@ int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **ro
 		w->job_id = num(r, i, 21, 0);
 		w->job_state = pd_db_dup(r, i, 22);
 		w->duration_ms = num(r, i, 23, -1);
+		w->concurrency_key = pd_db_dup(r, i, 24);
 	}
 	PQclear(r);
 	return 0;
@@ -556,6 +558,7 @@ void pd_sched_rows_free(struct pd_sched_row *rows, int n)
 		free(w->overlap);
 		free(w->fire_kind);
 		free(w->job_state);
+		free(w->concurrency_key);
 	}
 	free(rows);
 }
@@ -580,7 +583,8 @@ int pd_sched_trigger(struct pd_db *db, const char *tenant, const char *name, lon
 		"queue => s.queue, priority => s.priority, run_at => now(), "
 		"idempotency_key => 'cron:' || s.id || ':trigger:' || " EPOCH_US(
 		    "now()") ", "
-			     "max_attempts => s.max_attempts, timeout => s.timeout) AS e), "
+			     "max_attempts => s.max_attempts, timeout => s.timeout, "
+			     "concurrency_key => s.concurrency_key) AS e), "
 			     "f AS (INSERT INTO pendulum.cron_fires (schedule_id, tenant_id, "
 			     "fire_at, kind, job_id) "
 			     "SELECT s.id, s.tenant_id, now(), 'triggered', j.id FROM s, j) "
@@ -649,10 +653,14 @@ void pd_fire_rows_free(struct pd_fire_row *rows, int n)
 
 /* ---- apply ---- */
 
-/* overlap, jitter_ms, max_attempts and timeout (in ms) as text, NULL as "none". */
+/*
+ * overlap, jitter_ms, max_attempts and timeout (in ms) as text, NULL as
+ * "none"; concurrency_key, NULL as "" (no key is empty).
+ */
 #define APPLY_COLS                                                                                 \
 	"overlap, jitter_ms::text, COALESCE(max_attempts::text, 'none'), "                         \
-	"COALESCE(round(extract(epoch FROM timeout) * 1000)::bigint::text, 'none')"
+	"COALESCE(round(extract(epoch FROM timeout) * 1000)::bigint::text, 'none'), "              \
+	"COALESCE(concurrency_key, '')"
 
 enum {
 	C_ID,
@@ -671,6 +679,7 @@ enum {
 	C_JITTER,
 	C_ATTEMPTS,
 	C_TIMEOUT,
+	C_KEY,
 	C_NCOLS
 };
 
@@ -758,6 +767,7 @@ static int diff(const struct pd_sched *s, const char *payload, PGresult *r, int 
 	FIELD(C_JITTER, "jitter_ms", jitter, 0);
 	FIELD(C_ATTEMPTS, "max_attempts", attempts, 0);
 	FIELD(C_TIMEOUT, "timeout_ms", timeout, 0);
+	FIELD(C_KEY, "concurrency_key", s->concurrency_key ? s->concurrency_key : "", 1);
 #undef FIELD
 	if (was_enabled != s->enabled) {
 		change(b, &n, "enabled", was_enabled ? "true" : "false",
@@ -777,12 +787,13 @@ static int update(struct pd_db *db, const char *id, const struct pd_sched *s, in
 	    "payload = $5::jsonb, queue = $6, priority = $7::integer, misfire_policy = $8, "
 	    "catch_up_limit = $9::integer, enabled = $10::boolean, overlap = $11, "
 	    "jitter_ms = $12::bigint, max_attempts = $13::integer, timeout = $14::interval, "
+	    "concurrency_key = $16, "
 	    "next_fire_at = CASE WHEN NOT $10::boolean THEN NULL "
 	    "WHEN $15::timestamptz IS NOT NULL THEN $15::timestamptz ELSE next_fire_at END, "
 	    "disabled_reason = CASE WHEN $10::boolean THEN NULL ELSE disabled_reason END, "
 	    "updated_at = now() WHERE id = $1";
 	struct def_params d;
-	const char *params[15];
+	const char *params[16];
 	char at[PD_INSTANT_MAX];
 	long long next;
 
@@ -790,13 +801,14 @@ static int update(struct pd_db *db, const char *id, const struct pd_sched *s, in
 	params[0] = id;
 	memcpy(params + 1, d.p + 2, 13 * sizeof(*params));
 	params[14] = NULL;
+	params[15] = d.p[15];
 	if (retime && s->enabled) {
 		if (first_after(s->cron, s->timezone, now, &next, e) < 0)
 			return -1;
 		instant(next, at);
 		params[14] = at;
 	}
-	return pd_db_exec(db, sql, 15, params, PGRES_COMMAND_OK, NULL, e);
+	return pd_db_exec(db, sql, 16, params, PGRES_COMMAND_OK, NULL, e);
 }
 
 int pd_sched_apply(struct pd_db *db, const struct pd_sched *v, int n, const char *scope, int prune,

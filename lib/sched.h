@@ -75,6 +75,7 @@ struct pd_sched {
 	long long jitter_ms; /* each occurrence's run_at moved by a fixed offset in [0, jitter) */
 	long long max_attempts, timeout_ms; /* of its jobs; -1: the defaults */
 	int line;			    /* where it is defined in a file; 0 otherwise */
+	const char *concurrency_key;	    /* of its jobs (pendulum.limits); NULL: none */
 };
 
 /*
@@ -94,7 +95,8 @@ int pd_sched_check_name(const char *name, struct pd_err *e);
  * expression (pd_cron_parse, which refuses one that can never fire), the
  * zone (pd_tz_check), type and queue not empty, the payload valid JSON,
  * catch_up_limit 1 to 10000, jitter 0 to a day, max_attempts 1 to 1000 (or
- * -1), timeout positive (or -1). Code 65, naming the field.
+ * -1), timeout positive (or -1), the concurrency key one a job may carry
+ * (pd_concurrency_key_check). Code 65, naming the field.
  */
 int pd_sched_check(const struct pd_sched *s, struct pd_err *e);
 
@@ -166,6 +168,7 @@ struct pd_sched_row {
 	int has_fire;
 	char *fire_kind, *job_state;		   /* job_state NULL when skipped */
 	long long fire_at_us, job_id, duration_ms; /* job_id 0, duration_ms -1: none */
+	char *concurrency_key;			   /* of its jobs, or NULL */
 };
 
 /* Every schedule of tenant (NULL: all), ordered by tenant and name; *rows is malloc'd. */

@@ -106,10 +106,12 @@ static int at(const struct pd_ydoc *d, const struct pd_ynode *n, const struct pd
 static int file_entry(struct pd_sched_file *f, const struct pd_ynode *item, struct pd_sched *s,
 		      char **payload, const char *tenant, int only, struct pd_err *e)
 {
-	static const char *const keys[] = {"name",    "cron",	      "timezone",	"type",
-					   "payload", "queue",	      "priority",	"tenant",
-					   "misfire", "enabled",      "catch_up_limit", "overlap",
-					   "jitter",  "max_attempts", "timeout",	NULL};
+	static const char *const keys[] = {
+	    "name",    "cron",	       "timezone",	 "type",
+	    "payload", "queue",	       "priority",	 "tenant",
+	    "misfire", "enabled",      "catch_up_limit", "overlap",
+	    "jitter",  "max_attempts", "timeout",	 "concurrency_key",
+	    NULL};
 	static const char *const required[] = {"name", "cron", "timezone", "type", NULL};
 	const struct pd_ydoc *d = &f->doc;
 	const struct pd_ynode *n;
@@ -131,8 +133,12 @@ static int file_entry(struct pd_sched_file *f, const struct pd_ynode *item, stru
 	    file_str(d, pd_y_get(item, "timezone"), "timezone", &s->timezone, e) < 0 ||
 	    file_str(d, pd_y_get(item, "type"), "type", &s->type, e) < 0 ||
 	    file_str(d, pd_y_get(item, "queue"), "queue", &s->queue, e) < 0 ||
-	    file_str(d, pd_y_get(item, "tenant"), "tenant", &s->tenant, e) < 0)
+	    file_str(d, pd_y_get(item, "tenant"), "tenant", &s->tenant, e) < 0 ||
+	    file_str(d, pd_y_get(item, "concurrency_key"), "concurrency_key", &s->concurrency_key,
+		     e) < 0)
 		return -1;
+	if (pd_concurrency_key_check("concurrency_key", s->concurrency_key, &e2) < 0)
+		return at(d, pd_y_get(item, "concurrency_key"), &e2, e);
 	if (pd_sched_check_name(s->name, &e2) < 0)
 		return at(d, pd_y_get(item, "name"), &e2, e);
 	{

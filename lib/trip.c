@@ -34,6 +34,8 @@ static void flow_outcome(const struct pd_hold *f, struct pd_job_outcome *x)
 	fw->attempts = f->job.attempt;
 	fw->steps = p->steps.len ? p->steps.data : NULL;
 	fw->wait_ms = -1;
+	if (p->def && p->step + 1 < p->def->nsteps)
+		fw->next_key = p->def->steps[p->step + 1].h.concurrency_key;
 	if (p->s) {
 		fw->step_name = p->s->name;
 		fw->step_kind = step_kinds[p->s->kind];

@@ -52,6 +52,9 @@ setup_file() {
 	printf 'relay:\n  topics:\n    x:\n      run: cat\n      bogus: 1\n' >"$T/relay-key.yaml"
 	printf 'retention:\n  succeeded: maybe\n' >"$T/retention-bad.yaml"
 	printf 'workflows:\n  w:\n    steps:\n      - name: a\n        sleep: 99999999999d\n' >"$T/wf-huge-sleep.yaml"
+	printf 'handlers:\n  t:\n    run: cat\n    concurrency_key: "queue:q"\n' >"$T/handler-reserved-key.yaml"
+	printf 'workflows:\n  w:\n    steps:\n      - name: a\n        run: cat\n        concurrency_key: ""\n' >"$T/wf-empty-key.yaml"
+	printf '# pd: name=x key=type:t\n0 * * * * echo hi\n' >"$T/crontab-reserved-key"
 	printf 'key: [unclosed\n' >"$T/syntax.yaml"
 	printf '{"a": "x\0y"}' >"$T/nul.json"
 	printf '{"type": "t"}\n{"type": "t", "payload": {"a": "x\0y"}}\n' >"$T/nul.ndjson"
@@ -61,6 +64,7 @@ setup_file() {
 	sched_file sched-huge-jitter.yaml 'cron: "0 * * * *"' 'jitter: 99999999999d'
 	sched_file sched-key.yaml 'cron: "0 * * * *"' 'bogus: 1'
 	sched_file sched-attempts.yaml 'cron: "0 * * * *"' "max_attempts: $HUGE"
+	sched_file sched-reserved-key.yaml 'cron: "0 * * * *"' 'concurrency_key: "tenant:a"'
 	sed 's|UTC|Mars/Olympus|' "$T/sched-ok.yaml" >"$T/sched-zone.yaml"
 	sed 's|name: s|name: "s\\nx"|' "$T/sched-ok.yaml" >"$T/sched-name.yaml"
 	printf '0 * * * * echo hi\n61 * * * * echo bad\n' >"$T/crontab-bad"
@@ -228,6 +232,16 @@ row() {
 	row after-neg 64 "--after" "" pd-enqueue --after -1 t '{}'
 	row after-huge 64 "--after" "" pd-enqueue --after "$HUGE" t '{}'
 	row wait-timeout-bad 64 "--wait-timeout" "" pd-enqueue --wait --wait-timeout soon t '{}'
+	row key-reserved 65 "--key 'queue:q'" "" pd-enqueue --key queue:q t '{}'
+	row key-empty 65 "--key" "" pd-enqueue --key '' t '{}'
+	row key-ctl 65 "--key" "" pd-enqueue --key $'k\x01' t '{}'
+	row key-long 65 "--key" "" pd-enqueue --key "$LONG_NAME" t '{}'
+	row ndjson-key-reserved 65 "line 2" $'{"type":"t"}\n{"type":"t","concurrency_key":"type:t"}\n' pd-enqueue --ndjson
+	row ndjson-key-number 65 "concurrency_key" $'{"type":"t","concurrency_key":1}\n' pd-enqueue --ndjson
+	row ndjson-key-empty 65 "concurrency_key" $'{"type":"t","concurrency_key":""}\n' pd-enqueue --ndjson
+	row config-handler-reserved-key 78 "concurrency_key" "" pd-enqueue -c "$T/handler-reserved-key.yaml" t '{}'
+	row config-wf-empty-key 78 "concurrency_key" "" pd-enqueue -c "$T/wf-empty-key.yaml" --workflow w '{}'
+	row workflow-key 64 "--key" "" pd-enqueue -c "$CFG" --key k --workflow wf '{}'
 	row workflow-unknown 64 "nosuch" "" pd-enqueue -c "$CFG" --workflow nosuch '{}'
 	row workflow-bad-input 65 "INPUT" "" pd-enqueue -c "$CFG" --workflow wf '{'
 	row config-unknown-key 78 "bogus_key" "" pd-enqueue -c "$T/unknown-key.yaml" t '{}'
@@ -279,6 +293,7 @@ row() {
 	row crontab-missing 65 "no-such-crontab" "" pd-worker --crontab "$T/no-such-crontab"
 	row crontab-bad-cron 65 "crontab-bad:2:" "" pd-worker --crontab "$T/crontab-bad"
 	row crontab-bad-zone 65 "Mars/Olympus" "" pd-worker --crontab "$T/crontab-zone"
+	row crontab-reserved-key 65 "crontab-reserved-key:1:" "" pd-worker --crontab "$T/crontab-reserved-key"
 	row config-unknown-key 78 "bogus_key" "" pd-worker -c "$T/unknown-key.yaml" --handler t=cat
 	row config-bad-lease 78 "lease" "" pd-worker -c "$T/bad-lease.yaml" --handler t=cat
 	row config-huge-concurrency 78 "concurrency" "" pd-worker -c "$T/huge-concurrency.yaml" --handler t=cat
@@ -365,6 +380,7 @@ row() {
 	row add-jitter-over-day 65 "jitter 2d" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type t --jitter 2d
 	row add-attempts-zero 64 "--max-attempts" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type t --max-attempts 0
 	row add-timeout-bad 64 "--timeout" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type t --timeout soon
+	row add-key-reserved 65 "concurrency key 'queue:q'" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type t --key queue:q
 	row add-exists 1 "sched" "" pd-cron add sched --cron '0 * * * *' --tz UTC --type t
 	row add-db-down 69 "127.0.0.1" "" pd-cron -d "$DOWN" add s2 --cron '0 * * * *' --tz UTC --type t
 	# list
@@ -403,6 +419,8 @@ row() {
 	row apply-unknown-key 65 "bogus" "" pd-cron apply "$T/sched-key.yaml"
 	row apply-huge-jitter 65 "jitter" "" pd-cron apply "$T/sched-huge-jitter.yaml"
 	row apply-huge-attempts 65 "max_attempts" "" pd-cron apply "$T/sched-attempts.yaml"
+	row apply-reserved-key 65 "concurrency_key" "" pd-cron apply "$T/sched-reserved-key.yaml"
+	row apply-crontab-reserved-key 65 "annotation 'key'" "" pd-cron apply --crontab "$T/crontab-reserved-key"
 	row apply-name-newline 65 "name" "" pd-cron apply "$T/sched-name.yaml"
 	row apply-bad-cron 65 "61" "" pd-cron apply "$T/sched-bad-cron.yaml"
 	row apply-bad-zone 65 "Mars/Olympus" "" pd-cron apply "$T/sched-zone.yaml"

@@ -100,6 +100,7 @@ static const char full[] = "# every key\n"
 			   "    run: ./send-mail --to \"$PD_JOB_ID\"\n"
 			   "    timeout: 30s\n"
 			   "    terminal_exit_codes: [3, 4, 255]\n"
+			   "    concurrency_key: smtp\n"
 			   "  resize:\n"
 			   "    exec: [/usr/bin/convert, -resize, 50%]\n"
 			   "  one:\n"
@@ -148,6 +149,7 @@ static void test_full(void)
 	is_int(h->nterminal, 3, "handler 1 has three terminal codes");
 	ok(h->terminal_codes[0] == 3 && h->terminal_codes[1] == 4 && h->terminal_codes[2] == 255,
 	   "handler 1 terminal codes 3 4 255");
+	is_str(h->concurrency_key, "smtp", "handler 1 concurrency_key");
 
 	h = &c.handlers[1];
 	is_str(h->name, "resize", "handler 2 type");
@@ -158,6 +160,7 @@ static void test_full(void)
 	ok(h->exec_argv[3] == NULL, "handler 2 argv is NULL-terminated");
 	is_int(h->timeout_ms, -1, "handler 2 timeout unset");
 	is_int(h->nterminal, 0, "handler 2 has no terminal codes");
+	ok(h->concurrency_key == NULL, "handler 2 has no concurrency_key");
 
 	h = &c.handlers[2];
 	is_str(h->exec_argv[0], "/usr/local/bin/one", "a single exec string is the program");
@@ -574,6 +577,7 @@ static const char flows[] = "workflows:\n"
 			    "        run: ./reserve.sh\n"
 			    "        timeout: 30s\n"
 			    "        terminal_exit_codes: [3, 4]\n"
+			    "        concurrency_key: stock-db\n"
 			    "      - name: approval\n"
 			    "        wait_for: approved\n"
 			    "        timeout: 3d\n"
@@ -614,6 +618,7 @@ static void test_workflows(void)
 	   "step 1 terminal codes 3 4");
 	is_int(s->h.mode, PD_HANDLER_PROCESS, "step 1 runs a process per job");
 	ok(s->signal == NULL && s->wait_ms == -1, "step 1 waits for nothing");
+	is_str(s->h.concurrency_key, "stock-db", "step 1 concurrency_key");
 
 	s = &f->steps[1];
 	is_str(s->name, "approval", "step 2 name");
@@ -639,6 +644,7 @@ static void test_workflows(void)
 	   "step 4 exec, a single string");
 	is_int(s->h.timeout_ms, -1, "step 4 timeout unset");
 	is_int(s->h.nterminal, 0, "step 4 has no terminal codes");
+	ok(s->h.concurrency_key == NULL, "step 4 has no concurrency_key");
 
 	f = pd_config_flow(&c, "Nightly_v2.1");
 	ok(f == &c.flows[1] && f->nsteps == 2, "workflows: the second, in flow style");
@@ -724,6 +730,25 @@ static void test_workflows(void)
 	bad("workflows:\n  w:\n    steps:\n      - name: a\n        exec: x\n        wait_for: s\n",
 	    "4:9: step 'a' has both 'exec' and 'wait_for': set exactly one",
 	    "workflows: a step with exec and wait_for");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        sleep: 1h\n"
+	    "        concurrency_key: k\n",
+	    "6:9: step 'a': 'concurrency_key' is only for run and exec steps",
+	    "workflows: concurrency_key on a sleep");
+	bad("workflows:\n  w:\n    steps:\n      - name: a\n        run: x\n"
+	    "        concurrency_key: 'type:x'\n",
+	    "6:26: invalid concurrency_key 'type:x': the prefixes queue:, tenant: and type: are "
+	    "reserved (they name the limits of a queue, a tenant and a job type)",
+	    "workflows: a step's reserved concurrency_key");
+	bad("handlers:\n  a:\n    run: x\n    concurrency_key: ''\n",
+	    "4:22: invalid concurrency_key: must not be empty",
+	    "handlers: an empty concurrency_key");
+	bad("handlers:\n  a:\n    run: x\n    concurrency_key: 'queue:q'\n",
+	    "4:22: invalid concurrency_key 'queue:q': the prefixes queue:, tenant: and type: are "
+	    "reserved (they name the limits of a queue, a tenant and a job type)",
+	    "handlers: a reserved concurrency_key");
+	bad("handlers:\n  a:\n    run: x\n    concurrency_key: [k]\n",
+	    "4:22: 'concurrency_key': expected a string, got a sequence",
+	    "handlers: a concurrency_key that is no string");
 	bad("workflows:\n  w:\n    steps:\n      - name: a\n        sleep: 1h\n        timeout: "
 	    "1s\n",
 	    "6:9: step 'a': 'timeout' is only for run, exec and wait_for steps",

@@ -41,7 +41,7 @@ static void example(void)
 				   "GREETING=\"hello world\"\n"
 				   "*/5 * * * * echo \"$GREETING\"\n"
 				   "# pd: name=backup timeout=1h max_attempts=3 queue=ops "
-				   "misfire=fire_all overlap=allow jitter=5m\n"
+				   "misfire=fire_all overlap=allow jitter=5m key=backups\n"
 				   "0 4 * * sun tar czf /tmp/etc.tgz /etc\n";
 	struct pd_err e = PD_ERR_INIT;
 	struct pd_crontab t;
@@ -72,6 +72,8 @@ static void example(void)
 	is_int(t.v[3].s.timeout_ms, 3600000, "annotation: timeout");
 	is_int(t.v[3].s.max_attempts, 3, "annotation: max_attempts");
 	is_str(t.v[3].s.queue, "ops", "annotation: queue");
+	is_str(t.v[3].s.concurrency_key, "backups", "annotation: key");
+	ok(t.v[0].s.concurrency_key == NULL, "no key without the annotation");
 	is_int(t.v[3].s.misfire, PD_MISFIRE_FIRE_ALL, "annotation: misfire");
 	is_int(t.v[3].s.overlap, PD_OVERLAP_ALLOW, "annotation: overlap");
 	is_int(t.v[3].s.jitter_ms, 300000, "annotation: jitter");
@@ -148,6 +150,10 @@ static void errors(void)
 	   "a bad overlap");
 	ok(strstr(error_of("# pd: max_attempts=0\n* * * * * x\n"), "'max_attempts'") != NULL,
 	   "a bad max_attempts");
+	ok(strstr(error_of("# pd: name=a key=queue:ops\n* * * * * x\n"),
+		  ":1:14: annotation 'key': invalid key 'queue:ops': the prefixes queue:, tenant: "
+		  "and type: are reserved") != NULL,
+	   "a reserved key");
 	ok(strstr(error_of("# pd: name=-x\n* * * * * x\n"), ":1:7: annotation 'name'") != NULL,
 	   "a bad name");
 	ok(strstr(error_of("# pd: name=a\n# pd: name=b\n* * * * * x\n"),

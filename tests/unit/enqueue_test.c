@@ -230,11 +230,30 @@ int main(void)
 		"stdin line 1: key 'max_attempts': expected an integer 1-1000");
 	refused("{\"type\":\"a\",\"traceparent\":\"\"}",
 		"stdin line 1: key 'traceparent': must not be empty");
+	/* A concurrency key: a name, not empty, none of the reserved prefixes. */
+	refused("{\"type\":\"a\",\"concurrency_key\":\"\"}",
+		"stdin line 1: key 'concurrency_key': must not be empty");
+	refused("{\"type\":\"a\",\"concurrency_key\":[\"k\"]}",
+		"stdin line 1: key 'concurrency_key': expected a string");
+	refused("{\"type\":\"a\",\"concurrency_key\":\"k\\u0001\"}",
+		"stdin line 1: key 'concurrency_key': invalid name: control character U+0001 at "
+		"byte 2");
+	refused("{\"type\":\"a\"}\n{\"type\":\"a\",\"concurrency_key\":\"queue:q\"}",
+		"stdin line 2: key 'concurrency_key': invalid name 'queue:q': the prefixes queue:, "
+		"tenant: and type: are reserved (they name the limits of a queue, a tenant and a "
+		"job type)");
+	refused("{\"type\":\"a\",\"concurrency_key\":\"tenant:\"}",
+		"stdin line 1: key 'concurrency_key': invalid name 'tenant:': the prefixes queue:, "
+		"tenant: and type: are reserved (they name the limits of a queue, a tenant and a "
+		"job type)");
+	ok(ndjson(&q, &d, "{\"type\":\"a\",\"concurrency_key\":\"types:x\"}", &e) == 0 &&
+	       strcmp(q.jobs[0].concurrency_key, "types:x") == 0,
+	   "a key that only looks like a reserved one is fine");
 
 	/* The COPY row: ord, tenant, queue, type, payload, priority, run_at, delay, key,
-	 * max_attempts, timeout, delivery, traceparent, depends_on; NULL is \N. */
+	 * max_attempts, timeout, delivery, traceparent, depends_on, concurrency_key; NULL is \N. */
 	written(1, "{\"type\":\"a\"}",
-		"7\t\\N\t\\N\ta\t{}\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\n");
+		"7\t\\N\t\\N\ta\t{}\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\n");
 	/* Names hold no control character (pd_name_check); a traceparent may. */
 	refused("{\"type\":\"a\\tb\"}",
 		"stdin line 1: key 'type': invalid name: control character U+0009 at byte 2");
@@ -245,27 +264,29 @@ int main(void)
 		"\"l1\\nl2\\r\\tb\","
 		"\"payload\":{\"s\":\"a\\\\b\",\t\"t\":1}}",
 		"7\tx\\\\y\tq\ta\t{\"s\":\"a\\\\\\\\b\",\\t\"t\":1}\t\\N\t\\N\t\\N\t\\N\t"
-		"\\N\t\\N\t\\N\tl1\\nl2\\r\\tb\t\\N\n");
+		"\\N\t\\N\t\\N\tl1\\nl2\\r\\tb\t\\N\t\\N\n");
 	written(
 	    1,
 	    "{\"type\":\"a\",\"priority\":\"high\",\"run_at\":\"2026-03-29T03:30:00+02:00\","
 	    "\"delay\":\"1m30s250ms\",\"idempotency_key\":\"k\",\"max_attempts\":3,"
 	    "\"timeout\":2,\"delivery\":\"at-most-once\",\"traceparent\":\"tp\","
-	    "\"depends_on\":[4,5]}",
+	    "\"depends_on\":[4,5],\"concurrency_key\":\"vendor\"}",
 	    "7\t\\N\t\\N\ta\t{}\t10\t2026-03-29T01:30:00Z\t90.250\tk\t3\t2.000\tat-most-once\ttp"
-	    "\t{4,5}\n");
+	    "\t{4,5}\tvendor\n");
 
 	/* The direct COPY: only what the job gives; the table's defaults fill the rest. */
-	direct("{\"type\":\"a\",\"payload\":[1]}", "(id, job_type, payload, timeout, traceparent)",
-	       "7\ta\t[1]\t\\N\t\\N\n");
+	direct("{\"type\":\"a\",\"payload\":[1]}",
+	       "(id, job_type, payload, timeout, traceparent, concurrency_key)",
+	       "7\ta\t[1]\t\\N\t\\N\t\\N\n");
 	direct("{\"type\":\"a\",\"tenant\":\"t\",\"queue\":\"q\",\"priority\":0,\"delay\":\"1s\","
 	       "\"max_attempts\":3,\"timeout\":2,\"delivery\":\"at-most-once\",\"traceparent\":"
-	       "\"tp\"}",
+	       "\"tp\",\"concurrency_key\":\"k\\\\1\"}",
 	       "(id, tenant_id, queue, job_type, payload, priority, run_at, max_attempts, timeout,"
-	       " delivery, traceparent)",
-	       "7\tt\tq\ta\t{}\t0\t2026-01-02T00:00:00Z\t3\t2.000\tat-most-once\ttp\n");
-	direct("{\"type\":\"a\",\"delay\":\"0s\"}", "(id, job_type, payload, timeout, traceparent)",
-	       "7\ta\t{}\t\\N\t\\N\n");
+	       " delivery, traceparent, concurrency_key)",
+	       "7\tt\tq\ta\t{}\t0\t2026-01-02T00:00:00Z\t3\t2.000\tat-most-once\ttp\tk\\\\1\n");
+	direct("{\"type\":\"a\",\"delay\":\"0s\"}",
+	       "(id, job_type, payload, timeout, traceparent, concurrency_key)",
+	       "7\ta\t{}\t\\N\t\\N\t\\N\n");
 
 	/* The JSON element pendulum.enqueue_many reads: durations as seconds. */
 	written(0,
@@ -273,6 +294,8 @@ int main(void)
 		"\"priority\":-3,\"depends_on\":[9]}",
 		"{\"type\":\"a\",\"payload\":[1],\"priority\":-3,\"delay\":0.250,"
 		"\"timeout\":3600.000,\"depends_on\":[9]}");
+	written(0, "{\"type\":\"a\",\"concurrency_key\":\"k\\\"x\"}",
+		"{\"type\":\"a\",\"payload\":{},\"concurrency_key\":\"k\\\"x\"}");
 	written(0, "{\"type\":\"a\\u00e9\",\"tenant\":\"t\\\"q\",\"run_at\":\"2026-01-02\"}",
 		"{\"type\":\"a\xc3\xa9\",\"payload\":{},\"tenant\":\"t\\\"q\","
 		"\"run_at\":\"2026-01-02T00:00:00Z\"}");
