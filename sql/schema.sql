@@ -226,10 +226,14 @@ BEGIN
         RETURN;
     END IF;
     v_limited := EXISTS (SELECT 1 FROM pendulum.limits);
+    IF v_limited THEN
+        l_keys := ARRAY(SELECT l.key FROM pendulum.limits l
+                         WHERE l.key = ANY (ARRAY(SELECT 'queue:' || u.q
+                                                    FROM unnest(claim_jobs_fair.queues) AS u(q)))
+                           AND l.paused);
+    END IF;
     v_q := ARRAY(SELECT DISTINCT u.q FROM unnest(claim_jobs_fair.queues) AS u(q)
-                  WHERE u.q IS NOT NULL
-                    AND (NOT v_limited OR NOT EXISTS (
-                        SELECT 1 FROM pendulum.limits l WHERE l.key = 'queue:' || u.q AND l.paused))
+                  WHERE u.q IS NOT NULL AND NOT ('queue:' || u.q = ANY (COALESCE(l_keys, '{}')))
                   ORDER BY u.q);
     v_lv := array_fill(NULL::integer, ARRAY[cardinality(v_q)]);
     v_last := array_fill(NULL::text, ARRAY[cardinality(v_q)]);
@@ -276,9 +280,9 @@ BEGIN
             v_last[i] := w_t[cardinality(w_t)];
             -- Turns: each walked tenant's weight (the cursor's what is left
             -- of it); enough rounds to fill n; quota = its turns, at most n.
-            w_w := ARRAY(SELECT COALESCE(t.weight, 1)
+            w_w := ARRAY(SELECT COALESCE((SELECT t.weight FROM pendulum.tenants t
+                                           WHERE t.tenant_id = u.name), 1)
                            FROM unnest(w_t) WITH ORDINALITY AS u(name, ord)
-                           LEFT JOIN pendulum.tenants t ON t.tenant_id = u.name
                           ORDER BY u.ord);
             w_cr := w_w;
             IF v_incl THEN
@@ -400,7 +404,7 @@ BEGIN
                array_agg(l.rate IS NOT NULL ORDER BY u.ord)
           INTO l_room, l_rate
           FROM unnest(l_locked) WITH ORDINALITY AS u(key, ord)
-          JOIN pendulum.limits l ON l.key = u.key;
+         CROSS JOIN LATERAL (SELECT l.* FROM pendulum.limits l WHERE l.key = u.key) AS l;
         l_taken := array_fill(0, ARRAY[cardinality(l_locked)]);
         FOREACH i IN ARRAY COALESCE(o, '{}') LOOP
             EXIT WHEN cardinality(s_ord) >= claim_jobs_fair.n;
