@@ -139,18 +139,19 @@ AS $$
              WHERE x.parked_on = limit_wake.key AND x.state = 'PENDING') s;
 $$;
 
--- A limit row that caps nothing any more is deleted and its jobs unparked.
+-- After a change to key's limit: the workers that may take its jobs now are
+-- woken; a limit row that caps nothing any more is deleted and its jobs
+-- unparked.
 CREATE FUNCTION pendulum.limit_tidy(key text) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pendulum, pg_temp
 AS $$
 BEGIN
+    PERFORM pendulum.limit_wake(limit_tidy.key);
     DELETE FROM pendulum.limits l
      WHERE l.key = limit_tidy.key AND l.concurrency IS NULL AND l.rate IS NULL AND NOT l.paused;
     IF FOUND THEN
         PERFORM pendulum.unpark(limit_tidy.key);
-    ELSE
-        PERFORM pendulum.limit_wake(limit_tidy.key);
     END IF;
 END
 $$;
@@ -214,6 +215,7 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    PERFORM pendulum.limit_wake(limit_unset.key);
     PERFORM pendulum.unpark(limit_unset.key);
     RETURN true;
 END

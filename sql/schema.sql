@@ -1242,12 +1242,11 @@ CREATE FUNCTION pendulum.limit_tidy(key text) RETURNS void
     SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 BEGIN
+    PERFORM pendulum.limit_wake(limit_tidy.key);
     DELETE FROM pendulum.limits l
      WHERE l.key = limit_tidy.key AND l.concurrency IS NULL AND l.rate IS NULL AND NOT l.paused;
     IF FOUND THEN
         PERFORM pendulum.unpark(limit_tidy.key);
-    ELSE
-        PERFORM pendulum.limit_wake(limit_tidy.key);
     END IF;
 END
 $$;
@@ -1265,6 +1264,7 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    PERFORM pendulum.limit_wake(limit_unset.key);
     PERFORM pendulum.unpark(limit_unset.key);
     RETURN true;
 END
