@@ -165,6 +165,7 @@ CREATE FUNCTION pendulum.claim_jobs_fair(queues text[], types text[], n integer,
     AS $$
 DECLARE
     v_limited boolean;
+    v_weighted boolean;        -- pendulum.tenants has a row: weights to look up
     v_fair    jsonb := CASE WHEN jsonb_typeof(claim_jobs_fair.fair) = 'object'
                             THEN claim_jobs_fair.fair ELSE '{}' END;
     v_moved   boolean := false;
@@ -226,6 +227,7 @@ BEGIN
         RETURN;
     END IF;
     v_limited := EXISTS (SELECT 1 FROM pendulum.limits);
+    v_weighted := EXISTS (SELECT 1 FROM pendulum.tenants);
     IF v_limited THEN
         l_keys := ARRAY(SELECT l.key FROM pendulum.limits l
                          WHERE l.key = ANY (ARRAY(SELECT 'queue:' || u.q
@@ -245,15 +247,30 @@ BEGIN
     END LOOP;
 
     -- Levels from the top until n candidates.
+    v_p := NULL;
     LOOP
+        -- The next level down of the queues handed out last (not probed
+        -- when those gave n).
+        IF v_p IS NOT NULL THEN
+            EXIT WHEN v_got >= claim_jobs_fair.n;
+            FOR i IN 1 .. cardinality(v_q) LOOP
+                CONTINUE WHEN v_lv[i] IS DISTINCT FROM v_p;
+                v_lv[i] := (SELECT x.priority FROM pendulum.jobs x
+                             WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
+                               AND x.priority < v_p
+                             ORDER BY x.priority DESC LIMIT 1);
+            END LOOP;
+        END IF;
         v_p := (SELECT max(u.p) FROM unnest(v_lv) AS u(p));
-        EXIT WHEN v_p IS NULL OR v_got >= claim_jobs_fair.n;
+        EXIT WHEN v_p IS NULL;
         FOR i IN 1 .. cardinality(v_q) LOOP
             CONTINUE WHEN v_lv[i] IS DISTINCT FROM v_p;
             -- The cursor of this queue: [used, tenant].
             v_cur := v_fair -> v_q[i] ->> 1;
             v_used := COALESCE((v_fair -> v_q[i] ->> 0)::integer, 0);
-            v_cw := COALESCE((SELECT t.weight FROM pendulum.tenants t WHERE t.tenant_id = v_cur), 1);
+            v_cw := CASE WHEN v_weighted THEN
+                        COALESCE((SELECT t.weight FROM pendulum.tenants t WHERE t.tenant_id = v_cur), 1)
+                        ELSE 1 END;
             v_incl := v_cur IS NOT NULL AND v_used < v_cw;
             v_inc[i] := v_incl;
             w_t := CASE WHEN v_incl THEN ARRAY[v_cur] ELSE '{}' END;
@@ -280,16 +297,22 @@ BEGIN
             v_last[i] := w_t[cardinality(w_t)];
             -- Turns: each walked tenant's weight (the cursor's what is left
             -- of it); enough rounds to fill n; quota = its turns, at most n.
-            w_w := ARRAY(SELECT COALESCE((SELECT t.weight FROM pendulum.tenants t
-                                           WHERE t.tenant_id = u.name), 1)
-                           FROM unnest(w_t) WITH ORDINALITY AS u(name, ord)
-                          ORDER BY u.ord);
+            IF v_weighted THEN
+                w_w := ARRAY(SELECT COALESCE((SELECT t.weight FROM pendulum.tenants t
+                                               WHERE t.tenant_id = u.name), 1)
+                               FROM unnest(w_t) WITH ORDINALITY AS u(name, ord)
+                              ORDER BY u.ord);
+                v_sumw := (SELECT sum(u.c) FROM unnest(w_w) AS u(c));
+            ELSE
+                w_w := array_fill(1, ARRAY[cardinality(w_t)]);
+                v_sumw := cardinality(w_t);
+            END IF;
             w_cr := w_w;
+            v_sumcr := v_sumw;
             IF v_incl THEN
                 w_cr[1] := w_w[1] - v_used;
+                v_sumcr := v_sumw - v_used;
             END IF;
-            v_sumcr := (SELECT sum(u.c) FROM unnest(w_cr) AS u(c));
-            v_sumw := (SELECT sum(u.c) FROM unnest(w_w) AS u(c));
             v_rounds := 1 + ceil(greatest(0, claim_jobs_fair.n - v_sumcr)::numeric / v_sumw)::integer;
             FOR k IN 1 .. cardinality(w_t) LOOP
                 v_quota := least(claim_jobs_fair.n, w_cr[k] + w_w[k] * (v_rounds - 1));
@@ -319,14 +342,6 @@ BEGIN
                     v_got := v_got + 1;
                 END LOOP;
             END LOOP;
-        END LOOP;
-        -- The next level down of the queues just handed out.
-        FOR i IN 1 .. cardinality(v_q) LOOP
-            CONTINUE WHEN v_lv[i] IS DISTINCT FROM v_p;
-            v_lv[i] := (SELECT x.priority FROM pendulum.jobs x
-                         WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
-                           AND x.priority < v_p
-                         ORDER BY x.priority DESC LIMIT 1);
         END LOOP;
     END LOOP;
 
