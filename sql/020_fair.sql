@@ -140,8 +140,10 @@ AS $$
 $$;
 
 -- After a change to key's limit: the workers that may take its jobs now are
--- woken; a limit row that caps nothing any more is deleted and its jobs
--- unparked.
+-- woken; a limit row that caps nothing any more is deleted (its parked jobs
+-- are claimed like the others: claim_jobs_fair takes a parked job whose
+-- limit is gone). No job row is written here: this runs holding the limit
+-- row, and a claim holding job rows may be waiting for it.
 CREATE FUNCTION pendulum.limit_tidy(key text) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pendulum, pg_temp
@@ -150,9 +152,6 @@ BEGIN
     PERFORM pendulum.limit_wake(limit_tidy.key);
     DELETE FROM pendulum.limits l
      WHERE l.key = limit_tidy.key AND l.concurrency IS NULL AND l.rate IS NULL AND NOT l.paused;
-    IF FOUND THEN
-        PERFORM pendulum.unpark(limit_tidy.key);
-    END IF;
 END
 $$;
 
@@ -211,13 +210,14 @@ LANGUAGE plpgsql
 SET search_path = pendulum, pg_temp
 AS $$
 BEGIN
-    DELETE FROM pendulum.limits l WHERE l.key = limit_unset.key;
-    IF NOT FOUND THEN
+    IF NOT EXISTS (SELECT 1 FROM pendulum.limits l WHERE l.key = limit_unset.key) THEN
         RETURN false;
     END IF;
+    -- Unparked before the row is locked (see limit_tidy).
     PERFORM pendulum.limit_wake(limit_unset.key);
     PERFORM pendulum.unpark(limit_unset.key);
-    RETURN true;
+    DELETE FROM pendulum.limits l WHERE l.key = limit_unset.key;
+    RETURN FOUND;
 END
 $$;
 
@@ -286,23 +286,25 @@ COMMENT ON VIEW pendulum.limit_status IS
 --     candidates too, ahead of the fresh ones of their level;
 --   * limits (only when pendulum.limits has a row): the candidates' keys
 --     (concurrency_key, queue:, tenant:, type:) that have a limit are
---     locked FOR UPDATE SKIP LOCKED, in key order. Then
---     in a new statement -- a fresh snapshot, taken after the locks, so it
---     sees every claim committed before them -- each locked key's room:
---     concurrency minus limit_running(key), rate minus the starts within
---     its period, 0 if paused. A candidate is claimed when every limit it
---     falls under is locked here and has room (which it then uses up); one
---     over a locked limit is parked on that key; one under a limit another
---     claim holds locked is left for later.
+--     locked FOR UPDATE, in key order. Then in a new statement -- a fresh
+--     snapshot, taken after the locks, so it sees every claim committed
+--     before them -- each locked key's room: concurrency minus
+--     limit_running(key), rate minus the starts within its period, 0 if
+--     paused. A candidate is claimed when every limit it falls under has
+--     room (which it then uses up); one over a limit is parked on that key.
 --
 -- Why no two claims exceed a cap: a claim counts a key's running jobs only
 -- while it holds the key's row locked, in a snapshot taken after the lock,
 -- and keeps the lock until its transaction ends. A second claim of the same
--- key either skips the key (locked) or locks it after the first committed
--- and counts the first one's jobs. Finishing, a lost lease being reaped or
--- a cancel take the job out of LEASED/RUNNING, which is what is counted: no
--- counter to keep right, and a reaped lease frees its slot. A rate's starts
--- are appended under the same lock.
+-- key waits for the lock and then counts the first one's jobs. Finishing, a
+-- lost lease being reaped or a cancel take the job out of LEASED/RUNNING,
+-- which is what is counted: no counter to keep right, and a reaped lease
+-- frees its slot. A rate's starts are appended under the same lock. The
+-- wait cannot deadlock: claims lock limit rows in key order, and whatever
+-- holds a limit row (a claim after its job rows, pd-admin's limit
+-- functions) never waits for a job row (pendulum.limit_unset unparks
+-- before it locks). Claims of the same key thus run their limit step one
+-- at a time; a claim that finds a key's row locked waits about one claim.
 --
 -- Cost, per queue and level handed out: one probe for the level, at most n
 -- + 1 probes for the tenant walk, and one probe per walked tenant for its
@@ -342,7 +344,7 @@ COMMENT ON VIEW pendulum.limit_status IS
 -- No Seq Scan or Bitmap Heap Scan of jobs, no Sort of more rows than the
 -- candidates (at most n per walked queue).
 --
--- plpgsql: the walk is a loop of small statements, each a prepared plan
+-- plpgsql: a few statements per queue and level, each a prepared plan
 -- (plan_cache_mode = force_generic_plan, as in 007; jit off as in 005).
 CREATE FUNCTION pendulum.claim_jobs_fair(
     queues text[],
@@ -387,18 +389,13 @@ DECLARE
     v_cur    text;
     v_used   integer;
     v_incl   boolean;
-    v_wrap   boolean;
     v_t      text;
-    v_nx     text;
     v_cw     integer;
     v_sumcr  integer;
     v_sumw   integer;
     v_rounds integer;
-    v_quota  integer;
-    v_rn     integer;
     v_last   text[];           -- per queue: the last tenant walked
     v_inc    boolean[];        -- per queue: the walk began with the cursor's tenant
-    r        record;
     i        integer;
     k        integer;
     -- limits
@@ -407,7 +404,6 @@ DECLARE
     l_room   integer[] := '{}';
     l_rate   boolean[] := '{}';
     l_taken  integer[] := '{}';
-    l_exist  text[] := '{}';
     x_keys   text[];
     v_ok     boolean;
     v_park   text;
@@ -417,6 +413,17 @@ DECLARE
     p_key    text[] := '{}';
     -- the chosen order
     o        integer[];
+    -- one statement's candidates
+    a_id     bigint[];
+    a_prio   integer[];
+    a_round  integer[];
+    a_pos    integer[];
+    a_rn     integer[];
+    a_queue  text[];
+    a_tenant text[];
+    a_key    text[];
+    a_type   text[];
+    a_parked text[];
 BEGIN
     IF claim_jobs_fair.n IS NULL OR claim_jobs_fair.n < 1 THEN
         RETURN;
@@ -468,26 +475,43 @@ BEGIN
                         ELSE 1 END;
             v_incl := v_cur IS NOT NULL AND v_used < v_cw;
             v_inc[i] := v_incl;
-            w_t := CASE WHEN v_incl THEN ARRAY[v_cur] ELSE '{}' END;
-            -- The walk: tenants after the cursor, then from the first.
-            v_t := COALESCE(v_cur, '');
-            v_wrap := v_cur IS NULL;
-            WHILE cardinality(w_t) < claim_jobs_fair.n LOOP
-                v_nx := (SELECT x.tenant_id FROM pendulum.jobs x
-                          WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
-                            AND x.priority = v_p AND x.tenant_id > v_t
-                          ORDER BY x.tenant_id LIMIT 1);
-                IF v_nx IS NULL THEN
-                    EXIT WHEN v_wrap;
-                    v_wrap := true;
-                    v_t := '';
-                    CONTINUE;
-                END IF;
-                EXIT WHEN v_wrap AND v_cur IS NOT NULL
-                          AND (v_nx > v_cur OR (v_nx = v_cur AND v_incl));
-                w_t := w_t || v_nx;
-                v_t := v_nx;
-            END LOOP;
+            -- The walk, one statement: the cursor's tenant while it has turns
+            -- left, the tenants after it, then from the first up to it; at
+            -- most n, one index probe each (the Append runs its parts in
+            -- order, each recursive part as far as it is read, and stops at
+            -- the LIMIT).
+            w_t := ARRAY(
+                WITH RECURSIVE a(t) AS (
+                    (SELECT x.tenant_id FROM pendulum.jobs x
+                      WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
+                        AND x.priority = v_p AND x.tenant_id > COALESCE(v_cur, '')
+                      ORDER BY x.tenant_id LIMIT 1)
+                    UNION ALL
+                    SELECT (SELECT x.tenant_id FROM pendulum.jobs x
+                             WHERE x.queue = v_q[i] AND x.state = 'PENDING'
+                               AND x.parked_on IS NULL AND x.priority = v_p AND x.tenant_id > a.t
+                             ORDER BY x.tenant_id LIMIT 1)
+                      FROM a WHERE a.t IS NOT NULL
+                ), b(t) AS (
+                    (SELECT x.tenant_id FROM pendulum.jobs x
+                      WHERE v_cur IS NOT NULL AND x.queue = v_q[i] AND x.state = 'PENDING'
+                        AND x.parked_on IS NULL AND x.priority = v_p
+                      ORDER BY x.tenant_id LIMIT 1)
+                    UNION ALL
+                    SELECT (SELECT x.tenant_id FROM pendulum.jobs x
+                             WHERE x.queue = v_q[i] AND x.state = 'PENDING'
+                               AND x.parked_on IS NULL AND x.priority = v_p AND x.tenant_id > b.t
+                             ORDER BY x.tenant_id LIMIT 1)
+                      FROM b WHERE b.t < v_cur
+                )
+                SELECT w.t FROM (
+                    SELECT v_cur AS t WHERE v_incl
+                    UNION ALL
+                    SELECT a.t FROM a WHERE a.t IS NOT NULL
+                    UNION ALL
+                    SELECT b.t FROM b WHERE b.t < v_cur OR (b.t = v_cur AND NOT v_incl)
+                ) AS w
+                LIMIT claim_jobs_fair.n);
             CONTINUE WHEN cardinality(w_t) = 0;
             v_last[i] := w_t[cardinality(w_t)];
             -- Turns: each walked tenant's weight (the cursor's what is left
@@ -509,81 +533,90 @@ BEGIN
                 v_sumcr := v_sumw - v_used;
             END IF;
             v_rounds := 1 + ceil(greatest(0, claim_jobs_fair.n - v_sumcr)::numeric / v_sumw)::integer;
-            FOR k IN 1 .. cardinality(w_t) LOOP
-                v_quota := least(claim_jobs_fair.n, w_cr[k] + w_w[k] * (v_rounds - 1));
-                v_rn := 0;
-                FOR r IN
-                    SELECT x.id, x.concurrency_key, x.job_type FROM pendulum.jobs x
-                     WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
-                       AND x.priority = v_p AND x.tenant_id = w_t[k] AND x.run_at <= now()
-                       AND (claim_jobs_fair.types IS NULL OR x.job_type = ANY (claim_jobs_fair.types))
-                     ORDER BY x.run_at, x.id
-                     LIMIT v_quota
-                       FOR UPDATE OF x SKIP LOCKED
-                LOOP
-                    v_rn := v_rn + 1;
-                    c_id := c_id || r.id;
-                    c_prio := c_prio || v_p;
-                    c_round := c_round || CASE WHEN v_rn <= w_cr[k] THEN 0
-                                               ELSE 1 + (v_rn - w_cr[k] - 1) / w_w[k] END;
-                    c_pos := c_pos || k;
-                    c_qi := c_qi || i;
-                    c_rn := c_rn || v_rn;
-                    c_queue := c_queue || v_q[i];
-                    c_tenant := c_tenant || w_t[k];
-                    c_key := c_key || r.concurrency_key;
-                    c_type := c_type || r.job_type;
-                    c_parked := c_parked || NULL::text;
-                    v_got := v_got + 1;
-                END LOOP;
-            END LOOP;
+            -- Each walked tenant's due rows, its quota of them, in one
+            -- statement (a LATERAL probe per tenant), ranked by round.
+            SELECT array_agg(y.id ORDER BY u.k, y.rn),
+                   array_agg(CASE WHEN y.rn <= u.cr THEN 0 ELSE 1 + (y.rn - u.cr - 1) / u.w END
+                             ORDER BY u.k, y.rn),
+                   array_agg(u.k::integer ORDER BY u.k, y.rn),
+                   array_agg(y.rn::integer ORDER BY u.k, y.rn),
+                   array_agg(u.t ORDER BY u.k, y.rn),
+                   array_agg(y.concurrency_key ORDER BY u.k, y.rn),
+                   array_agg(y.job_type ORDER BY u.k, y.rn)
+              INTO a_id, a_round, a_pos, a_rn, a_tenant, a_key, a_type
+              FROM unnest(w_t, w_w, w_cr) WITH ORDINALITY AS u(t, w, cr, k)
+             CROSS JOIN LATERAL (
+                SELECT z.id, z.concurrency_key, z.job_type,
+                       row_number() OVER (ORDER BY z.run_at, z.id) AS rn
+                  FROM (SELECT x.id, x.concurrency_key, x.job_type, x.run_at FROM pendulum.jobs x
+                         WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
+                           AND x.priority = v_p AND x.tenant_id = u.t AND x.run_at <= now()
+                           AND (claim_jobs_fair.types IS NULL
+                                OR x.job_type = ANY (claim_jobs_fair.types))
+                         ORDER BY x.run_at, x.id
+                         LIMIT least(claim_jobs_fair.n, u.cr + u.w * (v_rounds - 1))
+                           FOR UPDATE OF x SKIP LOCKED) AS z) AS y;
+            IF a_id IS NOT NULL THEN
+                c_id := c_id || a_id;
+                c_round := c_round || a_round;
+                c_pos := c_pos || a_pos;
+                c_rn := c_rn || a_rn;
+                c_tenant := c_tenant || a_tenant;
+                c_key := c_key || a_key;
+                c_type := c_type || a_type;
+                c_prio := c_prio || array_fill(v_p, ARRAY[cardinality(a_id)]);
+                c_qi := c_qi || array_fill(i, ARRAY[cardinality(a_id)]);
+                c_queue := c_queue || array_fill(v_q[i], ARRAY[cardinality(a_id)]);
+                c_parked := c_parked || array_fill(NULL::text, ARRAY[cardinality(a_id)]);
+                v_got := v_got + cardinality(a_id);
+            END IF;
         END LOOP;
     END LOOP;
 
     -- Parked jobs of the served queues, per key that has some, ahead of the
     -- fresh candidates of their level (round -1). Also without limits: a
     -- job left parked on a key whose limit is gone is taken like any other.
-    BEGIN
-        FOR r IN
-            WITH RECURSIVE pk(k) AS (
-                (SELECT x.parked_on FROM pendulum.jobs x
-                  WHERE x.state = 'PENDING' AND x.parked_on IS NOT NULL
-                  ORDER BY x.parked_on LIMIT 1)
-                UNION ALL
-                SELECT (SELECT x.parked_on FROM pendulum.jobs x
-                         WHERE x.state = 'PENDING' AND x.parked_on > pk.k
-                         ORDER BY x.parked_on LIMIT 1)
-                  FROM pk WHERE pk.k IS NOT NULL
-            )
-            SELECT y.id, y.priority, y.queue, y.tenant_id, y.concurrency_key, y.job_type,
-                   y.parked_on, y.rn
-              FROM pk CROSS JOIN LATERAL (
-                SELECT z.*, row_number() OVER (ORDER BY z.priority DESC, z.run_at, z.id) AS rn
-                  FROM (SELECT x.id, x.priority, x.run_at, x.queue, x.tenant_id,
-                               x.concurrency_key, x.job_type, x.parked_on
-                          FROM pendulum.jobs x
-                         WHERE x.parked_on = pk.k AND x.state = 'PENDING'
-                           AND x.queue = ANY (v_q) AND x.run_at <= now()
-                           AND (claim_jobs_fair.types IS NULL
-                                OR x.job_type = ANY (claim_jobs_fair.types))
-                         ORDER BY x.priority DESC, x.run_at, x.id
-                         LIMIT claim_jobs_fair.n
-                           FOR UPDATE OF x SKIP LOCKED) AS z) AS y
-             WHERE pk.k IS NOT NULL
-        LOOP
-            c_id := c_id || r.id;
-            c_prio := c_prio || r.priority;
-            c_round := c_round || -1;
-            c_pos := c_pos || 0;
-            c_qi := c_qi || 0;
-            c_rn := c_rn || r.rn::integer;
-            c_queue := c_queue || r.queue;
-            c_tenant := c_tenant || r.tenant_id;
-            c_key := c_key || r.concurrency_key;
-            c_type := c_type || r.job_type;
-            c_parked := c_parked || r.parked_on;
-        END LOOP;
-    END;
+    SELECT array_agg(y.id), array_agg(y.priority), array_agg(y.rn::integer), array_agg(y.queue),
+           array_agg(y.tenant_id), array_agg(y.concurrency_key), array_agg(y.job_type),
+           array_agg(y.parked_on)
+      INTO a_id, a_prio, a_rn, a_queue, a_tenant, a_key, a_type, a_parked
+      FROM (
+        WITH RECURSIVE pk(k) AS (
+            (SELECT x.parked_on FROM pendulum.jobs x
+              WHERE x.state = 'PENDING' AND x.parked_on IS NOT NULL
+              ORDER BY x.parked_on LIMIT 1)
+            UNION ALL
+            SELECT (SELECT x.parked_on FROM pendulum.jobs x
+                     WHERE x.state = 'PENDING' AND x.parked_on > pk.k
+                     ORDER BY x.parked_on LIMIT 1)
+              FROM pk WHERE pk.k IS NOT NULL
+        )
+        SELECT z.*, row_number() OVER (PARTITION BY z.parked_on
+                                       ORDER BY z.priority DESC, z.run_at, z.id) AS rn
+          FROM pk CROSS JOIN LATERAL (
+            SELECT x.id, x.priority, x.run_at, x.queue, x.tenant_id, x.concurrency_key,
+                   x.job_type, x.parked_on
+              FROM pendulum.jobs x
+             WHERE x.parked_on = pk.k AND x.state = 'PENDING'
+               AND x.queue = ANY (v_q) AND x.run_at <= now()
+               AND (claim_jobs_fair.types IS NULL OR x.job_type = ANY (claim_jobs_fair.types))
+             ORDER BY x.priority DESC, x.run_at, x.id
+             LIMIT claim_jobs_fair.n
+               FOR UPDATE OF x SKIP LOCKED) AS z
+         WHERE pk.k IS NOT NULL) AS y;
+    IF a_id IS NOT NULL THEN
+        c_id := c_id || a_id;
+        c_prio := c_prio || a_prio;
+        c_round := c_round || array_fill(-1, ARRAY[cardinality(a_id)]);
+        c_pos := c_pos || array_fill(0, ARRAY[cardinality(a_id)]);
+        c_qi := c_qi || array_fill(0, ARRAY[cardinality(a_id)]);
+        c_rn := c_rn || a_rn;
+        c_queue := c_queue || a_queue;
+        c_tenant := c_tenant || a_tenant;
+        c_key := c_key || a_key;
+        c_type := c_type || a_type;
+        c_parked := c_parked || a_parked;
+    END IF;
 
     -- The hand-out order: priority, round, place in the walk, queue, row.
     o := ARRAY(SELECT u.ord FROM unnest(c_prio, c_round, c_pos, c_qi, c_rn)
@@ -594,16 +627,15 @@ BEGIN
         -- Parked candidates (their limit gone) are claimed like the others.
         s_ord := o[1 : claim_jobs_fair.n];
     ELSE
-        -- Every limit a candidate falls under; lock those that exist.
+        -- Every limit a candidate falls under: lock those that exist.
         l_keys := ARRAY(SELECT DISTINCT u.k FROM (
                             SELECT unnest(c_key) UNION ALL
                             SELECT 'queue:' || unnest(c_queue) UNION ALL
                             SELECT 'tenant:' || unnest(c_tenant) UNION ALL
                             SELECT 'type:' || unnest(c_type)) AS u(k)
                          WHERE u.k IS NOT NULL);
-        l_exist := ARRAY(SELECT l.key FROM pendulum.limits l WHERE l.key = ANY (l_keys));
-        l_locked := ARRAY(SELECT l.key FROM pendulum.limits l WHERE l.key = ANY (l_exist)
-                           ORDER BY l.key FOR UPDATE SKIP LOCKED);
+        l_locked := ARRAY(SELECT l.key FROM pendulum.limits l WHERE l.key = ANY (l_keys)
+                           ORDER BY l.key FOR UPDATE);
         -- A new statement, a new snapshot: after the locks.
         SELECT array_agg(CASE WHEN l.paused THEN 0
                               ELSE least(COALESCE(l.concurrency - pendulum.limit_running(l.key),
@@ -620,19 +652,14 @@ BEGIN
         l_taken := array_fill(0, ARRAY[cardinality(l_locked)]);
         FOREACH i IN ARRAY COALESCE(o, '{}') LOOP
             EXIT WHEN cardinality(s_ord) >= claim_jobs_fair.n;
-            x_keys := ARRAY(SELECT u.k FROM unnest(ARRAY[c_key[i], 'queue:' || c_queue[i],
-                                                         'tenant:' || c_tenant[i],
-                                                         'type:' || c_type[i]]) AS u(k)
-                             WHERE u.k = ANY (l_exist));
+            x_keys := ARRAY[c_key[i], 'queue:' || c_queue[i], 'tenant:' || c_tenant[i],
+                            'type:' || c_type[i]];
             v_ok := true;
             v_park := NULL;
             FOREACH v_t IN ARRAY x_keys LOOP
                 k := array_position(l_locked, v_t);
-                IF k IS NULL THEN
-                    v_ok := false;          -- another claim holds it: later
-                    v_park := NULL;
-                    EXIT;
-                ELSIF l_room[k] <= 0 THEN
+                CONTINUE WHEN k IS NULL;        -- no limit on it (NULL: no key)
+                IF l_room[k] <= 0 THEN
                     v_ok := false;
                     v_park := COALESCE(v_park, v_t);
                 END IF;
@@ -640,6 +667,7 @@ BEGIN
             IF v_ok THEN
                 FOREACH v_t IN ARRAY x_keys LOOP
                     k := array_position(l_locked, v_t);
+                    CONTINUE WHEN k IS NULL;
                     l_room[k] := l_room[k] - 1;
                     l_taken[k] := l_taken[k] + 1;
                 END LOOP;

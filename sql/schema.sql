@@ -32,8 +32,27 @@ CREATE TYPE pendulum.job_input AS (
 	timeout interval,
 	delivery text,
 	traceparent text,
-	depends_on bigint[]
+	depends_on bigint[],
+	concurrency_key text
 );
+
+--
+-- Name: check_concurrency_key(text, text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.check_concurrency_key(field text, value text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+DECLARE
+    v_problem text := pendulum.concurrency_key_problem(field, value);
+BEGIN
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION '%', v_problem USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN value;
+END
+$$;
 
 --
 -- Name: check_limit_key(text); Type: FUNCTION; Schema: pendulum; Owner: -
@@ -192,18 +211,13 @@ DECLARE
     v_cur    text;
     v_used   integer;
     v_incl   boolean;
-    v_wrap   boolean;
     v_t      text;
-    v_nx     text;
     v_cw     integer;
     v_sumcr  integer;
     v_sumw   integer;
     v_rounds integer;
-    v_quota  integer;
-    v_rn     integer;
     v_last   text[];           -- per queue: the last tenant walked
     v_inc    boolean[];        -- per queue: the walk began with the cursor's tenant
-    r        record;
     i        integer;
     k        integer;
     -- limits
@@ -212,7 +226,6 @@ DECLARE
     l_room   integer[] := '{}';
     l_rate   boolean[] := '{}';
     l_taken  integer[] := '{}';
-    l_exist  text[] := '{}';
     x_keys   text[];
     v_ok     boolean;
     v_park   text;
@@ -222,6 +235,17 @@ DECLARE
     p_key    text[] := '{}';
     -- the chosen order
     o        integer[];
+    -- one statement's candidates
+    a_id     bigint[];
+    a_prio   integer[];
+    a_round  integer[];
+    a_pos    integer[];
+    a_rn     integer[];
+    a_queue  text[];
+    a_tenant text[];
+    a_key    text[];
+    a_type   text[];
+    a_parked text[];
 BEGIN
     IF claim_jobs_fair.n IS NULL OR claim_jobs_fair.n < 1 THEN
         RETURN;
@@ -273,26 +297,43 @@ BEGIN
                         ELSE 1 END;
             v_incl := v_cur IS NOT NULL AND v_used < v_cw;
             v_inc[i] := v_incl;
-            w_t := CASE WHEN v_incl THEN ARRAY[v_cur] ELSE '{}' END;
-            -- The walk: tenants after the cursor, then from the first.
-            v_t := COALESCE(v_cur, '');
-            v_wrap := v_cur IS NULL;
-            WHILE cardinality(w_t) < claim_jobs_fair.n LOOP
-                v_nx := (SELECT x.tenant_id FROM pendulum.jobs x
-                          WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
-                            AND x.priority = v_p AND x.tenant_id > v_t
-                          ORDER BY x.tenant_id LIMIT 1);
-                IF v_nx IS NULL THEN
-                    EXIT WHEN v_wrap;
-                    v_wrap := true;
-                    v_t := '';
-                    CONTINUE;
-                END IF;
-                EXIT WHEN v_wrap AND v_cur IS NOT NULL
-                          AND (v_nx > v_cur OR (v_nx = v_cur AND v_incl));
-                w_t := w_t || v_nx;
-                v_t := v_nx;
-            END LOOP;
+            -- The walk, one statement: the cursor's tenant while it has turns
+            -- left, the tenants after it, then from the first up to it; at
+            -- most n, one index probe each (the Append runs its parts in
+            -- order, each recursive part as far as it is read, and stops at
+            -- the LIMIT).
+            w_t := ARRAY(
+                WITH RECURSIVE a(t) AS (
+                    (SELECT x.tenant_id FROM pendulum.jobs x
+                      WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
+                        AND x.priority = v_p AND x.tenant_id > COALESCE(v_cur, '')
+                      ORDER BY x.tenant_id LIMIT 1)
+                    UNION ALL
+                    SELECT (SELECT x.tenant_id FROM pendulum.jobs x
+                             WHERE x.queue = v_q[i] AND x.state = 'PENDING'
+                               AND x.parked_on IS NULL AND x.priority = v_p AND x.tenant_id > a.t
+                             ORDER BY x.tenant_id LIMIT 1)
+                      FROM a WHERE a.t IS NOT NULL
+                ), b(t) AS (
+                    (SELECT x.tenant_id FROM pendulum.jobs x
+                      WHERE v_cur IS NOT NULL AND x.queue = v_q[i] AND x.state = 'PENDING'
+                        AND x.parked_on IS NULL AND x.priority = v_p
+                      ORDER BY x.tenant_id LIMIT 1)
+                    UNION ALL
+                    SELECT (SELECT x.tenant_id FROM pendulum.jobs x
+                             WHERE x.queue = v_q[i] AND x.state = 'PENDING'
+                               AND x.parked_on IS NULL AND x.priority = v_p AND x.tenant_id > b.t
+                             ORDER BY x.tenant_id LIMIT 1)
+                      FROM b WHERE b.t < v_cur
+                )
+                SELECT w.t FROM (
+                    SELECT v_cur AS t WHERE v_incl
+                    UNION ALL
+                    SELECT a.t FROM a WHERE a.t IS NOT NULL
+                    UNION ALL
+                    SELECT b.t FROM b WHERE b.t < v_cur OR (b.t = v_cur AND NOT v_incl)
+                ) AS w
+                LIMIT claim_jobs_fair.n);
             CONTINUE WHEN cardinality(w_t) = 0;
             v_last[i] := w_t[cardinality(w_t)];
             -- Turns: each walked tenant's weight (the cursor's what is left
@@ -314,81 +355,90 @@ BEGIN
                 v_sumcr := v_sumw - v_used;
             END IF;
             v_rounds := 1 + ceil(greatest(0, claim_jobs_fair.n - v_sumcr)::numeric / v_sumw)::integer;
-            FOR k IN 1 .. cardinality(w_t) LOOP
-                v_quota := least(claim_jobs_fair.n, w_cr[k] + w_w[k] * (v_rounds - 1));
-                v_rn := 0;
-                FOR r IN
-                    SELECT x.id, x.concurrency_key, x.job_type FROM pendulum.jobs x
-                     WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
-                       AND x.priority = v_p AND x.tenant_id = w_t[k] AND x.run_at <= now()
-                       AND (claim_jobs_fair.types IS NULL OR x.job_type = ANY (claim_jobs_fair.types))
-                     ORDER BY x.run_at, x.id
-                     LIMIT v_quota
-                       FOR UPDATE OF x SKIP LOCKED
-                LOOP
-                    v_rn := v_rn + 1;
-                    c_id := c_id || r.id;
-                    c_prio := c_prio || v_p;
-                    c_round := c_round || CASE WHEN v_rn <= w_cr[k] THEN 0
-                                               ELSE 1 + (v_rn - w_cr[k] - 1) / w_w[k] END;
-                    c_pos := c_pos || k;
-                    c_qi := c_qi || i;
-                    c_rn := c_rn || v_rn;
-                    c_queue := c_queue || v_q[i];
-                    c_tenant := c_tenant || w_t[k];
-                    c_key := c_key || r.concurrency_key;
-                    c_type := c_type || r.job_type;
-                    c_parked := c_parked || NULL::text;
-                    v_got := v_got + 1;
-                END LOOP;
-            END LOOP;
+            -- Each walked tenant's due rows, its quota of them, in one
+            -- statement (a LATERAL probe per tenant), ranked by round.
+            SELECT array_agg(y.id ORDER BY u.k, y.rn),
+                   array_agg(CASE WHEN y.rn <= u.cr THEN 0 ELSE 1 + (y.rn - u.cr - 1) / u.w END
+                             ORDER BY u.k, y.rn),
+                   array_agg(u.k::integer ORDER BY u.k, y.rn),
+                   array_agg(y.rn::integer ORDER BY u.k, y.rn),
+                   array_agg(u.t ORDER BY u.k, y.rn),
+                   array_agg(y.concurrency_key ORDER BY u.k, y.rn),
+                   array_agg(y.job_type ORDER BY u.k, y.rn)
+              INTO a_id, a_round, a_pos, a_rn, a_tenant, a_key, a_type
+              FROM unnest(w_t, w_w, w_cr) WITH ORDINALITY AS u(t, w, cr, k)
+             CROSS JOIN LATERAL (
+                SELECT z.id, z.concurrency_key, z.job_type,
+                       row_number() OVER (ORDER BY z.run_at, z.id) AS rn
+                  FROM (SELECT x.id, x.concurrency_key, x.job_type, x.run_at FROM pendulum.jobs x
+                         WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
+                           AND x.priority = v_p AND x.tenant_id = u.t AND x.run_at <= now()
+                           AND (claim_jobs_fair.types IS NULL
+                                OR x.job_type = ANY (claim_jobs_fair.types))
+                         ORDER BY x.run_at, x.id
+                         LIMIT least(claim_jobs_fair.n, u.cr + u.w * (v_rounds - 1))
+                           FOR UPDATE OF x SKIP LOCKED) AS z) AS y;
+            IF a_id IS NOT NULL THEN
+                c_id := c_id || a_id;
+                c_round := c_round || a_round;
+                c_pos := c_pos || a_pos;
+                c_rn := c_rn || a_rn;
+                c_tenant := c_tenant || a_tenant;
+                c_key := c_key || a_key;
+                c_type := c_type || a_type;
+                c_prio := c_prio || array_fill(v_p, ARRAY[cardinality(a_id)]);
+                c_qi := c_qi || array_fill(i, ARRAY[cardinality(a_id)]);
+                c_queue := c_queue || array_fill(v_q[i], ARRAY[cardinality(a_id)]);
+                c_parked := c_parked || array_fill(NULL::text, ARRAY[cardinality(a_id)]);
+                v_got := v_got + cardinality(a_id);
+            END IF;
         END LOOP;
     END LOOP;
 
     -- Parked jobs of the served queues, per key that has some, ahead of the
     -- fresh candidates of their level (round -1). Also without limits: a
     -- job left parked on a key whose limit is gone is taken like any other.
-    BEGIN
-        FOR r IN
-            WITH RECURSIVE pk(k) AS (
-                (SELECT x.parked_on FROM pendulum.jobs x
-                  WHERE x.state = 'PENDING' AND x.parked_on IS NOT NULL
-                  ORDER BY x.parked_on LIMIT 1)
-                UNION ALL
-                SELECT (SELECT x.parked_on FROM pendulum.jobs x
-                         WHERE x.state = 'PENDING' AND x.parked_on > pk.k
-                         ORDER BY x.parked_on LIMIT 1)
-                  FROM pk WHERE pk.k IS NOT NULL
-            )
-            SELECT y.id, y.priority, y.queue, y.tenant_id, y.concurrency_key, y.job_type,
-                   y.parked_on, y.rn
-              FROM pk CROSS JOIN LATERAL (
-                SELECT z.*, row_number() OVER (ORDER BY z.priority DESC, z.run_at, z.id) AS rn
-                  FROM (SELECT x.id, x.priority, x.run_at, x.queue, x.tenant_id,
-                               x.concurrency_key, x.job_type, x.parked_on
-                          FROM pendulum.jobs x
-                         WHERE x.parked_on = pk.k AND x.state = 'PENDING'
-                           AND x.queue = ANY (v_q) AND x.run_at <= now()
-                           AND (claim_jobs_fair.types IS NULL
-                                OR x.job_type = ANY (claim_jobs_fair.types))
-                         ORDER BY x.priority DESC, x.run_at, x.id
-                         LIMIT claim_jobs_fair.n
-                           FOR UPDATE OF x SKIP LOCKED) AS z) AS y
-             WHERE pk.k IS NOT NULL
-        LOOP
-            c_id := c_id || r.id;
-            c_prio := c_prio || r.priority;
-            c_round := c_round || -1;
-            c_pos := c_pos || 0;
-            c_qi := c_qi || 0;
-            c_rn := c_rn || r.rn::integer;
-            c_queue := c_queue || r.queue;
-            c_tenant := c_tenant || r.tenant_id;
-            c_key := c_key || r.concurrency_key;
-            c_type := c_type || r.job_type;
-            c_parked := c_parked || r.parked_on;
-        END LOOP;
-    END;
+    SELECT array_agg(y.id), array_agg(y.priority), array_agg(y.rn::integer), array_agg(y.queue),
+           array_agg(y.tenant_id), array_agg(y.concurrency_key), array_agg(y.job_type),
+           array_agg(y.parked_on)
+      INTO a_id, a_prio, a_rn, a_queue, a_tenant, a_key, a_type, a_parked
+      FROM (
+        WITH RECURSIVE pk(k) AS (
+            (SELECT x.parked_on FROM pendulum.jobs x
+              WHERE x.state = 'PENDING' AND x.parked_on IS NOT NULL
+              ORDER BY x.parked_on LIMIT 1)
+            UNION ALL
+            SELECT (SELECT x.parked_on FROM pendulum.jobs x
+                     WHERE x.state = 'PENDING' AND x.parked_on > pk.k
+                     ORDER BY x.parked_on LIMIT 1)
+              FROM pk WHERE pk.k IS NOT NULL
+        )
+        SELECT z.*, row_number() OVER (PARTITION BY z.parked_on
+                                       ORDER BY z.priority DESC, z.run_at, z.id) AS rn
+          FROM pk CROSS JOIN LATERAL (
+            SELECT x.id, x.priority, x.run_at, x.queue, x.tenant_id, x.concurrency_key,
+                   x.job_type, x.parked_on
+              FROM pendulum.jobs x
+             WHERE x.parked_on = pk.k AND x.state = 'PENDING'
+               AND x.queue = ANY (v_q) AND x.run_at <= now()
+               AND (claim_jobs_fair.types IS NULL OR x.job_type = ANY (claim_jobs_fair.types))
+             ORDER BY x.priority DESC, x.run_at, x.id
+             LIMIT claim_jobs_fair.n
+               FOR UPDATE OF x SKIP LOCKED) AS z
+         WHERE pk.k IS NOT NULL) AS y;
+    IF a_id IS NOT NULL THEN
+        c_id := c_id || a_id;
+        c_prio := c_prio || a_prio;
+        c_round := c_round || array_fill(-1, ARRAY[cardinality(a_id)]);
+        c_pos := c_pos || array_fill(0, ARRAY[cardinality(a_id)]);
+        c_qi := c_qi || array_fill(0, ARRAY[cardinality(a_id)]);
+        c_rn := c_rn || a_rn;
+        c_queue := c_queue || a_queue;
+        c_tenant := c_tenant || a_tenant;
+        c_key := c_key || a_key;
+        c_type := c_type || a_type;
+        c_parked := c_parked || a_parked;
+    END IF;
 
     -- The hand-out order: priority, round, place in the walk, queue, row.
     o := ARRAY(SELECT u.ord FROM unnest(c_prio, c_round, c_pos, c_qi, c_rn)
@@ -399,16 +449,15 @@ BEGIN
         -- Parked candidates (their limit gone) are claimed like the others.
         s_ord := o[1 : claim_jobs_fair.n];
     ELSE
-        -- Every limit a candidate falls under; lock those that exist.
+        -- Every limit a candidate falls under: lock those that exist.
         l_keys := ARRAY(SELECT DISTINCT u.k FROM (
                             SELECT unnest(c_key) UNION ALL
                             SELECT 'queue:' || unnest(c_queue) UNION ALL
                             SELECT 'tenant:' || unnest(c_tenant) UNION ALL
                             SELECT 'type:' || unnest(c_type)) AS u(k)
                          WHERE u.k IS NOT NULL);
-        l_exist := ARRAY(SELECT l.key FROM pendulum.limits l WHERE l.key = ANY (l_keys));
-        l_locked := ARRAY(SELECT l.key FROM pendulum.limits l WHERE l.key = ANY (l_exist)
-                           ORDER BY l.key FOR UPDATE SKIP LOCKED);
+        l_locked := ARRAY(SELECT l.key FROM pendulum.limits l WHERE l.key = ANY (l_keys)
+                           ORDER BY l.key FOR UPDATE);
         -- A new statement, a new snapshot: after the locks.
         SELECT array_agg(CASE WHEN l.paused THEN 0
                               ELSE least(COALESCE(l.concurrency - pendulum.limit_running(l.key),
@@ -425,19 +474,14 @@ BEGIN
         l_taken := array_fill(0, ARRAY[cardinality(l_locked)]);
         FOREACH i IN ARRAY COALESCE(o, '{}') LOOP
             EXIT WHEN cardinality(s_ord) >= claim_jobs_fair.n;
-            x_keys := ARRAY(SELECT u.k FROM unnest(ARRAY[c_key[i], 'queue:' || c_queue[i],
-                                                         'tenant:' || c_tenant[i],
-                                                         'type:' || c_type[i]]) AS u(k)
-                             WHERE u.k = ANY (l_exist));
+            x_keys := ARRAY[c_key[i], 'queue:' || c_queue[i], 'tenant:' || c_tenant[i],
+                            'type:' || c_type[i]];
             v_ok := true;
             v_park := NULL;
             FOREACH v_t IN ARRAY x_keys LOOP
                 k := array_position(l_locked, v_t);
-                IF k IS NULL THEN
-                    v_ok := false;          -- another claim holds it: later
-                    v_park := NULL;
-                    EXIT;
-                ELSIF l_room[k] <= 0 THEN
+                CONTINUE WHEN k IS NULL;        -- no limit on it (NULL: no key)
+                IF l_room[k] <= 0 THEN
                     v_ok := false;
                     v_park := COALESCE(v_park, v_t);
                 END IF;
@@ -445,6 +489,7 @@ BEGIN
             IF v_ok THEN
                 FOREACH v_t IN ARRAY x_keys LOOP
                     k := array_position(l_locked, v_t);
+                    CONTINUE WHEN k IS NULL;
                     l_room[k] := l_room[k] - 1;
                     l_taken[k] := l_taken[k] + 1;
                 END LOOP;
@@ -514,6 +559,22 @@ BEGIN
     SELECT j::pendulum.jobs, v_fair FROM j;
 END
 $$;
+
+--
+-- Name: name_problem(text, text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.name_problem(field text, value text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN (value IS NULL) THEN NULL::text WHEN (octet_length(value) > 200) THEN format('invalid %s: %s bytes, at most 200'::text, field, octet_length(value)) WHEN (value ~ '[\x01-\x1f\x7f-\x9f]'::text) THEN format('invalid %s: control character U+%s at character %s'::text, field, lpad(upper(to_hex(ascii("substring"(value, '[\x01-\x1f\x7f-\x9f]'::text)))), 4, '0'::text), POSITION(("substring"(value, '[\x01-\x1f\x7f-\x9f]'::text)) IN (value))) ELSE NULL::text END;
+
+--
+-- Name: concurrency_key_problem(text, text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.concurrency_key_problem(field text, value text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN (value IS NULL) THEN NULL::text WHEN (value = ''::text) THEN format('invalid %s: must not be empty'::text, field) WHEN (value ~ '^(queue|tenant|type):'::text) THEN format('invalid %s ''%s'': the prefixes queue:, tenant: and type: are reserved (they name the limits of a queue, a tenant and a job type)'::text, field, "left"(value, 60)) ELSE pendulum.name_problem(field, value) END;
 
 --
 -- Name: cron_busy_job(bigint); Type: FUNCTION; Schema: pendulum; Owner: -
@@ -643,23 +704,23 @@ END
 $$;
 
 --
--- Name: enqueue(text, text, jsonb, text, integer, timestamp with time zone, interval, text, integer, interval, text, text, bigint[]); Type: FUNCTION; Schema: pendulum; Owner: -
+-- Name: enqueue(text, text, jsonb, text, integer, timestamp with time zone, interval, text, integer, interval, text, text, bigint[], text); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
-CREATE FUNCTION pendulum.enqueue(tenant text, job_type text, payload jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, timeout interval DEFAULT NULL::interval, delivery text DEFAULT 'at-least-once'::text, traceparent text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[]) RETURNS bigint
+CREATE FUNCTION pendulum.enqueue(tenant text, job_type text, payload jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, timeout interval DEFAULT NULL::interval, delivery text DEFAULT 'at-least-once'::text, traceparent text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[], concurrency_key text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE sql
     SET search_path TO 'pendulum', 'pg_temp'
     AS $$
     SELECT (pendulum.enqueue_ex(tenant, job_type, payload, queue, priority, run_at, delay,
                                 idempotency_key, max_attempts, timeout, delivery, traceparent,
-                                depends_on)).id
+                                depends_on, concurrency_key)).id
 $$;
 
 --
--- Name: enqueue_ex(text, text, jsonb, text, integer, timestamp with time zone, interval, text, integer, interval, text, text, bigint[]); Type: FUNCTION; Schema: pendulum; Owner: -
+-- Name: enqueue_ex(text, text, jsonb, text, integer, timestamp with time zone, interval, text, integer, interval, text, text, bigint[], text); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
-CREATE FUNCTION pendulum.enqueue_ex(tenant text, job_type text, payload jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, timeout interval DEFAULT NULL::interval, delivery text DEFAULT 'at-least-once'::text, traceparent text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[], OUT id bigint, OUT created boolean) RETURNS record
+CREATE FUNCTION pendulum.enqueue_ex(tenant text, job_type text, payload jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, timeout interval DEFAULT NULL::interval, delivery text DEFAULT 'at-least-once'::text, traceparent text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[], concurrency_key text DEFAULT NULL::text, OUT id bigint, OUT created boolean) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pendulum', 'pg_temp'
     AS $$
@@ -669,7 +730,7 @@ DECLARE
     v_missing bigint;
     v_run_at timestamptz := COALESCE(enqueue_ex.run_at, now()) + COALESCE(enqueue_ex.delay, interval '0');
 BEGIN
-    PERFORM pendulum.check_name('tenant', enqueue_ex.tenant), pendulum.check_name('queue', enqueue_ex.queue), pendulum.check_name('type', enqueue_ex.job_type), pendulum.check_name('idempotency_key', enqueue_ex.idempotency_key);
+    PERFORM pendulum.check_name('tenant', enqueue_ex.tenant), pendulum.check_name('queue', enqueue_ex.queue), pendulum.check_name('type', enqueue_ex.job_type), pendulum.check_name('idempotency_key', enqueue_ex.idempotency_key), pendulum.check_concurrency_key('concurrency_key', enqueue_ex.concurrency_key);
     IF enqueue_ex.depends_on IS NOT NULL AND cardinality(enqueue_ex.depends_on) > 0 THEN
         SELECT x INTO v_missing FROM unnest(enqueue_ex.depends_on) x
          WHERE NOT EXISTS (SELECT 1 FROM pendulum.jobs d WHERE d.id = x) LIMIT 1;
@@ -684,12 +745,12 @@ BEGIN
     END IF;
     INSERT INTO pendulum.jobs AS j (tenant_id, queue, job_type, payload, priority, state, run_at,
                                     max_attempts, timeout, delivery, idempotency_key, traceparent,
-                                    depends_on)
+                                    depends_on, concurrency_key)
     VALUES (COALESCE(tenant, 'default'), COALESCE(enqueue_ex.queue, 'default'), enqueue_ex.job_type,
             COALESCE(enqueue_ex.payload, '{}'), COALESCE(enqueue_ex.priority, 0), v_state, v_run_at,
             COALESCE(enqueue_ex.max_attempts, 25), enqueue_ex.timeout,
             COALESCE(enqueue_ex.delivery, 'at-least-once'), enqueue_ex.idempotency_key,
-            enqueue_ex.traceparent, enqueue_ex.depends_on)
+            enqueue_ex.traceparent, enqueue_ex.depends_on, enqueue_ex.concurrency_key)
     ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING j.id INTO id;
     IF id IS NOT NULL THEN
@@ -743,15 +804,16 @@ CREATE FUNCTION pendulum.enqueue_many_ex(jobs jsonb) RETURNS TABLE(ord integer, 
                COALESCE(s.run_at, now()) + COALESCE(s.delay, interval '0') AS run_at,
                COALESCE(s.max_attempts, 25) AS max_attempts, s.timeout,
                COALESCE(s.delivery, 'at-least-once') AS delivery, s.idempotency_key,
-               s.traceparent, s.depends_on
+               s.traceparent, s.depends_on, s.concurrency_key
         FROM pendulum.enqueue_parse(jobs) s
     ),
     plain AS (
         INSERT INTO pendulum.jobs (id, tenant_id, queue, job_type, payload, priority, state,
                                    run_at, max_attempts, timeout, delivery, traceparent,
-                                   depends_on)
+                                   depends_on, concurrency_key)
         SELECT s.id, s.tenant_id, s.queue, s.job_type, s.payload, s.priority, s.state,
-               s.run_at, s.max_attempts, s.timeout, s.delivery, s.traceparent, s.depends_on
+               s.run_at, s.max_attempts, s.timeout, s.delivery, s.traceparent, s.depends_on,
+               s.concurrency_key
         FROM src s WHERE s.idempotency_key IS NULL
     ),
     firsts AS MATERIALIZED (
@@ -762,10 +824,10 @@ CREATE FUNCTION pendulum.enqueue_many_ex(jobs jsonb) RETURNS TABLE(ord integer, 
     keyed AS (
         INSERT INTO pendulum.jobs AS j (id, tenant_id, queue, job_type, payload, priority, state,
                                         run_at, max_attempts, timeout, delivery, idempotency_key,
-                                        traceparent, depends_on)
+                                        traceparent, depends_on, concurrency_key)
         SELECT s.id, s.tenant_id, s.queue, s.job_type, s.payload, s.priority, s.state,
                s.run_at, s.max_attempts, s.timeout, s.delivery, s.idempotency_key,
-               s.traceparent, s.depends_on
+               s.traceparent, s.depends_on, s.concurrency_key
         FROM firsts s
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING j.id, j.queue, j.state
@@ -802,14 +864,6 @@ BEGIN
     RAISE EXCEPTION 'job %: %', ord, problem USING ERRCODE = 'invalid_parameter_value';
 END
 $$;
-
---
--- Name: name_problem(text, text); Type: FUNCTION; Schema: pendulum; Owner: -
---
-
-CREATE FUNCTION pendulum.name_problem(field text, value text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN CASE WHEN (value IS NULL) THEN NULL::text WHEN (octet_length(value) > 200) THEN format('invalid %s: %s bytes, at most 200'::text, field, octet_length(value)) WHEN (value ~ '[\x01-\x1f\x7f-\x9f]'::text) THEN format('invalid %s: control character U+%s at character %s'::text, field, lpad(upper(to_hex(ascii("substring"(value, '[\x01-\x1f\x7f-\x9f]'::text)))), 4, '0'::text), POSITION(("substring"(value, '[\x01-\x1f\x7f-\x9f]'::text)) IN (value))) ELSE NULL::text END;
 
 --
 -- Name: parse_duration(text); Type: FUNCTION; Schema: pendulum; Owner: -
@@ -902,7 +956,8 @@ CREATE FUNCTION pendulum.enqueue_parse(jobs jsonb) RETURNS SETOF pendulum.job_in
      c.timeout,
      c.delivery,
      c.traceparent,
-     c.depends_on
+     c.depends_on,
+     c.concurrency_key
     FROM ( SELECT v.ord,
              v.j,
              v.known,
@@ -919,12 +974,13 @@ CREATE FUNCTION pendulum.enqueue_parse(jobs jsonb) RETURNS SETOF pendulum.job_in
              v.delivery,
              v.traceparent,
              v.depends_on,
+             v.concurrency_key,
                  CASE
                      WHEN (jsonb_typeof(v.j) <> 'object'::text) THEN 'expected an object {"type": ..., "payload": ...}'::text
                      WHEN ((v.j - v.known) <> '{}'::jsonb) THEN format('unknown key ''%s'''::text, ( SELECT min(k.k) AS min
                         FROM jsonb_object_keys((v.j - v.known)) k(k)))
                      WHEN (v.job_type IS NULL) THEN 'missing key ''type'''::text
-                     ELSE COALESCE(pendulum.string_key_problem(v.j, 'type'::text), pendulum.string_key_problem(v.j, 'tenant'::text), pendulum.string_key_problem(v.j, 'queue'::text), pendulum.string_key_problem(v.j, 'idempotency_key'::text), pendulum.string_key_problem(v.j, 'traceparent'::text), pendulum.name_problem('type'::text, v.job_type), pendulum.name_problem('tenant'::text, v.tenant_id), pendulum.name_problem('queue'::text, v.queue), pendulum.name_problem('idempotency_key'::text, v.idempotency_key), pendulum.string_key_problem(v.j, 'delivery'::text),
+                     ELSE COALESCE(pendulum.string_key_problem(v.j, 'type'::text), pendulum.string_key_problem(v.j, 'tenant'::text), pendulum.string_key_problem(v.j, 'queue'::text), pendulum.string_key_problem(v.j, 'idempotency_key'::text), pendulum.string_key_problem(v.j, 'traceparent'::text), pendulum.string_key_problem(v.j, 'concurrency_key'::text), pendulum.name_problem('type'::text, v.job_type), pendulum.name_problem('tenant'::text, v.tenant_id), pendulum.name_problem('queue'::text, v.queue), pendulum.name_problem('idempotency_key'::text, v.idempotency_key), pendulum.concurrency_key_problem('concurrency_key'::text, v.concurrency_key), pendulum.string_key_problem(v.j, 'delivery'::text),
                      CASE
                          WHEN (v.delivery <> ALL (ARRAY['at-least-once'::text, 'at-most-once'::text])) THEN 'key ''delivery'': expected "at-least-once" or "at-most-once"'::text
                          ELSE NULL::text
@@ -957,7 +1013,7 @@ CREATE FUNCTION pendulum.enqueue_parse(jobs jsonb) RETURNS SETOF pendulum.job_in
                  END AS problem
             FROM ( SELECT (e.ord)::integer AS ord,
                      e.j,
-                     '{type,payload,tenant,queue,priority,run_at,delay,idempotency_key,max_attempts,timeout,delivery,traceparent,depends_on}'::text[] AS known,
+                     '{type,payload,tenant,queue,priority,run_at,delay,idempotency_key,max_attempts,timeout,delivery,traceparent,depends_on,concurrency_key}'::text[] AS known,
                      (e.j ->> 'tenant'::text) AS tenant_id,
                      (e.j ->> 'queue'::text) AS queue,
                      (e.j ->> 'type'::text) AS job_type,
@@ -995,7 +1051,8 @@ CREATE FUNCTION pendulum.enqueue_parse(jobs jsonb) RETURNS SETOF pendulum.job_in
                              WHEN ((jsonb_typeof((e.j -> 'depends_on'::text)) = 'array'::text) AND (NOT jsonb_path_exists((e.j -> 'depends_on'::text), '$[*]?((@.type() != "number" || @ < 1) || @.floor() != @)'::jsonpath))) THEN ARRAY( SELECT ((x.value)::numeric)::bigint AS x
                                 FROM jsonb_array_elements_text((e.j -> 'depends_on'::text)) x(value))
                              ELSE NULL::bigint[]
-                         END AS depends_on
+                         END AS depends_on,
+                     (e.j ->> 'concurrency_key'::text) AS concurrency_key
                     FROM jsonb_array_elements(enqueue_parse.jobs) WITH ORDINALITY e(j, ord)
                   OFFSET 0) v
           OFFSET 0) c
@@ -1040,15 +1097,16 @@ CREATE FUNCTION pendulum.enqueue_staged() RETURNS TABLE(ord integer, id bigint, 
                COALESCE(s.run_at, now()) + COALESCE(s.delay, interval '0') AS run_at,
                COALESCE(s.max_attempts, 25) AS max_attempts, s.timeout,
                COALESCE(s.delivery, 'at-least-once') AS delivery, s.idempotency_key,
-               s.traceparent, s.depends_on
+               s.traceparent, s.depends_on, s.concurrency_key
         FROM pg_temp.pendulum_stage s
     ),
     plain AS (
         INSERT INTO pendulum.jobs (id, tenant_id, queue, job_type, payload, priority, state,
                                    run_at, max_attempts, timeout, delivery, traceparent,
-                                   depends_on)
+                                   depends_on, concurrency_key)
         SELECT s.id, s.tenant_id, s.queue, s.job_type, s.payload, s.priority, s.state,
-               s.run_at, s.max_attempts, s.timeout, s.delivery, s.traceparent, s.depends_on
+               s.run_at, s.max_attempts, s.timeout, s.delivery, s.traceparent, s.depends_on,
+               s.concurrency_key
         FROM src s WHERE s.idempotency_key IS NULL
     ),
     firsts AS MATERIALIZED (
@@ -1059,10 +1117,10 @@ CREATE FUNCTION pendulum.enqueue_staged() RETURNS TABLE(ord integer, id bigint, 
     keyed AS (
         INSERT INTO pendulum.jobs AS j (id, tenant_id, queue, job_type, payload, priority, state,
                                         run_at, max_attempts, timeout, delivery, idempotency_key,
-                                        traceparent, depends_on)
+                                        traceparent, depends_on, concurrency_key)
         SELECT s.id, s.tenant_id, s.queue, s.job_type, s.payload, s.priority, s.state,
                s.run_at, s.max_attempts, s.timeout, s.delivery, s.idempotency_key,
-               s.traceparent, s.depends_on
+               s.traceparent, s.depends_on, s.concurrency_key
         FROM firsts s
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING j.id, j.queue, j.state
@@ -1262,9 +1320,6 @@ BEGIN
     PERFORM pendulum.limit_wake(limit_tidy.key);
     DELETE FROM pendulum.limits l
      WHERE l.key = limit_tidy.key AND l.concurrency IS NULL AND l.rate IS NULL AND NOT l.paused;
-    IF FOUND THEN
-        PERFORM pendulum.unpark(limit_tidy.key);
-    END IF;
 END
 $$;
 
@@ -1277,13 +1332,14 @@ CREATE FUNCTION pendulum.limit_unset(key text) RETURNS boolean
     SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 BEGIN
-    DELETE FROM pendulum.limits l WHERE l.key = limit_unset.key;
-    IF NOT FOUND THEN
+    IF NOT EXISTS (SELECT 1 FROM pendulum.limits l WHERE l.key = limit_unset.key) THEN
         RETURN false;
     END IF;
+    -- Unparked before the row is locked (see limit_tidy).
     PERFORM pendulum.limit_wake(limit_unset.key);
     PERFORM pendulum.unpark(limit_unset.key);
-    RETURN true;
+    DELETE FROM pendulum.limits l WHERE l.key = limit_unset.key;
+    RETURN FOUND;
 END
 $$;
 
@@ -1795,10 +1851,10 @@ END
 $$;
 
 --
--- Name: start_workflow(text, text, jsonb, text, integer, text, integer, text[], timestamp with time zone, interval); Type: FUNCTION; Schema: pendulum; Owner: -
+-- Name: start_workflow(text, text, jsonb, text, integer, text, integer, text[], timestamp with time zone, interval, text); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
-CREATE FUNCTION pendulum.start_workflow(tenant text, name text, input jsonb DEFAULT 'null'::jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, steps text[] DEFAULT NULL::text[], run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval) RETURNS bigint
+CREATE FUNCTION pendulum.start_workflow(tenant text, name text, input jsonb DEFAULT 'null'::jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, steps text[] DEFAULT NULL::text[], run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, concurrency_key text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pendulum', 'pg_temp'
     AS $$
@@ -1815,7 +1871,8 @@ BEGIN
     v_job := pendulum.enqueue_ex(coalesce(tenant, 'default'), 'workflow:' || name,
                                  jsonb_build_object('run', v_run), coalesce(queue, 'default'),
                                  coalesce(priority, 0), run_at, delay, idempotency_key,
-                                 coalesce(max_attempts, 25), NULL, 'at-least-once', NULL, NULL);
+                                 coalesce(max_attempts, 25), NULL, 'at-least-once', NULL, NULL,
+                                 start_workflow.concurrency_key);
     IF NOT v_job.created THEN
         SELECT r.id INTO v_run FROM pendulum.workflow_runs r WHERE r.job_id = v_job.id;
         IF v_run IS NULL THEN
@@ -2036,14 +2093,22 @@ CREATE TABLE pendulum.cron_schedules (
     jitter_ms bigint DEFAULT 0 NOT NULL,
     max_attempts integer,
     timeout interval,
+    concurrency_key text,
     CONSTRAINT cron_schedules_catch_up_limit_check CHECK (((catch_up_limit >= 1) AND (catch_up_limit <= 10000))),
     CONSTRAINT cron_schedules_check CHECK (((name <> ''::text) AND (cron <> ''::text) AND (timezone <> ''::text) AND (job_type <> ''::text) AND (queue <> ''::text) AND (tenant_id <> ''::text))),
+    CONSTRAINT cron_schedules_concurrency_key_check CHECK (((concurrency_key <> ''::text) AND (concurrency_key !~ '^(queue|tenant|type):'::text))),
     CONSTRAINT cron_schedules_jitter_ms_check CHECK (((jitter_ms >= 0) AND (jitter_ms <= 86400000))),
     CONSTRAINT cron_schedules_max_attempts_check CHECK (((max_attempts >= 1) AND (max_attempts <= 1000))),
     CONSTRAINT cron_schedules_misfire_policy_check CHECK ((misfire_policy = ANY (ARRAY['SKIP'::text, 'FIRE_ONCE'::text, 'FIRE_ALL'::text]))),
     CONSTRAINT cron_schedules_overlap_check CHECK ((overlap = ANY (ARRAY['allow'::text, 'skip'::text]))),
     CONSTRAINT cron_schedules_timeout_check CHECK ((timeout > '00:00:00'::interval))
 );
+
+--
+-- Name: COLUMN cron_schedules.concurrency_key; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON COLUMN pendulum.cron_schedules.concurrency_key IS 'The concurrency_key of each occurrence''s job (pendulum.limits); NULL: none.';
 
 --
 -- Name: job_attempts; Type: VIEW; Schema: pendulum; Owner: -
