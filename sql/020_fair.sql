@@ -274,11 +274,12 @@ COMMENT ON VIEW pendulum.limit_status IS
 --     queues paused by a 'queue:NAME' limit are left out;
 --   * within a level of a queue, round-robin across its tenants from the
 --     cursor (the tenant after the last one served; the same one while it
---     has weight left in its turn): a walk of at most n tenants, one index
---     probe each on jobs_fair_idx (tenant_id > the previous one), wrapping
---     round to the first; each walked tenant's turn is its weight; the
---     rounds needed to fill n decide each tenant's quota (its weight times
---     the rounds, at most n), and its due rows in run_at order, LIMIT quota,
+--     has weight left in its turn): a walk of at most 16 tenants (fewer
+--     when n is smaller), one index probe each on jobs_fair_idx (tenant_id
+--     > the previous one), wrapping round to the first; each walked
+--     tenant's turn is its weight; the rounds needed to fill n decide each
+--     tenant's quota (its weight times the rounds, at most n), and its due
+--     rows in run_at order, LIMIT quota,
 --     FOR UPDATE SKIP LOCKED; candidates rank by round, then place in the
 --     walk. Queues at the same level interleave round by round;
 --   * the jobs parked on a key (a walk of the distinct keys of
@@ -306,8 +307,13 @@ COMMENT ON VIEW pendulum.limit_status IS
 -- before it locks). Claims of the same key thus run their limit step one
 -- at a time; a claim that finds a key's row locked waits about one claim.
 --
--- Cost, per queue and level handed out: one probe for the level, at most n
--- + 1 probes for the tenant walk, and one probe per walked tenant for its
+-- Why 16: a claim of 100 over 1,000 tenants that walked 100 of them cost
+-- 200 probes, 2.5 times a claim of one tenant's 100 (make bench); with 16,
+-- the round-robin is the same over successive claims, in turns of a few
+-- jobs instead of one.
+--
+-- Cost, per queue and level handed out: one probe for the level, at most
+-- 17 probes for the tenant walk, and one probe per walked tenant for its
 -- rows; independent of the backlog, the number of future-dated rows and the
 -- number of tenants. With limits: one statement locking the keys, one
 -- counting the running jobs of each (its index holds only the running set),
@@ -511,7 +517,7 @@ BEGIN
                     UNION ALL
                     SELECT b.t FROM b WHERE b.t < v_cur OR (b.t = v_cur AND NOT v_incl)
                 ) AS w
-                LIMIT claim_jobs_fair.n);
+                LIMIT least(claim_jobs_fair.n, 16));
             CONTINUE WHEN cardinality(w_t) = 0;
             v_last[i] := w_t[cardinality(w_t)];
             -- Turns: each walked tenant's weight (the cursor's what is left
@@ -638,8 +644,7 @@ BEGIN
                            ORDER BY l.key FOR UPDATE);
         -- A new statement, a new snapshot: after the locks.
         SELECT array_agg(CASE WHEN l.paused THEN 0
-                              ELSE least(COALESCE(l.concurrency - pendulum.limit_running(l.key),
-                                                  claim_jobs_fair.n),
+                              ELSE least(COALESCE(l.concurrency - r.running, claim_jobs_fair.n),
                                          COALESCE(l.rate - (SELECT count(*)::integer
                                                               FROM unnest(l.starts) s
                                                              WHERE s > now() - l.period),
@@ -648,35 +653,67 @@ BEGIN
                array_agg(l.rate IS NOT NULL ORDER BY u.ord)
           INTO l_room, l_rate
           FROM unnest(l_locked) WITH ORDINALITY AS u(key, ord)
-         CROSS JOIN LATERAL (SELECT l.* FROM pendulum.limits l WHERE l.key = u.key) AS l;
-        l_taken := array_fill(0, ARRAY[cardinality(l_locked)]);
-        FOREACH i IN ARRAY COALESCE(o, '{}') LOOP
-            EXIT WHEN cardinality(s_ord) >= claim_jobs_fair.n;
-            x_keys := ARRAY[c_key[i], 'queue:' || c_queue[i], 'tenant:' || c_tenant[i],
-                            'type:' || c_type[i]];
-            v_ok := true;
-            v_park := NULL;
-            FOREACH v_t IN ARRAY x_keys LOOP
-                k := array_position(l_locked, v_t);
-                CONTINUE WHEN k IS NULL;        -- no limit on it (NULL: no key)
-                IF l_room[k] <= 0 THEN
-                    v_ok := false;
-                    v_park := COALESCE(v_park, v_t);
-                END IF;
-            END LOOP;
-            IF v_ok THEN
+         CROSS JOIN LATERAL (SELECT l.* FROM pendulum.limits l WHERE l.key = u.key) AS l
+         -- limit_running(key), inline (a call per key costs more than its count)
+         CROSS JOIN LATERAL (
+            SELECT CASE
+                WHEN l.concurrency IS NULL OR l.paused THEN 0
+                WHEN l.key LIKE 'queue:%' THEN
+                    (SELECT count(*) FROM pendulum.jobs x
+                      WHERE x.queue = substr(l.key, 7) AND x.state IN ('LEASED', 'RUNNING'))
+                WHEN l.key LIKE 'tenant:%' THEN
+                    (SELECT count(*) FROM pendulum.jobs x
+                      WHERE x.tenant_id = substr(l.key, 8) AND x.state IN ('LEASED', 'RUNNING'))
+                WHEN l.key LIKE 'type:%' THEN
+                    (SELECT count(*) FROM pendulum.jobs x
+                      WHERE x.job_type = substr(l.key, 6) AND x.state IN ('LEASED', 'RUNNING'))
+                ELSE
+                    (SELECT count(*) FROM pendulum.jobs x
+                      WHERE x.concurrency_key = l.key AND x.state IN ('LEASED', 'RUNNING'))
+                END::integer AS running) AS r;
+        -- The first n fit every limit (the common case: one statement), or
+        -- they are taken one at a time, each using up its limits' room.
+        SELECT array_agg(COALESCE(t.c, 0)::integer ORDER BY l.ord), COALESCE(bool_and(COALESCE(t.c, 0) <= l.room), true)
+          INTO l_taken, v_ok
+          FROM unnest(l_locked, l_room) WITH ORDINALITY AS l(key, room, ord)
+          LEFT JOIN (SELECT u.k, count(*) AS c
+                       FROM unnest(o[1 : claim_jobs_fair.n]) AS e(i)
+                      CROSS JOIN LATERAL unnest(ARRAY[c_key[e.i], 'queue:' || c_queue[e.i],
+                                                      'tenant:' || c_tenant[e.i],
+                                                      'type:' || c_type[e.i]]) AS u(k)
+                      GROUP BY u.k) AS t ON t.k = l.key;
+        IF v_ok THEN
+            s_ord := o[1 : claim_jobs_fair.n];
+        ELSE
+            l_taken := array_fill(0, ARRAY[cardinality(l_locked)]);
+            FOREACH i IN ARRAY COALESCE(o, '{}') LOOP
+                EXIT WHEN cardinality(s_ord) >= claim_jobs_fair.n;
+                x_keys := ARRAY[c_key[i], 'queue:' || c_queue[i], 'tenant:' || c_tenant[i],
+                                'type:' || c_type[i]];
+                v_ok := true;
+                v_park := NULL;
                 FOREACH v_t IN ARRAY x_keys LOOP
                     k := array_position(l_locked, v_t);
-                    CONTINUE WHEN k IS NULL;
-                    l_room[k] := l_room[k] - 1;
-                    l_taken[k] := l_taken[k] + 1;
+                    CONTINUE WHEN k IS NULL;        -- no limit on it (NULL: no key)
+                    IF l_room[k] <= 0 THEN
+                        v_ok := false;
+                        v_park := COALESCE(v_park, v_t);
+                    END IF;
                 END LOOP;
-                s_ord := s_ord || i;
-            ELSIF v_park IS NOT NULL AND v_park IS DISTINCT FROM c_parked[i] THEN
-                p_id := p_id || c_id[i];
-                p_key := p_key || v_park;
-            END IF;
-        END LOOP;
+                IF v_ok THEN
+                    FOREACH v_t IN ARRAY x_keys LOOP
+                        k := array_position(l_locked, v_t);
+                        CONTINUE WHEN k IS NULL;
+                        l_room[k] := l_room[k] - 1;
+                        l_taken[k] := l_taken[k] + 1;
+                    END LOOP;
+                    s_ord := s_ord || i;
+                ELSIF v_park IS NOT NULL AND v_park IS DISTINCT FROM c_parked[i] THEN
+                    p_id := p_id || c_id[i];
+                    p_key := p_key || v_park;
+                END IF;
+            END LOOP;
+        END IF;
         IF cardinality(p_id) > 0 THEN
             UPDATE pendulum.jobs x SET parked_on = u.k
               FROM unnest(p_id, p_key) AS u(id, k)

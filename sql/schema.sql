@@ -333,7 +333,7 @@ BEGIN
                     UNION ALL
                     SELECT b.t FROM b WHERE b.t < v_cur OR (b.t = v_cur AND NOT v_incl)
                 ) AS w
-                LIMIT claim_jobs_fair.n);
+                LIMIT least(claim_jobs_fair.n, 16));
             CONTINUE WHEN cardinality(w_t) = 0;
             v_last[i] := w_t[cardinality(w_t)];
             -- Turns: each walked tenant's weight (the cursor's what is left
@@ -460,8 +460,7 @@ BEGIN
                            ORDER BY l.key FOR UPDATE);
         -- A new statement, a new snapshot: after the locks.
         SELECT array_agg(CASE WHEN l.paused THEN 0
-                              ELSE least(COALESCE(l.concurrency - pendulum.limit_running(l.key),
-                                                  claim_jobs_fair.n),
+                              ELSE least(COALESCE(l.concurrency - r.running, claim_jobs_fair.n),
                                          COALESCE(l.rate - (SELECT count(*)::integer
                                                               FROM unnest(l.starts) s
                                                              WHERE s > now() - l.period),
@@ -470,35 +469,67 @@ BEGIN
                array_agg(l.rate IS NOT NULL ORDER BY u.ord)
           INTO l_room, l_rate
           FROM unnest(l_locked) WITH ORDINALITY AS u(key, ord)
-         CROSS JOIN LATERAL (SELECT l.* FROM pendulum.limits l WHERE l.key = u.key) AS l;
-        l_taken := array_fill(0, ARRAY[cardinality(l_locked)]);
-        FOREACH i IN ARRAY COALESCE(o, '{}') LOOP
-            EXIT WHEN cardinality(s_ord) >= claim_jobs_fair.n;
-            x_keys := ARRAY[c_key[i], 'queue:' || c_queue[i], 'tenant:' || c_tenant[i],
-                            'type:' || c_type[i]];
-            v_ok := true;
-            v_park := NULL;
-            FOREACH v_t IN ARRAY x_keys LOOP
-                k := array_position(l_locked, v_t);
-                CONTINUE WHEN k IS NULL;        -- no limit on it (NULL: no key)
-                IF l_room[k] <= 0 THEN
-                    v_ok := false;
-                    v_park := COALESCE(v_park, v_t);
-                END IF;
-            END LOOP;
-            IF v_ok THEN
+         CROSS JOIN LATERAL (SELECT l.* FROM pendulum.limits l WHERE l.key = u.key) AS l
+         -- limit_running(key), inline (a call per key costs more than its count)
+         CROSS JOIN LATERAL (
+            SELECT CASE
+                WHEN l.concurrency IS NULL OR l.paused THEN 0
+                WHEN l.key LIKE 'queue:%' THEN
+                    (SELECT count(*) FROM pendulum.jobs x
+                      WHERE x.queue = substr(l.key, 7) AND x.state IN ('LEASED', 'RUNNING'))
+                WHEN l.key LIKE 'tenant:%' THEN
+                    (SELECT count(*) FROM pendulum.jobs x
+                      WHERE x.tenant_id = substr(l.key, 8) AND x.state IN ('LEASED', 'RUNNING'))
+                WHEN l.key LIKE 'type:%' THEN
+                    (SELECT count(*) FROM pendulum.jobs x
+                      WHERE x.job_type = substr(l.key, 6) AND x.state IN ('LEASED', 'RUNNING'))
+                ELSE
+                    (SELECT count(*) FROM pendulum.jobs x
+                      WHERE x.concurrency_key = l.key AND x.state IN ('LEASED', 'RUNNING'))
+                END::integer AS running) AS r;
+        -- The first n fit every limit (the common case: one statement), or
+        -- they are taken one at a time, each using up its limits' room.
+        SELECT array_agg(COALESCE(t.c, 0)::integer ORDER BY l.ord), COALESCE(bool_and(COALESCE(t.c, 0) <= l.room), true)
+          INTO l_taken, v_ok
+          FROM unnest(l_locked, l_room) WITH ORDINALITY AS l(key, room, ord)
+          LEFT JOIN (SELECT u.k, count(*) AS c
+                       FROM unnest(o[1 : claim_jobs_fair.n]) AS e(i)
+                      CROSS JOIN LATERAL unnest(ARRAY[c_key[e.i], 'queue:' || c_queue[e.i],
+                                                      'tenant:' || c_tenant[e.i],
+                                                      'type:' || c_type[e.i]]) AS u(k)
+                      GROUP BY u.k) AS t ON t.k = l.key;
+        IF v_ok THEN
+            s_ord := o[1 : claim_jobs_fair.n];
+        ELSE
+            l_taken := array_fill(0, ARRAY[cardinality(l_locked)]);
+            FOREACH i IN ARRAY COALESCE(o, '{}') LOOP
+                EXIT WHEN cardinality(s_ord) >= claim_jobs_fair.n;
+                x_keys := ARRAY[c_key[i], 'queue:' || c_queue[i], 'tenant:' || c_tenant[i],
+                                'type:' || c_type[i]];
+                v_ok := true;
+                v_park := NULL;
                 FOREACH v_t IN ARRAY x_keys LOOP
                     k := array_position(l_locked, v_t);
-                    CONTINUE WHEN k IS NULL;
-                    l_room[k] := l_room[k] - 1;
-                    l_taken[k] := l_taken[k] + 1;
+                    CONTINUE WHEN k IS NULL;        -- no limit on it (NULL: no key)
+                    IF l_room[k] <= 0 THEN
+                        v_ok := false;
+                        v_park := COALESCE(v_park, v_t);
+                    END IF;
                 END LOOP;
-                s_ord := s_ord || i;
-            ELSIF v_park IS NOT NULL AND v_park IS DISTINCT FROM c_parked[i] THEN
-                p_id := p_id || c_id[i];
-                p_key := p_key || v_park;
-            END IF;
-        END LOOP;
+                IF v_ok THEN
+                    FOREACH v_t IN ARRAY x_keys LOOP
+                        k := array_position(l_locked, v_t);
+                        CONTINUE WHEN k IS NULL;
+                        l_room[k] := l_room[k] - 1;
+                        l_taken[k] := l_taken[k] + 1;
+                    END LOOP;
+                    s_ord := s_ord || i;
+                ELSIF v_park IS NOT NULL AND v_park IS DISTINCT FROM c_parked[i] THEN
+                    p_id := p_id || c_id[i];
+                    p_key := p_key || v_park;
+                END IF;
+            END LOOP;
+        END IF;
         IF cardinality(p_id) > 0 THEN
             UPDATE pendulum.jobs x SET parked_on = u.k
               FROM unnest(p_id, p_key) AS u(id, k)
