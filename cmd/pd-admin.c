@@ -153,8 +153,7 @@ static void help(void)
 	       "  -c, --config FILE       configuration file (default $PD_CONFIG, then\n"
 	       "                          /etc/pendulum/pendulum.yaml)\n"
 	       "  -d, --database CONNINFO libpq conninfo or URI (default $PD_DATABASE_URL)\n"
-	       "      --database-url-file PATH\n"
-	       "                          the conninfo or URI on PATH's first line\n"
+	       "      --database-url-file PATH  the conninfo or URI on PATH's first line\n"
 	       "      --json              one JSON object a line instead of a table\n"
 	       "      --quiet             log warnings and errors only\n"
 	       "  -v, --verbose           log debug messages\n"
@@ -162,7 +161,7 @@ static void help(void)
 	       "  -V, --version           show the version\n\nCommands:\n");
 	for (const struct pd_subcmd *c = commands; c->name; c++)
 		printf("  %-35s %s\n", c->usage, c->summary);
-	printf("\nRun 'pd-admin COMMAND --help' for a command's options. See pd-admin(1).\n");
+	printf("Run 'pd-admin COMMAND --help' for a command's options. See pd-admin(1).\n");
 }
 
 static struct pd_subprog prog = {

@@ -39,7 +39,7 @@ live() {
 	printf '%s\n' "$output" | jq -e -s 'map(select(.queue == "other"))[0].unserved == ["x"]'
 	printf '%s\n' "$output" | jq -e -s 'map(select(.queue == "other"))[0].workers == 0'
 	run --separate-stderr pd-admin queues
-	printf '%s\n' "$output" | grep -E '^default .* 1 +biling$'
+	printf '%s\n' "$output" | grep -E '^default .* 1 +no +biling$'
 	run --separate-stderr pd-admin jobs --type biling
 	printf '%s\n' "${lines[1]}" | grep -E 'PENDING .* no live worker serves type biling in queue default$'
 	run --separate-stderr pd-admin --json jobs --type biling

@@ -72,8 +72,10 @@ commits() {
 	echo "backend: $((t1 - t0)) ticks of $((5 * hz)) in 5 s; $((c1 - c0)) commits"
 	# under 5 % of a core: 0.25 s of CPU in 5 s
 	[ $((t1 - t0)) -lt $((hz / 4)) ]
-	# a read a second (5), and the worker's heartbeat, autovacuum, the psql: not thousands
-	[ $((c1 - c0)) -le 30 ]
+	# a read a second (5), and the worker's heartbeat, autovacuum, the psql: not
+	# thousands (7 alone; 32 once on make check's shared cluster, autovacuum
+	# busy with the other files' databases)
+	[ $((c1 - c0)) -le 60 ]
 }
 
 @test "a job that fails twice, then succeeds: a line for each failed attempt, the result, exit 0" {
