@@ -1230,16 +1230,16 @@ int pd_admin_parse_rate(const char *opt, const char *s, long long *n, long long 
 
 int pd_admin_limit_key_check(const char *key, struct pd_err *e)
 {
-	static const char *const reserved[] = {"queue:", "tenant:", "type:"};
+	size_t prefix;
 
 	if (key[0] == '\0')
 		return pd_errf(e, PD_EX_USAGE, "KEY must not be empty");
 	if (pd_name_check("limit key", key, e) < 0)
 		return -1;
-	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
-		if (strcmp(key, reserved[i]) == 0)
-			return pd_errf(e, PD_EX_DATAERR,
-				       "invalid limit key '%s': no name after the prefix", key);
+	prefix = pd_limit_key_prefix(key);
+	if (prefix > 0 && key[prefix] == '\0')
+		return pd_errf(e, PD_EX_DATAERR, "invalid limit key '%s': no name after the prefix",
+			       key);
 	return 0;
 }
 

@@ -33,7 +33,6 @@ void pd_jobspec_init(struct pd_jobspec *s)
 
 int pd_concurrency_key_check(const char *what, const char *key, struct pd_err *e)
 {
-	static const char *const reserved[] = {"queue:", "tenant:", "type:"};
 	char shown[PD_TEXT_SHOW_MAX + 1];
 
 	if (key == NULL)
@@ -42,14 +41,12 @@ int pd_concurrency_key_check(const char *what, const char *key, struct pd_err *e
 		return pd_errf(e, PD_EX_DATAERR, "invalid %s: must not be empty", what);
 	if (pd_name_check(what, key, e) < 0)
 		return -1;
-	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
-		if (strncmp(key, reserved[i], strlen(reserved[i])) == 0)
-			return pd_errf(
-			    e, PD_EX_DATAERR,
-			    "invalid %s '%s': the prefixes queue:, tenant: and type: are "
-			    "reserved (they name the limits of a queue, a tenant and a "
-			    "job type)",
-			    what, pd_text_show(shown, sizeof(shown), key, strlen(key)));
+	if (pd_limit_key_prefix(key) > 0)
+		return pd_errf(e, PD_EX_DATAERR,
+			       "invalid %s '%s': the prefixes queue:, tenant: and type: are "
+			       "reserved (they name the limits of a queue, a tenant and a "
+			       "job type)",
+			       what, pd_text_show(shown, sizeof(shown), key, strlen(key)));
 	return 0;
 }
 

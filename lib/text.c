@@ -59,6 +59,16 @@ void pd_utf8_sanitize(struct pd_buf *out, const char *s, size_t n)
 	pd_buf_append(out, s + i - run, run);
 }
 
+size_t pd_limit_key_prefix(const char *key)
+{
+	static const char *const reserved[] = {"queue:", "tenant:", "type:"};
+
+	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+		if (strncmp(key, reserved[i], strlen(reserved[i])) == 0)
+			return strlen(reserved[i]);
+	return 0;
+}
+
 int pd_name_check(const char *field, const char *value, struct pd_err *e)
 {
 	const unsigned char *p = (const unsigned char *)value;

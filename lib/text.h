@@ -27,6 +27,14 @@ void pd_utf8_sanitize(struct pd_buf *out, const char *s, size_t n);
  */
 int pd_name_check(const char *field, const char *value, struct pd_err *e);
 
+/*
+ * The length of the prefix reserved for the limits of a queue, a tenant or
+ * a job type ("queue:", "tenant:", "type:") that key begins with, or 0.
+ * The limit keys of pd-admin (pd_admin_limit_key_check) are these followed
+ * by a name; a job's concurrency key (pd_concurrency_key_check) has none.
+ */
+size_t pd_limit_key_prefix(const char *key);
+
 #define PD_TEXT_SHOW_MAX 100 /* pd_text_show's longest text */
 
 /*
