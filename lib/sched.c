@@ -129,9 +129,31 @@ const char *pd_sched_workflow(const char *type)
 	return type && strncmp(type, PD_FLOW_JOB_PREFIX, n) == 0 ? type + n : NULL;
 }
 
-int pd_sched_check(const struct pd_sched *s, struct pd_err *e)
+int pd_sched_check_workflow(const struct pd_sched *s, const char **field, struct pd_err *e)
 {
 	const char *flow = pd_sched_workflow(s->type);
+
+	if (flow && !pd_flow_name_ok(flow)) {
+		if (field)
+			*field = "type";
+		return pd_errf(e, PD_EX_DATAERR,
+			       "invalid type '%.140s': the workflow name must be 1 to %d letters, "
+			       "digits, '-', '_' or '.'",
+			       s->type, PD_FLOW_NAME_MAX);
+	}
+	if (flow && s->timeout_ms != -1) {
+		if (field)
+			*field = "timeout";
+		return pd_errf(e, PD_EX_DATAERR,
+			       "invalid timeout for workflow '%s': its steps' timeouts are the "
+			       "config's (workflows:)",
+			       flow);
+	}
+	return 0;
+}
+
+int pd_sched_check(const struct pd_sched *s, struct pd_err *e)
+{
 	struct pd_json j = PD_JSON_INIT;
 	struct pd_err je = PD_ERR_INIT;
 
@@ -169,16 +191,8 @@ int pd_sched_check(const struct pd_sched *s, struct pd_err *e)
 	if (s->timeout_ms != -1 && s->timeout_ms <= 0)
 		return pd_errf(e, PD_EX_DATAERR, "invalid timeout %lldms: must be positive",
 			       s->timeout_ms);
-	if (flow && !pd_flow_name_ok(flow))
-		return pd_errf(e, PD_EX_DATAERR,
-			       "invalid type '%.140s': the workflow name must be 1 to %d letters, "
-			       "digits, '-', '_' or '.'",
-			       s->type, PD_FLOW_NAME_MAX);
-	if (flow && s->timeout_ms != -1)
-		return pd_errf(e, PD_EX_DATAERR,
-			       "invalid timeout for workflow '%s': its steps' timeouts are the "
-			       "config's (workflows:)",
-			       flow);
+	if (pd_sched_check_workflow(s, NULL, e) < 0)
+		return -1;
 	return pd_concurrency_key_check("concurrency key", s->concurrency_key, e);
 }
 

@@ -110,6 +110,13 @@ int pd_sched_check_name(const char *name, struct pd_err *e);
 int pd_sched_check(const struct pd_sched *s, struct pd_err *e);
 
 /*
+ * pd_sched_check's rules of a workflow schedule (none for a job type): code
+ * 65, *field (when field is not NULL) the field at fault, "type" or
+ * "timeout".
+ */
+int pd_sched_check_workflow(const struct pd_sched *s, const char **field, struct pd_err *e);
+
+/*
  * The expression parses, the zone exists, and it can fire at all
  * (pd_cron_next finds a time): 0, or -1 with e filled.
  */
