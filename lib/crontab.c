@@ -338,15 +338,15 @@ static int ann_pair(struct parser *p, const char *at, const char *k, const char 
 		if (ann_int(p, at, k, v, 1, PD_SCHED_CATCH_UP_MAX, &s->catch_up_limit) < 0)
 			return -1;
 	} else if (strcmp(k, "workflow") == 0) {
+		struct pd_buf b = PD_BUF_INIT;
+
 		if (!pd_flow_name_ok(v))
 			return lerr(p, at,
 				    "annotation 'workflow': '%s' is not a workflow name (1 to %d "
 				    "letters, digits, '-', '_' or '.')",
 				    v, PD_FLOW_NAME_MAX);
-		struct pd_buf b = PD_BUF_INIT;
-
 		pd_buf_printf(&b, PD_FLOW_JOB_PREFIX "%s", v);
-		s->type = own(p->t, pd_buf_detach(&b));
+		s->type = own(p->t, pd_buf_detach(&b)); /* the line's command must be '-' */
 	} else {
 		return lerr(p, at,
 			    "unknown annotation key '%s' (name, timeout, max_attempts, queue, key, "
