@@ -102,7 +102,7 @@ tick() {
 
 @test "one run per occurrence: racing tickers, and a ticker re-firing into the keys" {
 	pd-cron apply "$D/orders" >/dev/null
-	for round in 1 2 3; do
+	for round in 1 2; do
 		sql "TRUNCATE pendulum.jobs CASCADE"
 		outage orders '10 minutes'
 		pd-cron run --once >"$D/a" 2>/dev/null &
