@@ -236,3 +236,18 @@ tick() {
 	[ "$status" -eq 65 ]
 	[[ "$stderr" == *"$D/bad:2:1: invalid timeout for workflow 'order'"* ]]
 }
+
+@test "pd-worker --crontab with workflow lines: applies and ticks them, runs the config's steps, serves no '-'" {
+	printf '# pd: name=orders workflow=order\n* * * * * -\n# pd: name=refunds workflow=refund\n@daily -\n@daily echo hi\n' >"$D/orders"
+	start_worker w1 -c "$CFG" --crontab "$D/orders" --lease 2s --poll 100ms
+	wait_for 20 sql_is "SELECT count(*) FROM pendulum.cron_schedules" 3
+	# refund, which the config does not define, is no handler of the worker: its run waits, unserved
+	outage refunds '1 day'
+	wait_for 20 sql_is "SELECT job_type FROM pendulum.unserved" workflow:refund
+	outage orders '2 minutes'
+	wait_for 30 sql_is "SELECT count(*) > 0 FROM pendulum.workflow_run_states WHERE state = 'SUCCEEDED'" t
+	[ "$(sql "SELECT count(*) FROM pendulum.workflow_run_states WHERE state IN ('DEAD_LETTERED', 'CANCELLED')")" -eq 0 ]
+	[ "$(sql "SELECT state || ' ' || attempt FROM pendulum.jobs WHERE job_type = 'workflow:refund'")" = "PENDING 0" ]
+	[ "$(sql "SELECT count(*) FROM pendulum.attempt_rows WHERE exit_code <> 0")" -eq 0 ]
+	[ "$(sql "SELECT output::text FROM pendulum.workflow_steps WHERE step_name = 'ship' LIMIT 1")" = '{"shipped": {"crontab": "orders"}}' ]
+}
