@@ -672,23 +672,6 @@ static int dec_relay(struct pd_config *c, const struct pd_ynode *n, struct pd_er
 	return decode_fields(c, n, relay_fields, NFIELDS(relay_fields), e);
 }
 
-/* The longest workflow name: it becomes the job type "workflow:NAME". */
-#define FLOW_NAME_MAX 100
-
-/* 1 if name is 1 to FLOW_NAME_MAX ASCII letters, digits, '-', '_' or '.'. */
-static int flow_name_ok(const char *name)
-{
-	size_t len = strlen(name);
-
-	if (len == 0 || len > FLOW_NAME_MAX)
-		return 0;
-	for (const char *p = name; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
-			return 0;
-	return 1;
-}
-
 /* The key node of key in map, or NULL. */
 static const struct pd_ynode *key_node(const struct pd_ynode *map, const char *key)
 {
@@ -804,11 +787,11 @@ static int dec_workflow(struct pd_config *c, const struct pd_ynode *key, const s
 	int rc = 0;
 
 	f->name = pd_xstrdup(key->value);
-	if (!flow_name_ok(key->value))
+	if (!pd_flow_name_ok(key->value))
 		return pd_y_errf(d, key, CODE, e,
 				 "workflow name '%s': expected 1 to %d letters, digits, '-', '_' "
 				 "or '.'",
-				 key->value, FLOW_NAME_MAX);
+				 key->value, PD_FLOW_NAME_MAX);
 	if (pd_y_map(d, n, CODE, e) < 0 || pd_y_check_keys(d, n, known, CODE, e) < 0)
 		return -1;
 	if ((steps = pd_y_get(n, "steps")) == NULL)

@@ -32,7 +32,7 @@ const struct pd_subopt pd_croncmd_opts[PD_CRON_NOPTS] = {
     [C_CRON] = {"cron", 0, "EXPR", "five fields or @daily, @hourly... (see pd-cron(1))"},
     [C_TZ] = {"tz", 0, "ZONE", "IANA time zone of the wall-clock times, e.g. Europe/Berlin"},
     [C_TZ_PREVIEW] = {"tz", 0, "ZONE", "IANA time zone (default UTC)", "tz-preview"},
-    [C_TYPE] = {"type", 0, "TYPE", "the jobs' type"},
+    [C_TYPE] = {"type", 0, "TYPE", "the jobs' type, or workflow:NAME: a run of NAME each time"},
     [C_PAYLOAD] = {"payload", 0, "JSON", "the jobs' payload (default {})"},
     [C_QUEUE] = {"queue", 0, "Q", "the jobs' queue (default 'default')"},
     [C_PRIORITY] = {"priority", 0, "P", "integer, or high, normal, low (default 0)"},
@@ -158,16 +158,46 @@ static const char *const dst_notes[] = {
 };
 static const char *const dst_names[] = {NULL, "gap", "twice"};
 
+/*
+ * What check says of the workflow of s (NULL: none) into out: defined in
+ * the config a->cfg (loaded), or not (a warning on stderr too), or not
+ * checked (no config file).
+ */
+static void check_flow(struct pd_app *a, const char *path, const struct pd_sched *s,
+		       const char *flow, char *out, size_t n)
+{
+	const struct pd_flow *def;
+
+	if (flow == NULL) {
+		out[0] = '\0';
+	} else if (a->cfg.path == NULL) {
+		snprintf(out, n, "not checked: no configuration file");
+	} else if ((def = pd_flow_find(a->cfg.flows, a->cfg.nflows, flow)) != NULL) {
+		snprintf(out, n, "defined in %s, %d step%s", a->cfg.path, def->nsteps,
+			 def->nsteps == 1 ? "" : "s");
+	} else {
+		snprintf(out, n, "not defined in %s", a->cfg.path);
+		fprintf(stderr,
+			"%s: warning: %s:%d: schedule '%s': workflow '%s' is not defined in %s "
+			"(workflows:); its runs wait for a worker that defines it\n",
+			pd_progname(), path, s->line, s->name, flow, a->cfg.path);
+	}
+}
+
 /* One schedule of check: a header line and its next three fires after t, or a JSON line. */
-static int check_one(struct pd_app *a, const struct pd_sched *s, const char *command,
-		     const struct pd_crontab *t, long long from, struct pd_err *e)
+static int check_one(struct pd_app *a, const char *path, const struct pd_sched *s,
+		     const char *command, const struct pd_crontab *t, long long from,
+		     struct pd_err *e)
 {
 	struct pd_buf b = PD_BUF_INIT;
 	struct pd_cron c;
 	long long at = from;
+	const char *flow = pd_sched_workflow(s->type);
+	char note[600];
 
 	if (pd_cron_parse(&c, s->cron, e) < 0)
 		return -1;
+	check_flow(a, path, s, flow, note, sizeof(note));
 	if (a->json) {
 		pd_buf_puts(&b, "{\"name\":");
 		pd_json_quote(&b, s->name, strlen(s->name));
@@ -179,15 +209,23 @@ static int check_one(struct pd_app *a, const struct pd_sched *s, const char *com
 		pd_json_quote(&b, s->timezone, strlen(s->timezone));
 		pd_buf_printf(&b, ",\"host_zone\":%s",
 			      t && strcmp(s->timezone, t->zone) == 0 ? "true" : "false");
-		if (command) {
+		if (command && !flow) {
 			pd_buf_puts(&b, ",\"command\":");
 			pd_json_quote(&b, command, strlen(command));
+		}
+		if (flow) {
+			pd_buf_puts(&b, ",\"workflow\":");
+			pd_json_quote(&b, flow, strlen(flow));
+			pd_buf_puts(&b, ",\"workflow_check\":");
+			pd_json_quote(&b, note, strlen(note));
 		}
 		pd_buf_puts(&b, ",\"next\":[");
 	} else {
 		printf("%s (line %d): %s  %s%s\n", s->name, s->line, s->cron, s->timezone,
 		       t && strcmp(s->timezone, t->zone) == 0 ? " (the host's zone)" : "");
-		if (command)
+		if (flow)
+			printf("  workflow: %s (%s)\n", flow, note);
+		else if (command)
 			printf("  command: %s\n", command);
 	}
 	for (int i = 0; i < 3; i++) {
@@ -640,13 +678,19 @@ int pd_croncmd_check_file(struct pd_subcall *k, struct pd_err *e)
 
 	if (load_file(&f, path, x->crontab, NULL, e) < 0)
 		return -1;
-	if (!a->json && f.crontab)
+	/* The config only when a schedule starts a workflow: its workflows: are checked. */
+	for (int i = 0; i < f.n && rc == 0; i++)
+		if (pd_sched_workflow(f.v[i].type)) {
+			rc = pd_app_load(a, e);
+			break;
+		}
+	if (!a->json && rc == 0 && f.crontab)
 		printf("%s: %d schedule%s; host zone %s (from %s)\n", path, f.n,
 		       f.n == 1 ? "" : "s", f.t.zone, f.t.zone_from);
-	else if (!a->json)
+	else if (!a->json && rc == 0)
 		printf("%s: %d schedule%s\n", path, f.n, f.n == 1 ? "" : "s");
 	for (int i = 0; i < f.n && rc == 0; i++)
-		rc = check_one(a, &f.v[i], f.crontab ? f.t.v[i].command : NULL,
+		rc = check_one(a, path, &f.v[i], f.crontab ? f.t.v[i].command : NULL,
 			       f.crontab ? &f.t : NULL, from, e);
 	release_file(&f);
 	return rc;

@@ -13,6 +13,7 @@
 static void add_version(struct pd_cronserve *c, const struct pd_crontab *t)
 {
 	struct pd_handler *h = pd_xcalloc((size_t)t->n + 1, sizeof(*h));
+	int nh = 0;
 
 	c->tabs = pd_xrealloc(c->tabs, (size_t)(c->n + 1) * sizeof(*c->tabs));
 	c->hv = pd_xrealloc(c->hv, (size_t)(c->n + 1) * sizeof(*c->hv));
@@ -22,14 +23,17 @@ static void add_version(struct pd_cronserve *c, const struct pd_crontab *t)
 	for (int i = 0; i < t->n; i++) {
 		const struct pd_crontab_entry *en = &t->v[i];
 
-		h[i].name = (char *)en->s.type;
-		h[i].run = (char *)en->command;
-		h[i].timeout_ms = en->s.timeout_ms;
-		h[i].mode = PD_HANDLER_PROCESS;
-		h[i].env = en->env;
+		if (pd_sched_workflow(en->s.type)) /* a run's steps are the config's */
+			continue;
+		h[nh].name = (char *)en->s.type;
+		h[nh].run = (char *)en->command;
+		h[nh].timeout_ms = en->s.timeout_ms;
+		h[nh].mode = PD_HANDLER_PROCESS;
+		h[nh].env = en->env;
+		nh++;
 	}
 	c->ext.handlers = h;
-	c->ext.nhandlers = t->n;
+	c->ext.nhandlers = nh;
 	c->pending = 1;
 }
 

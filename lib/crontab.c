@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "crontab.h"
 #include "dur.h"
+#include "flow.h"
 #include "jobspec.h"
 #include "text.h"
 
@@ -336,10 +337,20 @@ static int ann_pair(struct parser *p, const char *at, const char *k, const char 
 	} else if (strcmp(k, "catch_up_limit") == 0) {
 		if (ann_int(p, at, k, v, 1, PD_SCHED_CATCH_UP_MAX, &s->catch_up_limit) < 0)
 			return -1;
+	} else if (strcmp(k, "workflow") == 0) {
+		struct pd_buf b = PD_BUF_INIT;
+
+		if (!pd_flow_name_ok(v))
+			return lerr(p, at,
+				    "annotation 'workflow': '%s' is not a workflow name (1 to %d "
+				    "letters, digits, '-', '_' or '.')",
+				    v, PD_FLOW_NAME_MAX);
+		pd_buf_printf(&b, PD_FLOW_JOB_PREFIX "%s", v);
+		s->type = own(p->t, pd_buf_detach(&b)); /* the line's command must be '-' */
 	} else {
 		return lerr(p, at,
 			    "unknown annotation key '%s' (name, timeout, max_attempts, queue, key, "
-			    "misfire, overlap, jitter, priority, catch_up_limit)",
+			    "misfire, overlap, jitter, priority, catch_up_limit, workflow)",
 			    k);
 	}
 	return 0;
@@ -402,7 +413,7 @@ static int schedule(struct parser *p, const char *s)
 	struct pd_err e2 = PD_ERR_INIT;
 	struct pd_buf expr = PD_BUF_INIT, b = PD_BUF_INIT;
 	struct pd_cron c;
-	const char *cmd = s, *first = s;
+	const char *cmd = s, *first = s, *flow;
 	size_t n;
 	int fields = s[0] == '@' ? 1 : 5, k;
 
@@ -451,15 +462,28 @@ static int schedule(struct parser *p, const char *s)
 	en->s.timezone = p->zone;
 	en->s.line = p->line;
 	en->command = own(t, pd_xstrndup(cmd, n));
+	flow = pd_sched_workflow(en->s.type);
+	if (flow && strcmp(en->command, "-") != 0)
+		return lerr(p, cmd,
+			    "the command of a workflow=%s line must be '-' (the workflow's steps "
+			    "are the config's workflows:)",
+			    flow);
 	if (!en->named) {
 		char name[24];
 
-		snprintf(name, sizeof(name), "cron-%08x",
-			 (unsigned)fnv(fnv(2166136261u, en->s.cron), en->command));
+		/* A workflow line's command is '-': its workflow tells it apart. */
+		snprintf(
+		    name, sizeof(name), "cron-%08x",
+		    (unsigned)fnv(fnv(2166136261u, en->s.cron), flow ? en->s.type : en->command));
 		en->s.name = own(t, pd_xstrdup(name));
 	}
-	pd_buf_printf(&b, PD_CRONTAB_TYPE_PREFIX "%s.%s", t->scope, en->s.name);
-	en->s.type = own(t, pd_buf_detach(&b));
+	if (flow) {
+		pd_buf_printf(&b, "{\"crontab\": \"%s\"}", t->scope);
+		en->s.payload = own(t, pd_buf_detach(&b));
+	} else {
+		pd_buf_printf(&b, PD_CRONTAB_TYPE_PREFIX "%s.%s", t->scope, en->s.name);
+		en->s.type = own(t, pd_buf_detach(&b));
+	}
 	en->env = pd_xcalloc((size_t)p->nenv + 1, sizeof(*en->env));
 	if (p->nenv)
 		memcpy(en->env, p->env, (size_t)p->nenv * sizeof(*en->env));

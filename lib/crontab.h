@@ -15,7 +15,14 @@
  * Annotation keys: name, timeout, max_attempts, queue, key (the jobs'
  * concurrency_key), misfire, overlap
  * (allow or skip; a crontab line's default is skip), jitter, priority,
- * catch_up_limit. Any other key is an error. A line without a name is
+ * catch_up_limit, workflow. Any other key is an error.
+ *
+ * workflow=NAME: the line starts a run of workflow NAME per occurrence
+ * (lib/sched, pendulum.cron_enqueue): its type is "workflow:NAME", its
+ * payload (the run's input) {"crontab": "SCOPE"}, which is how --prune
+ * finds it among the file's schedules, and its command must be '-' (the
+ * steps are the config's workflows:; no timeout). An unnamed one is named
+ * from its expression and type. A line without a name is
  * named "cron-" and 8 hex digits of a hash of its expression and command,
  * so re-applying an unchanged file finds the same schedules.
  *

@@ -120,6 +120,19 @@ static int check_steps(const struct pd_json *j, int rec, int pos, struct pd_flow
 	return 0;
 }
 
+int pd_flow_name_ok(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > PD_FLOW_NAME_MAX)
+		return 0;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+			return 0;
+	return 1;
+}
+
 void pd_flow_plan(const struct pd_flow *def, const char *name, const char *ctx,
 		  struct pd_flow_plan *p)
 {

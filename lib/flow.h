@@ -18,6 +18,11 @@
 #include "handler.h"
 
 #define PD_FLOW_JOB_PREFIX "workflow:"
+/* The longest workflow name: it becomes the job type "workflow:NAME". */
+#define PD_FLOW_NAME_MAX 100
+
+/* 1 if name is 1 to PD_FLOW_NAME_MAX ASCII letters, digits, '-', '_' or '.'. */
+int pd_flow_name_ok(const char *name);
 
 enum pd_flow_step_kind {
 	PD_FLOW_STEP_RUN,   /* run: / exec: a handler, its stdout the step's output */

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "dur.h"
+#include "flow.h"
 #include "jobspec.h"
 #include "json.h"
 #include "log.h"
@@ -121,6 +122,36 @@ int pd_sched_check_timing(const char *cron, const char *zone, struct pd_err *e)
 	return 0;
 }
 
+const char *pd_sched_workflow(const char *type)
+{
+	size_t n = strlen(PD_FLOW_JOB_PREFIX);
+
+	return type && strncmp(type, PD_FLOW_JOB_PREFIX, n) == 0 ? type + n : NULL;
+}
+
+int pd_sched_check_workflow(const struct pd_sched *s, const char **field, struct pd_err *e)
+{
+	const char *flow = pd_sched_workflow(s->type);
+
+	if (flow && !pd_flow_name_ok(flow)) {
+		if (field)
+			*field = "type";
+		return pd_errf(e, PD_EX_DATAERR,
+			       "invalid type '%.140s': the workflow name must be 1 to %d letters, "
+			       "digits, '-', '_' or '.'",
+			       s->type, PD_FLOW_NAME_MAX);
+	}
+	if (flow && s->timeout_ms != -1) {
+		if (field)
+			*field = "timeout";
+		return pd_errf(e, PD_EX_DATAERR,
+			       "invalid timeout for workflow '%s': its steps' timeouts are the "
+			       "config's (workflows:)",
+			       flow);
+	}
+	return 0;
+}
+
 int pd_sched_check(const struct pd_sched *s, struct pd_err *e)
 {
 	struct pd_json j = PD_JSON_INIT;
@@ -160,6 +191,8 @@ int pd_sched_check(const struct pd_sched *s, struct pd_err *e)
 	if (s->timeout_ms != -1 && s->timeout_ms <= 0)
 		return pd_errf(e, PD_EX_DATAERR, "invalid timeout %lldms: must be positive",
 			       s->timeout_ms);
+	if (pd_sched_check_workflow(s, NULL, e) < 0)
+		return -1;
 	return pd_concurrency_key_check("concurrency key", s->concurrency_key, e);
 }
 
@@ -578,13 +611,9 @@ int pd_sched_trigger(struct pd_db *db, const char *tenant, const char *name, lon
 		db,
 		"WITH s AS (SELECT * FROM pendulum.cron_schedules WHERE tenant_id = $1 "
 		"AND name = $2 FOR UPDATE), "
-		"j AS (SELECT e.id FROM s CROSS JOIN LATERAL pendulum.enqueue_ex("
-		"tenant => s.tenant_id, job_type => s.job_type, payload => s.payload, "
-		"queue => s.queue, priority => s.priority, run_at => now(), "
-		"idempotency_key => 'cron:' || s.id || ':trigger:' || " EPOCH_US(
-		    "now()") ", "
-			     "max_attempts => s.max_attempts, timeout => s.timeout, "
-			     "concurrency_key => s.concurrency_key) AS e), "
+		"j AS (SELECT e.id FROM s CROSS JOIN LATERAL pendulum.cron_enqueue(s.id, now(), "
+		"'cron:' || s.id || ':trigger:' || " EPOCH_US(
+		    "now()") ") AS e), "
 			     "f AS (INSERT INTO pendulum.cron_fires (schedule_id, tenant_id, "
 			     "fire_at, kind, job_id) "
 			     "SELECT s.id, s.tenant_id, now(), 'triggered', j.id FROM s, j) "
@@ -811,6 +840,27 @@ static int update(struct pd_db *db, const char *id, const struct pd_sched *s, in
 	return pd_db_exec(db, sql, 16, params, PGRES_COMMAND_OK, NULL, e);
 }
 
+/*
+ * Stored row `row` of r is one of `types` ("crontab.SCOPE."): its type
+ * begins with it, or it is a workflow schedule whose payload is
+ * {"crontab": "SCOPE"} (a crontab's workflow= line, lib/crontab).
+ */
+static int of_types(PGresult *r, int row, const char *types)
+{
+	const char *type = PQgetvalue(r, row, C_TYPE), *dot = strchr(types, '.');
+	struct pd_buf mark = PD_BUF_INIT;
+	int yes;
+
+	if (strncmp(type, types, strlen(types)) == 0)
+		return 1;
+	if (pd_sched_workflow(type) == NULL || dot == NULL)
+		return 0;
+	pd_buf_printf(&mark, "{\"crontab\": \"%.*s\"}", (int)(strlen(dot + 1) - 1), dot + 1);
+	yes = strcmp(PQgetvalue(r, row, C_PAYLOAD), mark.data) == 0;
+	pd_buf_release(&mark);
+	return yes;
+}
+
 int pd_sched_apply(struct pd_db *db, const struct pd_sched *v, int n, const char *scope, int prune,
 		   int dry_run, struct pd_buf *out, struct pd_apply_stats *st, struct pd_err *e)
 {
@@ -885,8 +935,7 @@ int pd_sched_apply_types(struct pd_db *db, const struct pd_sched *v, int n, cons
 	for (int k = 0; prune && k < rows; k++) {
 		const char *id[1] = {PQgetvalue(r, k, C_ID)};
 
-		if (seen[k] ||
-		    (types && strncmp(PQgetvalue(r, k, C_TYPE), types, strlen(types)) != 0))
+		if (seen[k] || (types && !of_types(r, k, types)))
 			continue;
 		if (pd_db_exec(db, "DELETE FROM pendulum.cron_schedules WHERE id = $1", 1, id,
 			       PGRES_COMMAND_OK, NULL, e) < 0)

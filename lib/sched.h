@@ -79,6 +79,13 @@ struct pd_sched {
 };
 
 /*
+ * The workflow a schedule of type "workflow:NAME" starts a run of at each
+ * occurrence (pendulum.cron_enqueue, sql/027): NAME, pointing into type; NULL
+ * when type names a job type.
+ */
+const char *pd_sched_workflow(const char *type);
+
+/*
  * The defaults: FIRE_ONCE, catch-up limit 100, priority 0, enabled, overlap
  * ALLOW, no jitter, the jobs' default attempts and timeout.
  */
@@ -96,9 +103,18 @@ int pd_sched_check_name(const char *name, struct pd_err *e);
  * zone (pd_tz_check), type and queue not empty, the payload valid JSON,
  * catch_up_limit 1 to 10000, jitter 0 to a day, max_attempts 1 to 1000 (or
  * -1), timeout positive (or -1), the concurrency key one a job may carry
- * (pd_concurrency_key_check). Code 65, naming the field.
+ * (pd_concurrency_key_check). A workflow schedule (type "workflow:NAME"):
+ * NAME a workflow name (pd_flow_name_ok), no timeout (its steps have theirs
+ * in the config's workflows:). Code 65, naming the field.
  */
 int pd_sched_check(const struct pd_sched *s, struct pd_err *e);
+
+/*
+ * pd_sched_check's rules of a workflow schedule (none for a job type): code
+ * 65, *field (when field is not NULL) the field at fault, "type" or
+ * "timeout".
+ */
+int pd_sched_check_workflow(const struct pd_sched *s, const char **field, struct pd_err *e);
 
 /*
  * The expression parses, the zone exists, and it can fire at all
@@ -287,7 +303,8 @@ int pd_sched_apply(struct pd_db *db, const struct pd_sched *v, int n, const char
 /*
  * pd_sched_apply, whose --prune deletes only the stored schedules whose job
  * type begins with `types` (NULL: any): a crontab file's ("crontab.SCOPE.",
- * lib/crontab), so that two files do not delete each other's schedules.
+ * lib/crontab), so that two files do not delete each other's schedules;
+ * and the file's workflow schedules, whose payload is {"crontab": "SCOPE"}.
  */
 int pd_sched_apply_types(struct pd_db *db, const struct pd_sched *v, int n, const char *scope,
 			 const char *types, int prune, int dry_run, struct pd_buf *out,

@@ -198,6 +198,8 @@ static int file_entry(struct pd_sched_file *f, const struct pd_ynode *item, stru
 		if (s->timeout_ms <= 0)
 			return pd_y_errf(d, n, PD_EX_DATAERR, e, "'timeout': must be positive");
 	}
+	if (pd_sched_check_workflow(s, &v, &e2) < 0)
+		return at(d, pd_y_get(item, v), &e2, e);
 	return 0;
 }
 

@@ -46,7 +46,8 @@ static void log_disabled(const char *tenant, const char *name, const char *reaso
 
 /*
  * Enqueue the occurrences d->at of schedule id (named tenant/name, with its
- * overlap and jitter) and record each in pendulum.cron_fires; add the
+ * overlap and jitter) through pendulum.cron_enqueue (a job, or a workflow
+ * run's job) and record each in pendulum.cron_fires; add the
  * counts to st. In the caller's transaction, which holds the schedule's
  * row. With overlap skip, none fires while an earlier job of the schedule
  * is active, and at most the first fires otherwise: it is the active job
@@ -80,13 +81,9 @@ static int enqueue_due(struct pd_db *db, const char *id, const char *tenant, con
 		"WITH j AS (SELECT u.t, e.id, e.created, s.tenant_id FROM pendulum.cron_schedules "
 		"s "
 		"CROSS JOIN LATERAL unnest($2::bigint[]) AS u(t) "
-		"CROSS JOIN LATERAL pendulum.enqueue_ex(tenant => s.tenant_id, "
-		"job_type => s.job_type, payload => s.payload, queue => s.queue, "
-		"priority => s.priority, "
-		"run_at => to_timestamp(u.t) + $3::bigint * interval '1 millisecond', "
-		"idempotency_key => " OCCURRENCE_KEY ", max_attempts => s.max_attempts, "
-		"timeout => s.timeout, concurrency_key => s.concurrency_key) AS e WHERE s.id = "
-		"$1), "
+		"CROSS JOIN LATERAL pendulum.cron_enqueue(s.id, "
+		"to_timestamp(u.t) + $3::bigint * interval '1 millisecond', " OCCURRENCE_KEY
+		") AS e WHERE s.id = $1), "
 		"f AS (INSERT INTO pendulum.cron_fires (schedule_id, tenant_id, fire_at, kind, "
 		"job_id) "
 		"SELECT $1, j.tenant_id, to_timestamp(j.t), 'fired', j.id FROM j "

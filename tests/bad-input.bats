@@ -69,6 +69,12 @@ setup_file() {
 	sed 's|name: s|name: "s\\nx"|' "$T/sched-ok.yaml" >"$T/sched-name.yaml"
 	printf '0 * * * * echo hi\n61 * * * * echo bad\n' >"$T/crontab-bad"
 	printf 'CRON_TZ=Mars/Olympus\n0 * * * * echo hi\n' >"$T/crontab-zone"
+	printf '# pd: workflow=\n0 * * * * -\n' >"$T/crontab-flow-empty"
+	printf '# pd: workflow=a/b\n0 * * * * -\n' >"$T/crontab-flow-name"
+	printf '# pd: workflow=wf\n0 * * * * echo hi\n' >"$T/crontab-flow-command"
+	printf '# pd: workflow=wf\n0 * * * * -\n' >"$T/crontab-ok-flow"
+	sed 's|type: t|type: "workflow:wf"|' "$T/sched-ok.yaml" >"$T/sched-flow-timeout.yaml"
+	printf '    timeout: 1m\n' >>"$T/sched-flow-timeout.yaml"
 
 	# Rows of every kind for the checksum to guard and the commands to miss.
 	pd-enqueue t '{"fixture": 1}' >"$T/job.id"
@@ -437,6 +443,15 @@ row() {
 	row run-config 78 "bogus_key" "" pd-cron -c "$T/unknown-key.yaml" run
 	row run-db-down 69 "127.0.0.1" "" pd-cron -d "$DOWN" run
 	row run-once-db-down 69 "127.0.0.1" "" pd-cron -d "$DOWN" run --once
+	# scheduled workflows: type workflow:NAME, a crontab's workflow=NAME
+	row add-flow-empty 65 "workflow name" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type workflow:
+	row add-flow-bad-name 65 "workflow name" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type 'workflow:a b'
+	row add-flow-timeout 65 "timeout" "" pd-cron add s2 --cron '0 * * * *' --tz UTC --type workflow:wf --timeout 1m
+	row apply-flow-timeout 65 "timeout" "" pd-cron apply "$T/sched-flow-timeout.yaml"
+	row check-crontab-flow-empty 65 "crontab-flow-empty:1:7: annotation: expected KEY=VALUE, got 'workflow='" "" pd-cron check --crontab "$T/crontab-flow-empty"
+	row apply-crontab-flow-name 65 "crontab-flow-name:1:7: annotation 'workflow'" "" pd-cron apply --crontab "$T/crontab-flow-name"
+	row check-crontab-flow-command 65 "crontab-flow-command:2:11: the command of a workflow=wf line must be '-'" "" pd-cron check --crontab "$T/crontab-flow-command"
+	row check-flow-config 78 "bogus_key" "" pd-cron -c "$T/unknown-key.yaml" check --crontab "$T/crontab-ok-flow"
 	rows_end
 }
 

@@ -2,7 +2,7 @@
  * crontab_test: lib/crontab without a database: the four-line example of
  * issue 14, annotations, CRON_TZ and NAME=value scoping, stable generated
  * names, the file's scope and type prefix, YAML-or-crontab detection, and
- * each error with its line.
+ * each error with its line; workflow= lines (scheduled workflows).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,6 +233,42 @@ static void scope_and_zone(void)
 	unsetenv("TZ");
 }
 
+/* workflow=NAME: a schedule of type workflow:NAME, its command '-', its payload the file's mark. */
+static void workflows(void)
+{
+	struct pd_crontab t;
+	struct pd_err e = PD_ERR_INIT;
+	const char *text = "# pd: workflow=order\n* * * * * -\n"
+			   "# pd: workflow=refund\n* * * * * -\n"
+			   "# pd: name=nightly workflow=order key=shop overlap=allow\n@daily -\n"
+			   "* * * * * -\n";
+
+	ok(parse(&t, text, &e) == 0, "workflow lines parse");
+	is_str(t.v[0].s.type, "workflow:order", "workflow=order: type workflow:order");
+	is_str(pd_sched_workflow(t.v[0].s.type), "order", "which names workflow order");
+	is_str(t.v[0].s.payload, "{\"crontab\": \"app\"}", "the payload marks the file's scope");
+	ok(strcmp(t.v[0].s.name, t.v[1].s.name) != 0,
+	   "same expression, another workflow: another generated name");
+	is_str(t.v[2].s.name, "nightly", "annotated name");
+	is_str(t.v[2].s.concurrency_key, "shop", "and key");
+	ok(t.v[2].s.overlap == PD_OVERLAP_ALLOW, "and overlap");
+	ok(strncmp(t.v[3].s.type, "crontab.app.", 12) == 0 && strcmp(t.v[3].command, "-") == 0,
+	   "a '-' command without workflow= is a command of the crontab's types");
+	pd_crontab_release(&t);
+	ok(strstr(error_of("# pd: workflow=order\n* * * * * echo hi\n"),
+		  ":2:11: the command of a workflow=order line must be '-'") != NULL,
+	   "a workflow line's command must be '-'");
+	ok(strstr(error_of("# pd: workflow=a/b\n* * * * * -\n"), ":1:7: annotation 'workflow'") !=
+	       NULL,
+	   "a workflow name of other characters");
+	ok(strstr(error_of("# pd: workflow=\n* * * * * -\n"),
+		  ":1:7: annotation: expected KEY=VALUE") != NULL,
+	   "an empty workflow name");
+	ok(strstr(error_of("# pd: workflow=order timeout=1m\n* * * * * -\n"),
+		  ":2:1: invalid timeout for workflow 'order'") != NULL,
+	   "a workflow line takes no timeout");
+}
+
 int main(void)
 {
 	example();
@@ -241,5 +277,6 @@ int main(void)
 	errors();
 	detection();
 	scope_and_zone();
+	workflows();
 	return done_testing();
 }

@@ -155,6 +155,34 @@ static void test_check(void)
 	s.queue = NULL;
 	s.tenant = "";
 	is_int(pd_sched_check(&s, &e), -1, "an empty tenant is refused");
+	pd_err_clear(&e);
+	s.tenant = NULL;
+
+	/* A workflow schedule: type workflow:NAME. */
+	ok(pd_sched_workflow("t") == NULL, "a job type names no workflow");
+	ok(pd_sched_workflow(NULL) == NULL, "nor does no type");
+	is_str(pd_sched_workflow("workflow:order"), "order", "workflow:order names order");
+	s.type = "workflow:order";
+	is_int(pd_sched_check(&s, &e), 0, "a workflow schedule passes");
+	s.type = "workflow:";
+	is_int(pd_sched_check(&s, &e), -1, "an empty workflow name is refused");
+	like(e.msg, "invalid type 'workflow:': the workflow name must be 1 to 100", "why");
+	pd_err_clear(&e);
+	s.type = "workflow:a b";
+	is_int(pd_sched_check(&s, &e), -1, "a workflow name with a space is refused");
+	pd_err_clear(&e);
+	s.type = "workflow:order";
+	s.timeout_ms = 60000;
+	{
+		const char *field = NULL;
+
+		is_int(pd_sched_check_workflow(&s, &field, &e), -1, "a workflow takes no timeout");
+		is_str(field, "timeout", "the field at fault");
+		is_int(e.code, PD_EX_DATAERR, "code 65");
+		pd_err_clear(&e);
+	}
+	s.type = "t";
+	is_int(pd_sched_check(&s, &e), 0, "a job type takes a timeout");
 }
 
 static void test_due(void)
