@@ -34,13 +34,11 @@ CREATE INDEX jobs_start_by_idx ON pendulum.jobs (start_by)
 ALTER TYPE pendulum.job_input ADD ATTRIBUTE start_by timestamptz,
                               ADD ATTRIBUTE start_within interval;
 
--- The message for a start deadline start_by not after run_at, field naming
--- where it was given.
-CREATE FUNCTION pendulum.start_by_problem(field text, start_by timestamptz, run_at timestamptz)
+-- The message for a start deadline start_by not after run_at.
+CREATE FUNCTION pendulum.start_by_problem(start_by timestamptz, run_at timestamptz)
 RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
-RETURN format('%s: start deadline %s is not after the job''s run_at %s (it could never start)',
-              field,
+RETURN format('start deadline %s is not after the job''s run_at %s (it could never start)',
               to_char(start_by AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
               to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'));
 
@@ -80,7 +78,7 @@ DECLARE
 BEGIN
     PERFORM pendulum.check_name('tenant', enqueue_ex.tenant), pendulum.check_name('queue', enqueue_ex.queue), pendulum.check_name('type', enqueue_ex.job_type), pendulum.check_name('idempotency_key', enqueue_ex.idempotency_key), pendulum.check_concurrency_key('concurrency_key', enqueue_ex.concurrency_key);
     IF enqueue_ex.start_by <= v_run_at THEN
-        RAISE EXCEPTION '%', pendulum.start_by_problem('start_by', enqueue_ex.start_by, v_run_at)
+        RAISE EXCEPTION 'start_by: %', pendulum.start_by_problem(enqueue_ex.start_by, v_run_at)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF enqueue_ex.depends_on IS NOT NULL AND cardinality(enqueue_ex.depends_on) > 0 THEN
@@ -250,8 +248,8 @@ BEGIN ATOMIC
                            'offset', v.j->'start_by')
                      WHEN COALESCE(v.start_by, now() + v.start_within)
                           <= COALESCE(v.run_at, now()) + COALESCE(v.delay, interval '0') THEN
-                    'key ' || pendulum.start_by_problem(
-                        '''start_by''', COALESCE(v.start_by, now() + v.start_within),
+                    'key ''start_by'': ' || pendulum.start_by_problem(
+                        COALESCE(v.start_by, now() + v.start_within),
                         COALESCE(v.run_at, now()) + COALESCE(v.delay, interval '0')) END)
             END AS problem
         FROM (
