@@ -70,7 +70,8 @@ int pd_jobspec_check_start_by(const struct pd_jobspec *s, long long now_us, stru
 	if (!s->has_start_by && s->start_by_ms < 0)
 		return 0;
 	/* Both from now: now_us cancels out. No overflow: years 1-9999, delays <= 100 years. */
-	run_at = (s->has_run_at ? s->run_at_us : now_us) + (s->delay_ms > 0 ? s->delay_ms * 1000 : 0);
+	run_at =
+	    (s->has_run_at ? s->run_at_us : now_us) + (s->delay_ms > 0 ? s->delay_ms * 1000 : 0);
 	start_by = s->has_start_by ? s->start_by_us : now_us + s->start_by_ms * 1000;
 	if (start_by > run_at)
 		return 0;
@@ -257,9 +258,9 @@ int pd_jobspec_parse(const struct pd_json *j, struct pd_jobspec *s, struct pd_jo
 		     struct pd_err *e)
 {
 	static const char *const keys[] = {
-	    "type",	"payload",     "tenant",	  "queue",	     "priority",
-	    "run_at",	"delay",       "idempotency_key", "max_attempts",    "timeout",
-	    "delivery", "traceparent", "depends_on",	  "concurrency_key", "start_by", NULL};
+	    "type",	  "payload",	     "tenant",	     "queue",	"priority", "run_at",
+	    "delay",	  "idempotency_key", "max_attempts", "timeout", "delivery", "traceparent",
+	    "depends_on", "concurrency_key", "start_by",     NULL};
 	int t = 1;
 
 	if (j->tok[0].type != PD_JSON_OBJECT)
@@ -498,8 +499,7 @@ void pd_jobspec_copy_job(const struct pd_jobspec *s, long long id, unsigned cols
 	if (s->has_start_by || s->start_by_ms >= 0) {
 		char at[PD_INSTANT_MAX];
 
-		pd_instant_format(s->has_start_by ? s->start_by_us
-						  : now_us + s->start_by_ms * 1000,
+		pd_instant_format(s->has_start_by ? s->start_by_us : now_us + s->start_by_ms * 1000,
 				  at, sizeof(at));
 		copy_str(b, at);
 	} else {

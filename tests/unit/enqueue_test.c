@@ -289,10 +289,11 @@ int main(void)
 	ok(ndjson(&q, &d, "{\"type\":\"a\",\"delay\":\"1h\",\"start_by\":\"10m\"}", &e) == -1 &&
 	       strstr(e.msg, "stdin line 1: key 'start_by': start deadline ") == e.msg,
 	   "a start_by 10m with a delay of 1h: refused");
-	refused("{\"type\":\"a\",\"run_at\":\"2099-01-01T01:00:00Z\",\"start_by\":"
-		"\"2099-01-01T01:00:00Z\"}",
-		"stdin line 1: key 'start_by': start deadline 2099-01-01T01:00:00Z is not after the "
-		"job's run_at 2099-01-01T01:00:00Z (it could never start)");
+	refused(
+	    "{\"type\":\"a\",\"run_at\":\"2099-01-01T01:00:00Z\",\"start_by\":"
+	    "\"2099-01-01T01:00:00Z\"}",
+	    "stdin line 1: key 'start_by': start deadline 2099-01-01T01:00:00Z is not after the "
+	    "job's run_at 2099-01-01T01:00:00Z (it could never start)");
 
 	/* The direct COPY: only what the job gives; the table's defaults fill the rest. */
 	direct("{\"type\":\"a\",\"payload\":[1]}",
@@ -301,12 +302,13 @@ int main(void)
 	direct("{\"type\":\"a\",\"start_by\":\"1m\"}",
 	       "(id, job_type, payload, timeout, traceparent, concurrency_key, start_by)",
 	       "7\ta\t{}\t\\N\t\\N\t\\N\t1970-01-01T00:01:00Z\n");
-	direct("{\"type\":\"a\",\"tenant\":\"t\",\"queue\":\"q\",\"priority\":0,\"delay\":\"1s\","
-	       "\"max_attempts\":3,\"timeout\":2,\"delivery\":\"at-most-once\",\"traceparent\":"
-	       "\"tp\",\"concurrency_key\":\"k\\\\1\"}",
-	       "(id, tenant_id, queue, job_type, payload, priority, run_at, max_attempts, timeout,"
-	       " delivery, traceparent, concurrency_key, start_by)",
-	       "7\tt\tq\ta\t{}\t0\t2026-01-02T00:00:00Z\t3\t2.000\tat-most-once\ttp\tk\\\\1\t\\N\n");
+	direct(
+	    "{\"type\":\"a\",\"tenant\":\"t\",\"queue\":\"q\",\"priority\":0,\"delay\":\"1s\","
+	    "\"max_attempts\":3,\"timeout\":2,\"delivery\":\"at-most-once\",\"traceparent\":"
+	    "\"tp\",\"concurrency_key\":\"k\\\\1\"}",
+	    "(id, tenant_id, queue, job_type, payload, priority, run_at, max_attempts, timeout,"
+	    " delivery, traceparent, concurrency_key, start_by)",
+	    "7\tt\tq\ta\t{}\t0\t2026-01-02T00:00:00Z\t3\t2.000\tat-most-once\ttp\tk\\\\1\t\\N\n");
 	direct("{\"type\":\"a\",\"delay\":\"0s\"}",
 	       "(id, job_type, payload, timeout, traceparent, concurrency_key, start_by)",
 	       "7\ta\t{}\t\\N\t\\N\t\\N\t\\N\n");
