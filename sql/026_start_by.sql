@@ -456,9 +456,12 @@ BEGIN
         cancelled := cardinality(v_ids);
         PERFORM pendulum.fail_dependents(v_ids, 'CANCELLED');
     END IF;
-    next_ms := greatest(0, ceil(extract(epoch FROM
-                   (SELECT min(j.start_by) FROM pendulum.jobs j
-                     WHERE j.start_by IS NOT NULL AND j.state = 'PENDING'
-                       AND j.lease_token IS NULL) - now()) * 1000))::bigint;
+    -- (greatest() skips a NULL: none due stays NULL only with the CASE)
+    next_ms := (SELECT CASE WHEN m.due IS NOT NULL
+                            THEN greatest(0, ceil(extract(epoch FROM m.due - now()) * 1000))
+                       END::bigint
+                  FROM (SELECT min(j.start_by) AS due FROM pendulum.jobs j
+                         WHERE j.start_by IS NOT NULL AND j.state = 'PENDING'
+                           AND j.lease_token IS NULL) m);
 END
 $$;
