@@ -37,7 +37,7 @@ state_is() {
 	[ "$(col "$dep" dead_reason)" = "dependency $id cancelled" ]
 	grep -q 'cancelled=1 reason="start deadline passed"' "$BATS_FILE_TMPDIR/reaper.log"
 	# A worker for it now: it runs the job enqueued after, never the cancelled one.
-	start_worker w --poll 100ms --handler "t=touch '$D/ran-'\$PD_JOB_ID"
+	start_worker w --lease 2s --poll 100ms --handler "t=touch '$D/ran-'\$PD_JOB_ID"
 	later=$(pd-enqueue t '{}')
 	wait_for 15 state_is "$later" SUCCEEDED
 	[ ! -e "$D/ran-$id" ]
@@ -48,7 +48,7 @@ state_is() {
 @test "a job past its start_by is never claimed, even before any reap pass" {
 	id=$(pd-enqueue --start-by 1h t '{}')
 	sql "UPDATE pendulum.jobs SET start_by = now() - interval '1 s' WHERE id = $id"
-	start_worker w --no-reap --poll 100ms --handler "t=touch '$D/ran-'\$PD_JOB_ID"
+	start_worker w --no-reap --lease 2s --poll 100ms --handler "t=touch '$D/ran-'\$PD_JOB_ID"
 	# the worker claims from the queue: a job enqueued after it runs
 	later=$(pd-enqueue t '{}')
 	wait_for 15 state_is "$later" SUCCEEDED
@@ -64,7 +64,7 @@ state_is() {
 
 @test "a job claimed before its start_by runs, and is retried after it" {
 	# the first attempt waits at a gate, fails; the second succeeds
-	start_worker w --poll 100ms --handler \
+	start_worker w --lease 2s --poll 100ms --handler \
 		"t=touch '$D/started'; while [ ! -e '$D/gate' ]; do sleep 0.05; done; [ -e '$D/second' ] || { touch '$D/second'; exit 1; }"
 	id=$(pd-enqueue --start-by 30s t '{}')
 	wait_for 15 test -e "$D/started"
@@ -133,7 +133,7 @@ state_is() {
 }
 
 @test "a BLOCKED job whose start_by passes is cancelled once unblocked, never run" {
-	start_worker w --poll 100ms --handler \
+	start_worker w --lease 2s --poll 100ms --handler \
 		"a=while [ ! -e '$D/gate' ]; do sleep 0.05; done" --handler "b=touch '$D/ran-b'"
 	a=$(pd-enqueue a '{}')
 	b=$(pd-enqueue --after "$a" --start-by 1s b '{}')
