@@ -36,6 +36,7 @@ static void help(void)
 	    "  -p, --priority N             integer, higher first; or high, normal, low\n"
 	    "      --run-at INSTANT         not before this ISO 8601 instant\n"
 	    "      --delay DURATION         not before now + DURATION (250ms 30s 5m 2h 1d)\n"
+	    "      --start-by WHEN          cancel it if not started by now + DURATION or INSTANT\n"
 	    "  -k, --idempotency-key KEY    one job per KEY and tenant; a repeat returns its id\n"
 	    "      --max-attempts N         attempts before dead-lettering (default 25)\n"
 	    "      --timeout DURATION       kill the handler after DURATION\n"
@@ -45,10 +46,9 @@ static void help(void)
 	    "                               default: the handler's concurrency_key)\n"
 	    "      --after ID               run only after job ID succeeded (repeatable)\n"
 	    "      --ndjson                 one job a line on stdin, all or nothing\n"
-	    "      --max-payload SIZE       refuse a payload larger than SIZE (default the\n"
-	    "                               file's max_payload, else 1MiB; 512KiB, 65536)\n"
+	    "      --max-payload SIZE       refuse larger payloads (default max_payload, 1MiB)\n"
 	    "      --workflow NAME          start a run of workflow NAME (-t -q -p -k, --run-at,\n"
-	    "                               --delay, --max-attempts, --json, --wait apply)\n"
+	    "                               --delay, --start-by, --max-attempts, --json, --wait)\n"
 	    "      --json                   print the job rows as JSON, not the ids\n"
 	    "      --wait                   wait for the job (the run) to end; print only its\n"
 	    "                               result (the last step's output) and exit with the\n"
@@ -90,7 +90,8 @@ enum {
 	O_PRINT_ID,
 	O_WAIT_TIMEOUT,
 	O_MAX_PAYLOAD,
-	O_KEY
+	O_KEY,
+	O_START_BY
 };
 
 struct opts {
@@ -144,6 +145,13 @@ static int job_option(struct opts *o, int ch, const char *arg, struct pd_err *e)
 	case O_KEY:
 		s->concurrency_key = arg;
 		return 1;
+	case O_START_BY: {
+		struct pd_err se = PD_ERR_INIT;
+
+		if (pd_start_by_parse(arg, s, &se) < 0)
+			return pd_errf(e, PD_EX_USAGE, "option --start-by: %s", se.msg);
+		return 1;
+	}
 	case O_AFTER:
 		if (s->nafter == MAX_AFTER)
 			return pd_errf(e, PD_EX_USAGE, "at most %d --after options", MAX_AFTER);
@@ -214,6 +222,12 @@ static int check_args(int argc, char **argv, struct opts *o, struct pd_err *e)
 		s->traceparent = NULL;
 	if (s->has_run_at && s->delay_ms >= 0)
 		return pd_errf(e, PD_EX_USAGE, "--run-at and --delay cannot be combined");
+	if (!o->ndjson) { /* an NDJSON line may give its own: checked with the line */
+		struct pd_err se = PD_ERR_INIT;
+
+		if (pd_jobspec_check_start_by(s, pd_jobspec_wall_us(), &se) < 0)
+			return pd_errf(e, PD_EX_DATAERR, "option --start-by: %s", se.msg);
+	}
 	if (!o->wait && (o->print_id || o->wait_timeout_ms >= 0))
 		return pd_errf(e, PD_EX_USAGE, "%s applies to --wait only",
 			       o->print_id ? "--print-id" : "--wait-timeout");
@@ -259,6 +273,7 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 	    {"at-most-once", no_argument, NULL, O_AMO},
 	    {"traceparent", required_argument, NULL, O_TP},
 	    {"key", required_argument, NULL, O_KEY},
+	    {"start-by", required_argument, NULL, O_START_BY},
 	    {"after", required_argument, NULL, O_AFTER},
 	    {"ndjson", no_argument, NULL, O_NDJSON},
 	    {"json", no_argument, NULL, O_JSON},

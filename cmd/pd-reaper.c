@@ -19,8 +19,8 @@ static void help(void)
 {
 	printf(SYNOPSIS
 	       "\nGive expired leases back to their queues; dead-letter jobs whose attempts\n"
-	       "are exhausted and at-most-once jobs; prune finished history older than its\n"
-	       "retention.\n\n"
+	       "are exhausted and at-most-once jobs; cancel jobs not started by their start\n"
+	       "deadline; prune finished history older than its retention.\n\n"
 	       "      --interval DURATION  time between passes (default 5s)\n"
 	       "      --once               one pass, print what it did, and exit\n"
 	       "  -c, --config FILE        configuration file\n"

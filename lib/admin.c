@@ -128,7 +128,7 @@ static const char jobs_sql[] =
     " CASE WHEN unserved THEN 'no live worker serves type ' || job_type || ' in queue '"
     "  || queue ELSE coalesce(dead_reason, last_error) END,"
     " attempt, max_attempts, priority,"
-    " " ISO("created_at") ", " ISO("run_at") ", " ISO("finished_at") ","
+    " " ISO("created_at") ", " ISO("run_at") ", " ISO("start_by") ", " ISO("finished_at") ","
     " lease_owner, dead_reason, last_error, unserved, concurrency_key, parked_on, h.held"
     " FROM pendulum.jobs CROSS JOIN LATERAL (SELECT state = 'PENDING'"
     "  AND NOT pendulum.served(queue, job_type) AS unserved) s"
@@ -157,6 +157,7 @@ static const struct pd_col jobs_cols[] = {
     {"priority", NULL, 'n', 'j'},
     {"created_at", NULL, 's', 'j'},
     {"run_at", NULL, 's', 'j'},
+    {"start_by", NULL, 's', 'j'},
     {"finished_at", NULL, 's', 'j'},
     {"lease_owner", NULL, 's', 'j'},
     {"dead_reason", NULL, 's', 'j'},
@@ -192,8 +193,8 @@ static const char show_sql[] =
     "SELECT id, job_type, state, queue, tenant_id, priority, concurrency_key, parked_on,"
     " attempt || '/' || max_attempts,"
     " attempt, max_attempts, replay_count, delivery, " SECS("timeout") ","
-    " " ISO("created_at") ", " ISO("run_at") ", " ISO("started_at") ", " ISO("finished_at") ","
-    " " SECS("now() - created_at") ", lease_token, lease_owner, " ISO("lease_expires_at") ","
+    " " ISO("created_at") ", " ISO("run_at") ", " ISO("start_by") ", " ISO("started_at") ","
+    " " ISO("finished_at") ", " SECS("now() - created_at") ", lease_token, lease_owner, " ISO("lease_expires_at") ","
     " " SECS("lease_expires_at - now()") ", idempotency_key, traceparent,"
     " to_json(depends_on)::text, dead_reason, last_error, payload::text, result::text,"
     " result_is_text, result_truncated"
@@ -217,6 +218,7 @@ static const struct pd_col show_cols[] = {
     {"timeout_s", NULL, 'd', 'b'},
     {"created_at", NULL, 's', 'b'},
     {"run_at", NULL, 's', 'b'},
+    {"start_by", NULL, 's', 'b'},
     {"started_at", NULL, 's', 'b'},
     {"finished_at", NULL, 's', 'b'},
     {"age_s", NULL, 'd', 'b'},

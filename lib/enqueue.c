@@ -187,6 +187,8 @@ static int ndjson_line(struct pd_enqueue *q, const struct pd_jobspec *defaults, 
 	pd_json_release(&j);
 	if (rc < 0)
 		return pd_errf(e, PD_EX_DATAERR, "%s: %s", where, je.msg);
+	if (pd_jobspec_check_start_by(&s, pd_jobspec_wall_us(), &je) < 0)
+		return pd_errf(e, PD_EX_DATAERR, "%s: key 'start_by': %s", where, je.msg);
 	if (max_payload > 0 && s.payload_len > (size_t)max_payload) {
 		char lim[32];
 
@@ -378,7 +380,7 @@ static int copy_jobs(struct pd_enqueue *q, struct pd_db *db, int *line, struct p
 	    "COPY pendulum_stage (ord, tenant_id, queue, job_type, payload, priority, run_at, "
 	    "delay, "
 	    "idempotency_key, max_attempts, timeout, delivery, traceparent, depends_on, "
-	    "concurrency_key) FROM STDIN";
+	    "concurrency_key, start_by, start_within) FROM STDIN";
 	struct pd_buf chunk = PD_BUF_INIT;
 	int rc = 0;
 
@@ -551,7 +553,7 @@ static int copy_direct(struct pd_enqueue *q, struct pd_db *db, unsigned cols, in
 			at_us = run_at;
 		}
 		job[n++] = i;
-		pd_jobspec_copy_job(s, q->ids[i], cols, at, &chunk);
+		pd_jobspec_copy_job(s, q->ids[i], cols, at, now_us, &chunk);
 		if (chunk.len >= COPY_CHUNK || i == last) {
 			rc = pd_db_copy_put(db, chunk.data, chunk.len, e);
 			pd_buf_reset(&chunk);

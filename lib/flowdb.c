@@ -58,7 +58,8 @@ static int start_in_tx(struct pd_db *db, const char *const *params, int notify_d
 	    "SELECT pendulum.start_workflow($1, $2, $3::jsonb, $4, $5::integer, $6, $7::integer,"
 	    " CASE WHEN $8::jsonb IS NULL THEN NULL ELSE ARRAY(SELECT s.v FROM"
 	    " jsonb_array_elements_text($8::jsonb) WITH ORDINALITY AS s(v, i) ORDER BY s.i) END,"
-	    " $9::timestamptz, $10::bigint * interval '1 millisecond', $11)";
+	    " $9::timestamptz, $10::bigint * interval '1 millisecond', $11,"
+	    " coalesce($12::timestamptz, now() + $13::bigint * interval '1 millisecond'))";
 	/*
 	 * A second statement, so that it sees the row the function wrote: a
 	 * run whose row this transaction inserted is new; one that an
@@ -72,7 +73,7 @@ static int start_in_tx(struct pd_db *db, const char *const *params, int notify_d
 	const char *rparams[1];
 	PGresult *r;
 
-	if (pd_db_value(db, start_sql, 11, params, &id, e) < 0)
+	if (pd_db_value(db, start_sql, 13, params, &id, e) < 0)
 		return -1;
 	if (id == NULL)
 		return pd_errf(e, PD_EX_SOFTWARE, "start_workflow returned no run");
@@ -114,9 +115,9 @@ int pd_flow_start(struct pd_db *db, const char *name, const struct pd_jobspec *s
 {
 	struct pd_err inner = PD_ERR_INIT, ignore = PD_ERR_INIT;
 	struct pd_buf steps = PD_BUF_INIT;
-	char prio[24], max[24], at[PD_INSTANT_MAX], delay[24];
+	char prio[24], max[24], at[PD_INSTANT_MAX], delay[24], by_at[PD_INSTANT_MAX], by_ms[24];
 	char *input = spec->payload ? pd_xstrndup(spec->payload, spec->payload_len) : NULL;
-	const char *params[11];
+	const char *params[13];
 	int rc = -1;
 
 	if (name == NULL || *name == '\0') {
@@ -142,6 +143,12 @@ int pd_flow_start(struct pd_db *db, const char *name, const struct pd_jobspec *s
 	params[9] = spec->delay_ms >= 0 ? delay : NULL;
 	/* the run's job starts at the first step: under its key */
 	params[10] = def ? def->steps[0].h.concurrency_key : NULL;
+	/* the start deadline: an instant, or a duration from now */
+	if (spec->has_start_by)
+		pd_instant_format(spec->start_by_us, by_at, sizeof(by_at));
+	snprintf(by_ms, sizeof(by_ms), "%lld", spec->start_by_ms);
+	params[11] = spec->has_start_by ? by_at : NULL;
+	params[12] = spec->start_by_ms >= 0 ? by_ms : NULL;
 	memset(out, 0, sizeof(*out));
 	if (pd_db_exec_script(db, "BEGIN", &inner) == 0 &&
 	    start_in_tx(db, params, notify_done, out, &inner) == 0)

@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dur.h"
 #include "jobspec.h"
@@ -29,6 +30,56 @@ void pd_jobspec_init(struct pd_jobspec *s)
 	memset(s, 0, sizeof(*s));
 	s->delay_ms = -1;
 	s->timeout_ms = -1;
+	s->start_by_ms = -1;
+}
+
+int pd_start_by_parse(const char *v, struct pd_jobspec *s, struct pd_err *e)
+{
+	struct pd_err ignore = PD_ERR_INIT;
+	char shown[PD_TEXT_SHOW_MAX + 1];
+
+	if (pd_dur_parse(v, &s->start_by_ms, &ignore) == 0) {
+		s->has_start_by = 0;
+		return 0;
+	}
+	if (pd_instant_parse(v, &s->start_by_us, &ignore) == 0) {
+		s->has_start_by = 1;
+		s->start_by_ms = -1;
+		return 0;
+	}
+	s->start_by_ms = -1;
+	return pd_errf(e, PD_EX_DATAERR,
+		       "invalid start deadline '%s': expected a duration (a number with ms, s, m, "
+		       "h or d) or an ISO 8601 time with Z or an offset",
+		       pd_text_show(shown, sizeof(shown), v, strlen(v)));
+}
+
+long long pd_jobspec_wall_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int pd_jobspec_check_start_by(const struct pd_jobspec *s, long long now_us, struct pd_err *e)
+{
+	long long run_at, start_by;
+	char a[PD_INSTANT_MAX], b[PD_INSTANT_MAX];
+
+	if (!s->has_start_by && s->start_by_ms < 0)
+		return 0;
+	/* Both from now: now_us cancels out. No overflow: years 1-9999, delays <= 100 years. */
+	run_at =
+	    (s->has_run_at ? s->run_at_us : now_us) + (s->delay_ms > 0 ? s->delay_ms * 1000 : 0);
+	start_by = s->has_start_by ? s->start_by_us : now_us + s->start_by_ms * 1000;
+	if (start_by > run_at)
+		return 0;
+	pd_instant_format(start_by - start_by % 1000000, a, sizeof(a));
+	pd_instant_format(run_at - run_at % 1000000, b, sizeof(b));
+	return pd_errf(e, PD_EX_DATAERR,
+		       "start deadline %s is not after the job's run_at %s (it could never start)",
+		       a, b);
 }
 
 int pd_concurrency_key_check(const char *what, const char *key, struct pd_err *e)
@@ -191,6 +242,15 @@ static int parse_key(const struct pd_json *j, const char *key, int v, struct pd_
 			return -1;
 		return s->timeout_ms == 0 ? pd_errf(e, PD_EX_DATAERR, "must be positive") : 0;
 	}
+	if (strcmp(key, "start_by") == 0) {
+		if (j->tok[v].type != PD_JSON_STRING && j->tok[v].type != PD_JSON_NUMBER)
+			return pd_errf(e, PD_EX_DATAERR,
+				       "expected a duration such as \"10m\" or an instant");
+		p = pd_json_str(j, v);
+		rc = pd_start_by_parse(p, s, e);
+		free(p);
+		return rc;
+	}
 	return parse_after(j, v, s, mem, e); /* depends_on */
 }
 
@@ -198,9 +258,9 @@ int pd_jobspec_parse(const struct pd_json *j, struct pd_jobspec *s, struct pd_jo
 		     struct pd_err *e)
 {
 	static const char *const keys[] = {
-	    "type",	"payload",     "tenant",	  "queue",	     "priority",
-	    "run_at",	"delay",       "idempotency_key", "max_attempts",    "timeout",
-	    "delivery", "traceparent", "depends_on",	  "concurrency_key", NULL};
+	    "type",	  "payload",	     "tenant",	     "queue",	"priority", "run_at",
+	    "delay",	  "idempotency_key", "max_attempts", "timeout", "delivery", "traceparent",
+	    "depends_on", "concurrency_key", "start_by",     NULL};
 	int t = 1;
 
 	if (j->tok[0].type != PD_JSON_OBJECT)
@@ -273,6 +333,15 @@ void pd_jobspec_json(const struct pd_jobspec *s, struct pd_buf *b)
 		pd_buf_putc(b, ']');
 	}
 	put_str(b, "concurrency_key", s->concurrency_key);
+	if (s->has_start_by) {
+		char at[PD_INSTANT_MAX];
+
+		pd_instant_format(s->start_by_us, at, sizeof(at));
+		put_str(b, "start_by", at);
+	} else if (s->start_by_ms >= 0) {
+		pd_buf_printf(b, ",\"start_by\":%lld.%03lld", s->start_by_ms / 1000,
+			      s->start_by_ms % 1000);
+	}
 	pd_buf_putc(b, '}');
 }
 
@@ -364,6 +433,15 @@ void pd_jobspec_copy(const struct pd_jobspec *s, int ord, struct pd_buf *b)
 		pd_buf_append(b, "\t\\N", 3);
 	}
 	copy_str(b, s->concurrency_key);
+	if (s->has_start_by) {
+		char at[PD_INSTANT_MAX];
+
+		pd_instant_format(s->start_by_us, at, sizeof(at));
+		copy_str(b, at);
+	} else {
+		copy_str(b, NULL);
+	}
+	copy_dur(b, s->start_by_ms); /* start_within */
 	pd_buf_putc(b, '\n');
 }
 
@@ -393,11 +471,11 @@ void pd_jobspec_copy_cols(unsigned cols, struct pd_buf *b)
 	pd_buf_puts(b, ", timeout");
 	if (cols & PD_JOBSPEC_COL_DELIVERY)
 		pd_buf_puts(b, ", delivery");
-	pd_buf_puts(b, ", traceparent, concurrency_key)");
+	pd_buf_puts(b, ", traceparent, concurrency_key, start_by)");
 }
 
 void pd_jobspec_copy_job(const struct pd_jobspec *s, long long id, unsigned cols,
-			 const char *run_at, struct pd_buf *b)
+			 const char *run_at, long long now_us, struct pd_buf *b)
 {
 	pd_buf_printf(b, "%lld", id);
 	if (cols & PD_JOBSPEC_COL_TENANT)
@@ -418,5 +496,14 @@ void pd_jobspec_copy_job(const struct pd_jobspec *s, long long id, unsigned cols
 		copy_str(b, s->delivery);
 	copy_str(b, s->traceparent);
 	copy_str(b, s->concurrency_key);
+	if (s->has_start_by || s->start_by_ms >= 0) {
+		char at[PD_INSTANT_MAX];
+
+		pd_instant_format(s->has_start_by ? s->start_by_us : now_us + s->start_by_ms * 1000,
+				  at, sizeof(at));
+		copy_str(b, at);
+	} else {
+		copy_str(b, NULL);
+	}
 	pd_buf_putc(b, '\n');
 }

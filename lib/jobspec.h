@@ -36,6 +36,10 @@ struct pd_jobspec {
 	const long long *after; /* depends_on: job ids */
 	int nafter;
 	const char *concurrency_key; /* the limit key it counts against (sql/020); NULL: none */
+	/* never started after: an instant (has_start_by), or a duration from now (>= 0) */
+	int has_start_by;
+	long long start_by_us;
+	long long start_by_ms; /* -1 = none */
 };
 
 /*
@@ -66,6 +70,27 @@ void pd_jobspec_init(struct pd_jobspec *s);
  */
 int pd_concurrency_key_check(const char *what, const char *key, struct pd_err *e);
 
+/*
+ * A start deadline as --start-by and the NDJSON key start_by give it: a
+ * duration from now ("10m", pd_dur_parse) or an instant (pd_instant_parse),
+ * into s. Code 65 otherwise: "invalid start deadline 'x': expected a
+ * duration (...) or an ISO 8601 time with Z or an offset".
+ */
+int pd_start_by_parse(const char *v, struct pd_jobspec *s, struct pd_err *e);
+
+/*
+ * s's start deadline, if it has one, is after its run_at (run_at or now,
+ * plus delay), now_us being now in microseconds since the epoch: 0. Code
+ * 65 otherwise: "start deadline 2026-…Z is not after the job's run_at
+ * 2026-…Z (it could never start)". Two instants, or two durations from now,
+ * compare exactly; a mix is compared at now_us (the database checks it
+ * again at its own now, sql/026).
+ */
+int pd_jobspec_check_start_by(const struct pd_jobspec *s, long long now_us, struct pd_err *e);
+
+/* Now on the wall clock, in microseconds since the epoch. */
+long long pd_jobspec_wall_us(void);
+
 /* "high" 10, "normal" 0, "low" -10, or an integer. Code 65 otherwise. */
 int pd_priority_parse(const char *s, long long *out, struct pd_err *e);
 
@@ -73,7 +98,7 @@ int pd_priority_parse(const char *s, long long *out, struct pd_err *e);
  * Read the JSON object of j's root token (one NDJSON line) into s, which
  * holds the defaults: the keys of pendulum.enqueue_many (type, payload,
  * tenant, queue, priority, run_at, delay, idempotency_key, max_attempts,
- * timeout, delivery, traceparent, depends_on, concurrency_key) override
+ * timeout, delivery, traceparent, depends_on, concurrency_key, start_by) override
  * them, a null value
  * counts as absent, any other key is an error. The strings and lists s
  * then points to are kept in mem; the payload points into j's source.
@@ -107,8 +132,8 @@ unsigned pd_jobspec_given(const struct pd_jobspec *s);
 
 /*
  * The column list of a COPY into pendulum.jobs of jobs that give the columns
- * cols: "(id, job_type, payload, timeout, traceparent, concurrency_key"
- * and those of cols,
+ * cols: "(id, job_type, payload, timeout, traceparent, concurrency_key,
+ * start_by" and those of cols,
  * in the order pd_jobspec_copy_job writes them.
  */
 void pd_jobspec_copy_cols(unsigned cols, struct pd_buf *b);
@@ -116,13 +141,14 @@ void pd_jobspec_copy_cols(unsigned cols, struct pd_buf *b);
 /*
  * Append s as one line of COPY text format straight into pendulum.jobs, for
  * a job with no idempotency key and no dependency whose id was taken: id,
- * its type, payload, timeout, traceparent and concurrency_key, and the
- * columns of cols
+ * its type, payload, timeout, traceparent, concurrency_key and start_by,
+ * and the columns of cols
  * (pd_jobspec_given(s)); the table's defaults fill the rest as they fill a
  * job of pendulum.enqueue_ex (state PENDING, sql/002 and sql/014). run_at
- * is the instant already resolved (run_at or now, plus delay), as text.
+ * is the instant already resolved (run_at or now, plus delay), as text;
+ * start_by's is resolved against now_us.
  */
 void pd_jobspec_copy_job(const struct pd_jobspec *s, long long id, unsigned cols,
-			 const char *run_at, struct pd_buf *b);
+			 const char *run_at, long long now_us, struct pd_buf *b);
 
 #endif

@@ -471,6 +471,34 @@ static void log_pruned(const struct pd_prune_report *p)
 		       p->rows[PD_PRUNE_WORKERS_GONE], batches, p->more);
 }
 
+/*
+ * The start deadlines (sql/026): cancel the never-claimed PENDING jobs whose
+ * start_by has passed (logged when any was); *next_ms becomes the sooner of
+ * itself and the time until the next such deadline (-1 stays -1 when no job
+ * has one).
+ */
+static int late_starts(struct pd_db *db, long long *next_ms, struct pd_err *e)
+{
+	PGresult *r;
+	int n;
+
+	if (pd_db_exec(db, "SELECT cancelled, next_ms FROM pendulum.cancel_late_starts()", 0, NULL,
+		       PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	n = atoi(PQgetvalue(r, 0, 0));
+	if (!PQgetisnull(r, 0, 1)) {
+		long long ms = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+
+		if (*next_ms < 0 || ms < *next_ms)
+			*next_ms = ms;
+	}
+	PQclear(r);
+	if (n > 0)
+		pd_log(PD_LOG_INFO, "jobs not started by their deadline cancelled",
+		       "cancelled=%d reason=\"start deadline passed\"", n);
+	return 0;
+}
+
 int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, int prune_batches,
 		       int batch, long long *next_ms, int *requeued, int *dead,
 		       struct pd_prune_report *pruned, struct pd_err *e)
@@ -479,6 +507,8 @@ int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, int pru
 
 	memset(pruned, 0, sizeof(*pruned));
 	if (reap_leases(db, next_ms, requeued, dead, e) < 0)
+		return -1;
+	if (late_starts(db, next_ms, e) < 0)
 		return -1;
 	if (prune_batches <= 0)
 		return 0;

@@ -1,7 +1,8 @@
 /*
  * reap: one reap pass. Expired leases go back to their queues (the
  * statement is pd_jobs_reap_leases'), and on this host nothing of the handlers
- * of a dead worker is left running when its jobs are given back.
+ * of a dead worker is left running when its jobs are given back. Jobs never
+ * claimed whose start deadline has passed are cancelled (sql/026).
  *
  * A handler's own process dies with its worker (PR_SET_PDEATHSIG, see
  * proc.h); what it started in turn does not. So for each expired lease
@@ -43,9 +44,12 @@ struct pd_err;
  * kill the leftovers of the expired leases of dead workers on this host
  * (each killed process is logged), then give the expired leases back
  * (pd_jobs_reap_leases). *requeued and *dead count the jobs given back as PENDING
- * and DEAD_LETTERED. *next_ms: the ms until the next pass is due for the
- * leases (the earliest expiry; 0 after a reap: soon; -1 nothing leased).
- * A pass with nothing expired and no prune due is one statement. -1 with e
+ * and DEAD_LETTERED. Then the PENDING jobs never claimed whose start_by has
+ * passed are cancelled, with those BLOCKED on them
+ * (pendulum.cancel_late_starts). *next_ms: the ms until the next pass is
+ * due for the leases and the start deadlines (the earliest expiry or
+ * deadline; 0 after a reap: soon; -1 nothing leased and no deadline). A
+ * pass with nothing expired and no prune due is two statements. -1 with e
  * filled on a database error.
  */
 int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, long long *next_prune,

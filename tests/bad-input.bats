@@ -245,6 +245,12 @@ row() {
 	row ndjson-key-reserved 65 "line 2" $'{"type":"t"}\n{"type":"t","concurrency_key":"type:t"}\n' pd-enqueue --ndjson
 	row ndjson-key-number 65 "concurrency_key" $'{"type":"t","concurrency_key":1}\n' pd-enqueue --ndjson
 	row ndjson-key-empty 65 "concurrency_key" $'{"type":"t","concurrency_key":""}\n' pd-enqueue --ndjson
+	row start-by-bad 64 "--start-by" "" pd-enqueue --start-by soon t '{}'
+	row start-by-before-run-at 65 "start deadline" "" pd-enqueue --delay 1h --start-by 10m t '{}'
+	row start-by-past 65 "start deadline" "" pd-enqueue --start-by 2020-01-01T00:00:00Z t '{}'
+	row workflow-start-by-before 65 "start deadline" "" pd-enqueue -c "$CFG" --run-at 2099-01-02 --start-by 2099-01-01 --workflow wf '{}'
+	row ndjson-start-by-bad 65 "start_by" $'{"type":"t","start_by":"soon"}\n' pd-enqueue --ndjson
+	row ndjson-start-by-before 65 "line 2" $'{"type":"t"}\n{"type":"t","delay":"1h","start_by":"1m"}\n' pd-enqueue --ndjson
 	row config-handler-reserved-key 78 "concurrency_key" "" pd-enqueue -c "$T/handler-reserved-key.yaml" t '{}'
 	row config-wf-empty-key 78 "concurrency_key" "" pd-enqueue -c "$T/wf-empty-key.yaml" --workflow w '{}'
 	row workflow-key 64 "--key" "" pd-enqueue -c "$CFG" --key k --workflow wf '{}'

@@ -57,7 +57,7 @@ static void direct(const char *text, const char *want_cols, const char *want)
 		pd_jobspec_copy_cols(cols, &b);
 		is_str(b.data, want_cols, "  the columns it gives");
 		pd_buf_reset(&b);
-		pd_jobspec_copy_job(&q.jobs[0], 7, cols, "2026-01-02T00:00:00Z", &b);
+		pd_jobspec_copy_job(&q.jobs[0], 7, cols, "2026-01-02T00:00:00Z", 0, &b);
 		is_str(b.data, want, "  its row");
 	} else {
 		diag(e.msg);
@@ -251,9 +251,10 @@ int main(void)
 	   "a key that only looks like a reserved one is fine");
 
 	/* The COPY row: ord, tenant, queue, type, payload, priority, run_at, delay, key,
-	 * max_attempts, timeout, delivery, traceparent, depends_on, concurrency_key; NULL is \N. */
+	 * max_attempts, timeout, delivery, traceparent, depends_on, concurrency_key, start_by,
+	 * start_within; NULL is \N. */
 	written(1, "{\"type\":\"a\"}",
-		"7\t\\N\t\\N\ta\t{}\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\n");
+		"7\t\\N\t\\N\ta\t{}\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\n");
 	/* Names hold no control character (pd_name_check); a traceparent may. */
 	refused("{\"type\":\"a\\tb\"}",
 		"stdin line 1: key 'type': invalid name: control character U+0009 at byte 2");
@@ -264,7 +265,7 @@ int main(void)
 		"\"l1\\nl2\\r\\tb\","
 		"\"payload\":{\"s\":\"a\\\\b\",\t\"t\":1}}",
 		"7\tx\\\\y\tq\ta\t{\"s\":\"a\\\\\\\\b\",\\t\"t\":1}\t\\N\t\\N\t\\N\t\\N\t"
-		"\\N\t\\N\t\\N\tl1\\nl2\\r\\tb\t\\N\t\\N\n");
+		"\\N\t\\N\t\\N\tl1\\nl2\\r\\tb\t\\N\t\\N\t\\N\t\\N\n");
 	written(
 	    1,
 	    "{\"type\":\"a\",\"priority\":\"high\",\"run_at\":\"2026-03-29T03:30:00+02:00\","
@@ -272,21 +273,45 @@ int main(void)
 	    "\"timeout\":2,\"delivery\":\"at-most-once\",\"traceparent\":\"tp\","
 	    "\"depends_on\":[4,5],\"concurrency_key\":\"vendor\"}",
 	    "7\t\\N\t\\N\ta\t{}\t10\t2026-03-29T01:30:00Z\t90.250\tk\t3\t2.000\tat-most-once\ttp"
-	    "\t{4,5}\tvendor\n");
+	    "\t{4,5}\tvendor\t\\N\t\\N\n");
+	/* start_by: an instant, or a duration from now (start_within). */
+	written(1, "{\"type\":\"a\",\"start_by\":\"2099-03-29T03:30:00+02:00\"}",
+		"7\t\\N\t\\N\ta\t{}\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N"
+		"\t2099-03-29T01:30:00Z\t\\N\n");
+	written(1, "{\"type\":\"a\",\"start_by\":\"10m\"}",
+		"7\t\\N\t\\N\ta\t{}\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N"
+		"\t\\N\t600.000\n");
+	refused("{\"type\":\"a\",\"start_by\":\"soon\"}",
+		"stdin line 1: key 'start_by': invalid start deadline 'soon': expected a duration "
+		"(a number with ms, s, m, h or d) or an ISO 8601 time with Z or an offset");
+	refused("{\"type\":\"a\",\"start_by\":[1]}",
+		"stdin line 1: key 'start_by': expected a duration such as \"10m\" or an instant");
+	ok(ndjson(&q, &d, "{\"type\":\"a\",\"delay\":\"1h\",\"start_by\":\"10m\"}", &e) == -1 &&
+	       strstr(e.msg, "stdin line 1: key 'start_by': start deadline ") == e.msg,
+	   "a start_by 10m with a delay of 1h: refused");
+	refused(
+	    "{\"type\":\"a\",\"run_at\":\"2099-01-01T01:00:00Z\",\"start_by\":"
+	    "\"2099-01-01T01:00:00Z\"}",
+	    "stdin line 1: key 'start_by': start deadline 2099-01-01T01:00:00Z is not after the "
+	    "job's run_at 2099-01-01T01:00:00Z (it could never start)");
 
 	/* The direct COPY: only what the job gives; the table's defaults fill the rest. */
 	direct("{\"type\":\"a\",\"payload\":[1]}",
-	       "(id, job_type, payload, timeout, traceparent, concurrency_key)",
-	       "7\ta\t[1]\t\\N\t\\N\t\\N\n");
-	direct("{\"type\":\"a\",\"tenant\":\"t\",\"queue\":\"q\",\"priority\":0,\"delay\":\"1s\","
-	       "\"max_attempts\":3,\"timeout\":2,\"delivery\":\"at-most-once\",\"traceparent\":"
-	       "\"tp\",\"concurrency_key\":\"k\\\\1\"}",
-	       "(id, tenant_id, queue, job_type, payload, priority, run_at, max_attempts, timeout,"
-	       " delivery, traceparent, concurrency_key)",
-	       "7\tt\tq\ta\t{}\t0\t2026-01-02T00:00:00Z\t3\t2.000\tat-most-once\ttp\tk\\\\1\n");
+	       "(id, job_type, payload, timeout, traceparent, concurrency_key, start_by)",
+	       "7\ta\t[1]\t\\N\t\\N\t\\N\t\\N\n");
+	direct("{\"type\":\"a\",\"start_by\":\"1m\"}",
+	       "(id, job_type, payload, timeout, traceparent, concurrency_key, start_by)",
+	       "7\ta\t{}\t\\N\t\\N\t\\N\t1970-01-01T00:01:00Z\n");
+	direct(
+	    "{\"type\":\"a\",\"tenant\":\"t\",\"queue\":\"q\",\"priority\":0,\"delay\":\"1s\","
+	    "\"max_attempts\":3,\"timeout\":2,\"delivery\":\"at-most-once\",\"traceparent\":"
+	    "\"tp\",\"concurrency_key\":\"k\\\\1\"}",
+	    "(id, tenant_id, queue, job_type, payload, priority, run_at, max_attempts, timeout,"
+	    " delivery, traceparent, concurrency_key, start_by)",
+	    "7\tt\tq\ta\t{}\t0\t2026-01-02T00:00:00Z\t3\t2.000\tat-most-once\ttp\tk\\\\1\t\\N\n");
 	direct("{\"type\":\"a\",\"delay\":\"0s\"}",
-	       "(id, job_type, payload, timeout, traceparent, concurrency_key)",
-	       "7\ta\t{}\t\\N\t\\N\t\\N\n");
+	       "(id, job_type, payload, timeout, traceparent, concurrency_key, start_by)",
+	       "7\ta\t{}\t\\N\t\\N\t\\N\t\\N\n");
 
 	/* The JSON element pendulum.enqueue_many reads: durations as seconds. */
 	written(0,
@@ -296,6 +321,10 @@ int main(void)
 		"\"timeout\":3600.000,\"depends_on\":[9]}");
 	written(0, "{\"type\":\"a\",\"concurrency_key\":\"k\\\"x\"}",
 		"{\"type\":\"a\",\"payload\":{},\"concurrency_key\":\"k\\\"x\"}");
+	written(0, "{\"type\":\"a\",\"start_by\":\"1m30s\"}",
+		"{\"type\":\"a\",\"payload\":{},\"start_by\":90.000}");
+	written(0, "{\"type\":\"a\",\"start_by\":\"2099-01-02T00:00:00+01:00\"}",
+		"{\"type\":\"a\",\"payload\":{},\"start_by\":\"2099-01-01T23:00:00Z\"}");
 	written(0, "{\"type\":\"a\\u00e9\",\"tenant\":\"t\\\"q\",\"run_at\":\"2026-01-02\"}",
 		"{\"type\":\"a\xc3\xa9\",\"payload\":{},\"tenant\":\"t\\\"q\","
 		"\"run_at\":\"2026-01-02T00:00:00Z\"}");
