@@ -234,7 +234,7 @@ static const struct pd_col show_cols[] = {
     {"depends_on", NULL, 'j', 'b'},
     {"dead_reason", NULL, 's', 'b'},
     {"last_error", NULL, 's', 'b'},
-    {"progress", NULL, 's', 'b'},	  /* the latest note of its handler (sql/024) */
+    {"progress", NULL, 's', 'b'}, /* the latest note of its handler (sql/024) */
     {"progress_at", NULL, 's', 'b'},
     {"progress_age_s", NULL, 'd', 'b'},
     {"payload", NULL, 'j', 'b'},

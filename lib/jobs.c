@@ -689,16 +689,17 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 	for (int i = 0; i < s->n; i++) {
 		if (s->items[i].kind != PD_TRIP_PROGRESS)
 			continue;
-		pd_buf_printf(&notes, "%c{\"id\":%lld,\"token\":%lld,\"text\":",
-			      notes.len ? ',' : '[', s->items[i].id, s->items[i].token);
+		pd_buf_printf(&notes,
+			      "%c{\"id\":%lld,\"token\":%lld,\"text\":", notes.len ? ',' : '[',
+			      s->items[i].id, s->items[i].token);
 		pd_json_quote(&notes, s->items[i].text, strlen(s->items[i].text));
 		pd_buf_putc(&notes, '}');
 	}
 	if (notes.len > 0) {
 		pd_buf_putc(&notes, ']');
 		np[0] = notes.data;
-		st[n++] = (struct pd_db_stmt){"pd_progress", progress_sql, 1, np, PGRES_COMMAND_OK,
-					      NULL};
+		st[n++] =
+		    (struct pd_db_stmt){"pd_progress", progress_sql, 1, np, PGRES_COMMAND_OK, NULL};
 	}
 	for (int i = 0; i < s->n; i++) {
 		if (s->items[i].kind != PD_TRIP_OUTCOME ||

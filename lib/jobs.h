@@ -118,7 +118,8 @@ enum pd_trip_kind {
 	PD_TRIP_OUTCOME, /* a finished job's outcome, or a ready job's release */
 	PD_TRIP_LOST,	 /* an attempt ended by a lost lease: its lease_lost record */
 	PD_TRIP_BEAT,	 /* a lease to extend */
-	PD_TRIP_PROGRESS, /* a held job's latest progress note to store, fenced */
+	/* a held job's latest progress note to store, fenced */
+	PD_TRIP_PROGRESS,
 };
 
 /* The columns of the items of one kind that the statements take as arrays. */
@@ -144,10 +145,11 @@ struct pd_trip {
 	struct pd_trip_item *items;
 	int n, cap;
 	int nstart, noutcomes, nlost, nbeat, nrel; /* by kind; nrel: releases among outcomes */
-	int nprogress;
 	int beat;				   /* send the heartbeat */
 	int claim;				   /* how many to claim; 0: none */
 	int claim_start; /* claim straight to RUNNING (handlers start at once), else LEASED */
+	/* the progress notes among the items (PD_TRIP_PROGRESS) */
+	int nprogress;
 	/* the worker's: who claims, for how long, from which queues and types */
 	const char *worker;
 	long long lease_ms;

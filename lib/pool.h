@@ -189,8 +189,9 @@ struct pd_pool_slot {
 	long long started_us;	  /* pd_now_us() at start */
 	struct pd_pool_exit exit; /* valid in DONE */
 	struct pd_chan chan;	  /* its channel, when the pool has them */
-	int progress_fd;	  /* its progress pipe's read end (non-blocking); -1: none */
-	struct pd_progress progress; /* RUNNING, STOPPING: the latest note so far */
+	/* its progress pipe's read end (non-blocking), -1: none; and the latest note */
+	int progress_fd;
+	struct pd_progress progress;
 };
 
 /* Descriptors one slot may poll: its child's pipes, its channel and its progress pipe. */

@@ -106,7 +106,8 @@ struct pd_stream_job {
 	long long timeout_ms; /* for the error text */
 	struct pd_buf tail;   /* stderr lines naming it, the last 4 KiB */
 	char prefix[64];      /* "job=42 attempt=1" */
-	struct pd_progress progress; /* its latest progress note, moved to its outcome */
+	/* its latest progress note, moved to its outcome */
+	struct pd_progress progress;
 };
 
 /* An outcome the owner has not taken yet. */

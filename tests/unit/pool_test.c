@@ -264,9 +264,14 @@ static void test_progress_note(void)
 	ok(pr.dirty, "progress: a new note is dirty");
 	pr.dirty = 0;
 	pd_progress_feed(&pr, "%\r\n\n", 4);
-	is_str(pd_buf_str(&pr.line), "20%", "progress: pieces join, CR dropped, blank lines skipped");
+	is_str(pd_buf_str(&pr.line), "20%",
+	       "progress: pieces join, CR dropped, blank lines skipped");
 	ok(pr.dirty, "progress: dirty again");
-	pd_progress_feed(&pr, "a\tb\x01" "c\xc2\x85" "d\n", 9);
+	pd_progress_feed(&pr,
+			 "a\tb\x01"
+			 "c\xc2\x85"
+			 "d\n",
+			 9);
 	is_str(pd_buf_str(&pr.line), "a b c  d", "progress: control characters become spaces");
 	memset(line, 'x', sizeof(line));
 	line[sizeof(line) - 1] = '\n';
