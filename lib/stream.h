@@ -148,11 +148,10 @@ struct pd_stream_answer {
 
 /*
  * Parse one answer line (n bytes, without its '\n'). Returns 1 with *a
- * filled (free a->error), 0 for a blank line, -1 for a bad line with e
- * filled (PD_EX_DATAERR): not JSON, not an object, no integer "id" (free
- * a->progress too). The
- * line is read as pd_json_parse_lax reads it: a result that jsonb cannot
- * store fails its own job (the worker judges it), not the line.
+ * filled (free a->error and a->progress), 0 for a blank line, -1 for a bad
+ * line with e filled (PD_EX_DATAERR): not JSON, not an object, no integer
+ * "id". The line is read as pd_json_parse_lax reads it: a result that jsonb
+ * cannot store fails its own job (the worker judges it), not the line.
  */
 int pd_stream_parse(const char *line, size_t n, struct pd_stream_answer *a, struct pd_err *e);
 
