@@ -74,8 +74,9 @@ static const struct pd_subcmd commands[] = {
      "attempts reset, replay_count + 1, pd-relay woken.", "json", 1, -1, "message id", 0, 1000, 1},
     {NULL, "top", pd_admincmd_top, "top [--interval DURATION] [--once]",
      "live view of queues, workers, dead letters",
-     "A live view of queue depth by state, worker occupancy and the newest dead\n"
-     "letters, redrawn every --interval. q or Ctrl-C quits.", "interval,stale,once,json", 0, 0, "job id", 0, 0, 1},
+     "A live view of queue depth by state, worker occupancy, the running jobs with\n"
+     "their progress and the newest dead letters, redrawn every --interval. q or\n"
+     "Ctrl-C quits.", "interval,stale,once,json", 0, 0, "job id", 0, 0, 1},
     {"flow", "runs", pd_admincmd_flow_runs, "flow runs [options]", "workflow runs, newest first",
      "List workflow runs, newest (highest id) first, with the step each is at, and\n"
      "how many match. A run's STATE: RUNNING, SLEEPING, WAITING, SUCCEEDED,\n"

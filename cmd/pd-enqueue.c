@@ -53,7 +53,7 @@ static void help(void)
 	    "      --wait                   wait for the job (the run) to end; print only its\n"
 	    "                               result (the last step's output) and exit with the\n"
 	    "                               handler's status; meanwhile a line on stderr for\n"
-	    "                               each failed attempt that is tried again\n"
+	    "                               each failed attempt tried again, each new progress\n"
 	    "      --print-id               with --wait, print the id (--json: the row) on\n"
 	    "                               stderr first\n"
 	    "      --wait-timeout DURATION  with --wait, give up after DURATION: exit 124, the\n"
@@ -64,7 +64,7 @@ static void help(void)
 	    "                               the conninfo or URI on PATH's first line\n"
 	    "  -v, --verbose                log more\n"
 	    "      --quiet                  log warnings and errors only (--wait: no line for\n"
-	    "                               a failed attempt)\n"
+	    "                               a failed attempt or progress)\n"
 	    "      --log-format FORMAT      logfmt (default) or json, a line each\n"
 	    "  -h, --help                   show this help\n"
 	    "  -V, --version                show the version\n\n"
@@ -348,6 +348,13 @@ static void report_failed(void *ctx, long long id, const struct pd_enqueue_failu
 		d);
 }
 
+/* --wait's line for a new progress note: "pd-enqueue: job 42: 40% (400/1000)". */
+static void report_progress(void *ctx, long long id, const char *note)
+{
+	(void)id;
+	fprintf(stderr, "%s: %s: %s\n", pd_progname(), (const char *)ctx, note);
+}
+
 /*
  * --wait: print how job id ended; returns the exit status, or -1 with e
  * filled. what names it on stderr ("job 12", "workflow run 3 (job 12)").
@@ -362,8 +369,10 @@ static int wait_job(struct pd_db *db, const struct opts *o, long long id, const 
 	w.timeout_ms = o->wait_timeout_ms;
 	w.marked = 1; /* when it was enqueued */
 	w.unserved = warn_unserved;
-	if (pd_log_get_level() <= PD_LOG_INFO) /* not with --quiet */
+	if (pd_log_get_level() <= PD_LOG_INFO) { /* not with --quiet */
 		w.failed = report_failed;
+		w.progress = report_progress;
+	}
 	w.ctx = (void *)what;
 	fflush(stderr);
 	if ((rc = pd_enqueue_wait(db, id, &w, &end, e)) < 0)

@@ -126,10 +126,12 @@ static const char jobs_sql[] =
     " " SECS("now() - created_at") ","
     " " SECS("lease_expires_at - now()") ","
     " CASE WHEN unserved THEN 'no live worker serves type ' || job_type || ' in queue '"
-    "  || queue ELSE coalesce(dead_reason, last_error) END,"
+    "  || queue WHEN state IN ('LEASED', 'RUNNING') AND progress IS NOT NULL"
+    "  THEN 'progress: ' || progress ELSE coalesce(dead_reason, last_error) END,"
     " attempt, max_attempts, priority,"
     " " ISO("created_at") ", " ISO("run_at") ", " ISO("start_by") ", " ISO("finished_at") ","
-    " lease_owner, dead_reason, last_error, unserved, concurrency_key, parked_on, h.held"
+    " lease_owner, dead_reason, last_error, unserved, concurrency_key, parked_on, h.held,"
+    " progress, " ISO("progress_at")
     " FROM pendulum.jobs CROSS JOIN LATERAL (SELECT state = 'PENDING'"
     "  AND NOT pendulum.served(queue, job_type) AS unserved) s"
     /* a parked job: why its limit holds it (sql/020) */
@@ -166,6 +168,8 @@ static const struct pd_col jobs_cols[] = {
     {"concurrency_key", NULL, 's', 'j'},
     {"parked_on", NULL, 's', 'j'},
     {"held", NULL, 's', 'j'}, /* paused, rate-limited or waiting; null: not parked */
+    {"progress", NULL, 's', 'j'},
+    {"progress_at", NULL, 's', 'j'},
     {"total", NULL, 'n', 'j'},
 };
 
@@ -196,8 +200,9 @@ static const char show_sql[] =
     " " ISO("created_at") ", " ISO("run_at") ", " ISO("start_by") ", " ISO("started_at") ","
     " " ISO("finished_at") ", " SECS("now() - created_at") ", lease_token, lease_owner, " ISO("lease_expires_at") ","
     " " SECS("lease_expires_at - now()") ", idempotency_key, traceparent,"
-    " to_json(depends_on)::text, dead_reason, last_error, payload::text, result::text,"
-    " result_is_text, result_truncated"
+    " to_json(depends_on)::text, dead_reason, last_error,"
+    " progress, " ISO("progress_at") ", " SECS("now() - progress_at") ","
+    " payload::text, result::text, result_is_text, result_truncated"
     " FROM pendulum.jobs WHERE id = $1";
 /* clang-format on */
 
@@ -231,6 +236,9 @@ static const struct pd_col show_cols[] = {
     {"depends_on", NULL, 'j', 'b'},
     {"dead_reason", NULL, 's', 'b'},
     {"last_error", NULL, 's', 'b'},
+    {"progress", NULL, 's', 'b'}, /* the latest note of its handler (sql/024) */
+    {"progress_at", NULL, 's', 'b'},
+    {"progress_age_s", NULL, 'd', 'b'},
     {"payload", NULL, 'j', 'b'},
     {"result", NULL, 'j', 'b'},
     {"result_is_text", NULL, 'b', 'b'},

@@ -809,6 +809,7 @@ struct waiting {
 	const struct pd_enqueue_waiting *w;
 	long long seen; /* the lease token of the last failed attempt reported; -1: none read */
 	long long warn; /* from this pd_now_ms() on, ask whether a worker serves it; -1: never */
+	char *note;	/* the last progress note reported (w->progress), or NULL */
 };
 
 /*
@@ -827,7 +828,7 @@ static const char read_sql[] =
     "SELECT j.state, j.result::text, j.result_is_text, j.result #>> '{}', "
     "COALESCE(j.dead_reason, ''), COALESCE(j.last_error, ''), l.exit_code, l.signal, "
     "$2::boolean AND j.state = 'PENDING' AND NOT pendulum.served(j.queue, j.job_type), "
-    "j.queue, j.job_type, j.max_attempts, f.list "
+    "j.queue, j.job_type, j.max_attempts, f.list, j.progress "
     "FROM pendulum.jobs j LEFT JOIN pendulum.workflow_runs r ON r.job_id = j.id "
     "LEFT JOIN LATERAL (SELECT exit_code, signal FROM pendulum.attempt_rows "
     " WHERE job_id = j.id AND j.state IN ('DEAD_LETTERED', 'CANCELLED') "
@@ -959,7 +960,7 @@ static int read_job(struct pd_db *db, struct waiting *st, struct pd_enqueue_end 
 	snprintf(seen, sizeof(seen), "%lld", st->w->failed ? st->seen : -1);
 	if (exec_named(db, "pd_enqueue_read_job", read_sql, 3, params, &r, e) < 0)
 		return -1;
-	if (PQntuples(r) != 1 || PQnfields(r) != 13) {
+	if (PQntuples(r) != 1 || PQnfields(r) != 14) {
 		PQclear(r);
 		return pd_errf(e, PD_EX_NOTFOUND, "job %lld not found", st->id);
 	}
@@ -967,6 +968,12 @@ static int read_job(struct pd_db *db, struct waiting *st, struct pd_enqueue_end 
 	    report_failures(st, PQgetvalue(r, 0, 12), atoi(PQgetvalue(r, 0, 11)), e) < 0) {
 		PQclear(r);
 		return -1;
+	}
+	if (st->w->progress && !PQgetisnull(r, 0, 13) &&
+	    (st->note == NULL || strcmp(st->note, PQgetvalue(r, 0, 13)) != 0)) {
+		free(st->note);
+		st->note = pd_xstrdup(PQgetvalue(r, 0, 13));
+		st->w->progress(st->w->ctx, st->id, st->note);
 	}
 	if (PQgetvalue(r, 0, 8)[0] == 't') {
 		st->w->unserved(st->w->ctx, st->id, PQgetvalue(r, 0, 9), PQgetvalue(r, 0, 10));
@@ -1055,7 +1062,8 @@ int pd_enqueue_wait(struct pd_db *db, long long id, const struct pd_enqueue_wait
 {
 	long long start = pd_now_ms();
 	long long stop = w->timeout_ms >= 0 ? start + w->timeout_ms : -1;
-	struct waiting st = {id, w, 0, w->warn_ms >= 0 && w->unserved ? start + w->warn_ms : -1};
+	struct waiting st = {id, w, 0, w->warn_ms >= 0 && w->unserved ? start + w->warn_ms : -1,
+			     NULL};
 	int rc;
 
 	memset(end, 0, sizeof(*end));
@@ -1075,8 +1083,11 @@ int pd_enqueue_wait(struct pd_db *db, long long id, const struct pd_enqueue_wait
 		/* The next read: notified, or a poll later, or when a check falls due. */
 		next = earliest(earliest(now + w->poll_ms, st.warn > now ? st.warn : -1), stop);
 		if ((rc = await_done(db, id, next, e)) < 0)
-			return -1;
+			break;
 	}
+	free(st.note);
+	if (rc < 0)
+		return -1;
 	if (rc > 0)
 		pd_db_exec(db, "UNLISTEN pendulum_done", 0, NULL, PGRES_COMMAND_OK, NULL,
 			   &(struct pd_err)PD_ERR_INIT);

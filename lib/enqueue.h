@@ -218,6 +218,8 @@ struct pd_enqueue_waiting {
 	/* Called once per failed attempt, in order (NULL: not read at all). */
 	void (*failed)(void *ctx, long long id, const struct pd_enqueue_failure *f);
 	void *ctx;
+	/* Called with each progress note read that differs from the last (NULL: not read). */
+	void (*progress)(void *ctx, long long id, const char *note);
 };
 
 #define PD_ENQUEUE_WAITING_INIT                                                                    \

@@ -551,6 +551,15 @@ static const char start_sql[] =
     " FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)"
     " WHERE j.id = l.id AND j.lease_token = l.token AND j.state = 'LEASED'";
 
+/*
+ * Progress notes of held jobs (sql/024_progress.sql), fenced: a token that
+ * no longer holds the lease writes nothing. $1: [{id, token, text}].
+ */
+static const char progress_sql[] =
+    "UPDATE pendulum.jobs j SET progress = l.text, progress_at = now()"
+    " FROM jsonb_to_recordset($1::jsonb) AS l(id bigint, token bigint, text text)"
+    " WHERE j.id = l.id AND j.lease_token = l.token AND j.state IN ('LEASED', 'RUNNING')";
+
 static const char heartbeat_sql[] =
     "WITH h AS ("
     " UPDATE pendulum.jobs j SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'"
@@ -659,9 +668,10 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 	struct pd_buf lost_attempts = PD_BUF_INIT, lost_ago = PD_BUF_INIT;
 	struct pd_buf start_ids = PD_BUF_INIT, start_tokens = PD_BUF_INIT;
 	struct pd_buf beat_ids = PD_BUF_INIT, beat_tokens = PD_BUF_INIT, flows = PD_BUF_INIT;
+	struct pd_buf notes = PD_BUF_INIT;
 	struct claim_args ca;
 	char lease[24], inflight[16];
-	const char *fp[2], *lp[5], *bp[5], *sp[2], *wp[1];
+	const char *fp[2], *lp[5], *bp[5], *sp[2], *wp[1], *np[1];
 	int n = 0, rc;
 
 	s->fenced = 0;
@@ -675,6 +685,21 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 		sp[0] = start_ids.data;
 		sp[1] = start_tokens.data;
 		st[n++] = (struct pd_db_stmt){"pd_start", start_sql, 2, sp, PGRES_COMMAND_OK, NULL};
+	}
+	for (int i = 0; i < s->n; i++) {
+		if (s->items[i].kind != PD_TRIP_PROGRESS)
+			continue;
+		pd_buf_printf(&notes,
+			      "%c{\"id\":%lld,\"token\":%lld,\"text\":", notes.len ? ',' : '[',
+			      s->items[i].id, s->items[i].token);
+		pd_json_quote(&notes, s->items[i].text, strlen(s->items[i].text));
+		pd_buf_putc(&notes, '}');
+	}
+	if (notes.len > 0) {
+		pd_buf_putc(&notes, ']');
+		np[0] = notes.data;
+		st[n++] =
+		    (struct pd_db_stmt){"pd_progress", progress_sql, 1, np, PGRES_COMMAND_OK, NULL};
 	}
 	for (int i = 0; i < s->n; i++) {
 		if (s->items[i].kind != PD_TRIP_OUTCOME ||
@@ -740,6 +765,7 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 	rc = n > 0 ? pd_db_pipeline_send(db, st, n, e) : 0;
 	pd_buf_release(&batch);
 	pd_buf_release(&flows);
+	pd_buf_release(&notes);
 	pd_buf_release(&start_ids);
 	pd_buf_release(&start_tokens);
 	pd_buf_release(&lost_ids);

@@ -102,7 +102,9 @@ struct pd_job_outcome {
 /*
  * One loop iteration's writes in one round trip (struct pd_trip, built by lib/trip:
  * pipeline mode, one transaction), in this order: the start records
- * (LEASED jobs whose handlers started: RUNNING, fenced), the outcomes (each
+ * (LEASED jobs whose handlers started: RUNNING, fenced), the progress notes
+ * (jobs.progress, each fenced by its own token; before the outcomes, so
+ * that a job's last note is stored with its end), the outcomes (each
  * fenced by its own token; the fenced-off ones counted in writes_fenced by
  * the same statement, and BLOCKED jobs unblocked by the successes),
  * lease_lost attempt records, the heartbeat (extend the leases, mark the
@@ -116,6 +118,8 @@ enum pd_trip_kind {
 	PD_TRIP_OUTCOME, /* a finished job's outcome, or a ready job's release */
 	PD_TRIP_LOST,	 /* an attempt ended by a lost lease: its lease_lost record */
 	PD_TRIP_BEAT,	 /* a lease to extend */
+	/* a held job's latest progress note to store, fenced */
+	PD_TRIP_PROGRESS,
 };
 
 /* The columns of the items of one kind that the statements take as arrays. */
@@ -130,6 +134,7 @@ struct pd_trip_item {
 				      -1: a ready job's release */
 	int held;		   /* BEAT, out: 1 while the lease is still ours, 0 lost */
 	struct pd_job_outcome out; /* OUTCOME (out.id, out.token: id, token) */
+	const char *text;	   /* PROGRESS: the note (valid until the trip is sent) */
 };
 
 struct pd_trip {
@@ -143,6 +148,8 @@ struct pd_trip {
 	int beat;				   /* send the heartbeat */
 	int claim;				   /* how many to claim; 0: none */
 	int claim_start; /* claim straight to RUNNING (handlers start at once), else LEASED */
+	/* the progress notes among the items (PD_TRIP_PROGRESS) */
+	int nprogress;
 	/* the worker's: who claims, for how long, from which queues and types */
 	const char *worker;
 	long long lease_ms;
@@ -162,7 +169,7 @@ struct pd_trip {
 	int nclaimed;
 	int fenced; /* outcomes fenced off */
 	/* private to lib/jobs: the pipeline in flight */
-	struct pd_db_stmt st[6];
+	struct pd_db_stmt st[7];
 	int nst, fi, bi, ci;
 };
 

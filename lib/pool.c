@@ -18,6 +18,69 @@
 #include "text.h"
 
 #define LAST_LINE_MAX 400
+#define PROGRESS_READ (64 * 1024) /* progress bytes read a pass, at most */
+
+/* The note in p->part: cleaned, the latest when not empty. */
+static void progress_line(struct pd_progress *p)
+{
+	struct pd_buf b = PD_BUF_INIT;
+	size_t n = p->part.len;
+
+	while (n > 0 && p->part.data[n - 1] == '\r')
+		n--;
+	for (size_t k = 0; k < n; k++)
+		if ((unsigned char)p->part.data[k] < 0x20 || p->part.data[k] == 0x7f)
+			p->part.data[k] = ' ';
+	pd_utf8_sanitize(&b, p->part.data ? p->part.data : "", n);
+	for (size_t k = 0; k + 1 < b.len; k++) /* C1 controls, U+0080-U+009F */
+		if ((unsigned char)b.data[k] == 0xc2 && (unsigned char)b.data[k + 1] >= 0x80 &&
+		    (unsigned char)b.data[k + 1] <= 0x9f)
+			b.data[k] = b.data[k + 1] = ' ';
+	pd_buf_reset(&p->part);
+	if (n == 0) {
+		pd_buf_release(&b);
+		return;
+	}
+	pd_buf_release(&p->line);
+	p->line = b;
+	p->dirty = 1;
+}
+
+void pd_progress_feed(struct pd_progress *p, const char *data, size_t n)
+{
+	while (n > 0) {
+		const char *nl = memchr(data, '\n', n);
+		size_t len = nl ? (size_t)(nl - data) : n;
+		size_t room = PD_PROGRESS_MAX - p->part.len;
+
+		pd_buf_append(&p->part, data, len < room ? len : room);
+		if (nl == NULL)
+			return;
+		progress_line(p);
+		data = nl + 1;
+		n -= len + 1;
+	}
+}
+
+void pd_progress_eof(struct pd_progress *p)
+{
+	if (p->part.len > 0)
+		progress_line(p);
+}
+
+void pd_progress_set(struct pd_progress *p, const char *note, size_t n)
+{
+	pd_buf_reset(&p->part);
+	pd_buf_append(&p->part, note, n < PD_PROGRESS_MAX ? n : PD_PROGRESS_MAX);
+	progress_line(p);
+}
+
+void pd_progress_release(struct pd_progress *p)
+{
+	pd_buf_release(&p->line);
+	pd_buf_release(&p->part);
+	memset(p, 0, sizeof(*p));
+}
 
 enum pd_exit_class pd_exit_classify(const struct pd_proc_result *r, enum pd_stop_reason why,
 				    const struct pd_handler *h)
@@ -111,8 +174,10 @@ void pd_pool_init(struct pd_pool *p, int size, size_t stdout_limit, long long gr
 	p->stdout_limit = stdout_limit;
 	p->grace_ms = grace_ms;
 	p->stderr_msg = stderr_msg ? stderr_msg : "handler stderr";
-	for (int i = 0; i < size; i++)
+	for (int i = 0; i < size; i++) {
 		p->slots[i].proc.pid = -1, pd_chan_init(&p->slots[i].chan);
+		p->slots[i].progress_fd = -1;
+	}
 }
 
 void pd_pool_exit_release(struct pd_pool_exit *x)
@@ -121,6 +186,7 @@ void pd_pool_exit_release(struct pd_pool_exit *x)
 	pd_buf_release(&x->error);
 	pd_buf_release(&x->tail);
 	pd_buf_release(&x->last_line);
+	pd_progress_release(&x->progress);
 	memset(x, 0, sizeof(*x));
 }
 
@@ -134,9 +200,13 @@ static void slot_reset(struct pd_pool_slot *s)
 	free(s->envp);
 	pd_pool_exit_release(&s->exit);
 	pd_chan_close(&s->chan);
+	if (s->progress_fd >= 0)
+		close(s->progress_fd);
+	pd_progress_release(&s->progress);
 	memset(s, 0, sizeof(*s));
 	s->proc.pid = -1;
 	pd_chan_init(&s->chan);
+	s->progress_fd = -1;
 	s->state = PD_SLOT_FREE;
 }
 
@@ -248,6 +318,57 @@ static int chan_open(struct pd_pool_slot *s, int *child)
 	return 0;
 }
 
+/*
+ * Slot s's child gets a progress pipe: PD_PROGRESS_FD in its environment,
+ * *child the write end. 0, or -1 (errno).
+ */
+static int progress_open(struct pd_pool_slot *s, int *child)
+{
+	int fds[2];
+	size_t n = 0;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -1;
+	if (fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0) {
+		int err = errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		errno = err;
+		return -1;
+	}
+	s->progress_fd = fds[0];
+	*child = fds[1];
+	while (s->envp && s->envp[n])
+		n++;
+	s->envp = pd_xrealloc(s->envp, (n + 2) * sizeof(*s->envp));
+	s->envp[n] = pd_xstrdup("PD_PROGRESS_FD=4");
+	s->envp[n + 1] = NULL;
+	return 0;
+}
+
+/*
+ * Read slot s's progress pipe: at most PROGRESS_READ bytes (more waits for
+ * the next pass), closed at its end.
+ */
+static void progress_read(struct pd_pool_slot *s)
+{
+	char buf[4096];
+	size_t total = 0;
+	ssize_t r = 0;
+
+	while (s->progress_fd >= 0 && total < PROGRESS_READ &&
+	       (r = read(s->progress_fd, buf, sizeof(buf))) > 0) {
+		pd_progress_feed(&s->progress, buf, (size_t)r);
+		total += (size_t)r;
+	}
+	if (s->progress_fd >= 0 && (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))) {
+		close(s->progress_fd);
+		s->progress_fd = -1;
+		pd_progress_eof(&s->progress);
+	}
+}
+
 void pd_pool_release(struct pd_pool *p)
 {
 	for (int i = 0; i < p->size; i++)
@@ -297,6 +418,7 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 	const char *sh[4] = {"/bin/sh", "-c", NULL, NULL};
 	struct pd_proc_spec spec;
 	struct pd_err e = PD_ERR_INIT;
+	const char *what = NULL;
 	int rc;
 
 	slot_reset(s);
@@ -313,10 +435,13 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 	} else {
 		spec.argv = (const char *const *)j->h->exec_argv;
 	}
-	if (p->chan && chan_open(s, &spec.pass_fd) < 0) {
+	if ((p->chan && chan_open(s, &spec.pass_fd) < 0 && (what = "socketpair")) ||
+	    (p->progress && progress_open(s, &spec.pass_fd2) < 0 && (what = "pipe"))) {
 		int err = errno;
 
-		pd_errf(&e, PD_EX_SOFTWARE, "could not start: socketpair: %s", strerror(err));
+		if (spec.pass_fd > 2)
+			close(spec.pass_fd);
+		pd_errf(&e, PD_EX_SOFTWARE, "could not start: %s: %s", what, strerror(err));
 		pd_log(PD_LOG_WARN, "handler could not start", "%s error=%s", s->prefix,
 		       pd_log_quote((char[600]){0}, 600, e.msg));
 		pd_exit_not_started(&s->exit, spec.argv[0], err, e.msg);
@@ -337,6 +462,8 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 	rc = pd_proc_start(&s->proc, &spec, &e);
 	if (spec.pass_fd > 2)
 		close(spec.pass_fd);
+	if (spec.pass_fd2 > 2)
+		close(spec.pass_fd2);
 	if (rc < 0) {
 		pd_log(PD_LOG_WARN, "handler could not start", "%s error=%s", s->prefix,
 		       pd_log_quote((char[600]){0}, 600, e.msg));
@@ -365,6 +492,8 @@ int pd_pool_pollfds(const struct pd_pool *p, struct pollfd *fds, int max)
 			continue;
 		n += pd_proc_pollfds(&s->proc, fds + n, max - n);
 		n += pd_chan_pollfd(&s->chan, fds + n, max - n);
+		if (s->progress_fd >= 0 && n < max)
+			fds[n++] = (struct pollfd){.fd = s->progress_fd, .events = POLLIN};
 	}
 	return n;
 }
@@ -378,6 +507,9 @@ void pd_pool_io(struct pd_pool *p, const struct pollfd *fds, int n)
 			continue;
 		pd_proc_io(&s->proc, fds, n);
 		pd_chan_io(&s->chan, fds, n);
+		for (int k = 0; k < n && s->progress_fd >= 0; k++)
+			if (fds[k].fd == s->progress_fd && fds[k].revents)
+				progress_read(s);
 	}
 }
 
@@ -452,6 +584,10 @@ static void collect(struct pd_pool_slot *s)
 	x->out_truncated = s->proc.truncated;
 	if (s->proc.out.len)
 		pd_buf_append(&x->out, s->proc.out.data, s->proc.out.len);
+	progress_read(s); /* the notes written before the end; a writer left may hold it */
+	pd_progress_eof(&s->progress);
+	x->progress = s->progress;
+	memset(&s->progress, 0, sizeof(s->progress));
 	pd_tail_copy(&s->proc.err_tail, &raw);
 	pd_utf8_sanitize(&x->tail, pd_buf_str(&raw), raw.len);
 	pd_buf_release(&raw);

@@ -32,6 +32,13 @@
  * A line longer than PD_CHAN_REQUEST_MAX is answered "error request too
  * long" and the channel closed. The worker side is close-on-exec: no other
  * child inherits it.
+ *
+ * The progress pipe (a pool with progress set): each child also gets the
+ * write end of a pipe as fd PD_PROC_PASS_FD2, named in its environment as
+ * PD_PROGRESS_FD=4; every line it writes there is a progress note, of which
+ * the slot keeps the latest (struct pd_progress), moved to the exit at the
+ * end. The pool reads it as poll(2) says, a bounded amount per pass, so a
+ * child that floods it costs reads, never a block.
  */
 #ifndef PD_POOL_H
 #define PD_POOL_H
@@ -75,6 +82,28 @@ enum pd_exit_class {
 
 struct pd_pool_exit;
 
+#define PD_PROGRESS_MAX 200 /* bytes of a progress note kept */
+
+/*
+ * A job's latest progress note: at most PD_PROGRESS_MAX bytes of the line
+ * (the rest dropped), valid UTF-8, control characters replaced by spaces;
+ * empty lines do not count. dirty: a note came since the owner last took
+ * it for storing (its to clear).
+ */
+struct pd_progress {
+	struct pd_buf line; /* the latest; empty: none yet */
+	struct pd_buf part; /* the line being read (at most PD_PROGRESS_MAX bytes) */
+	int dirty;
+};
+
+/* Bytes read from a pipe (a piece of any size): each whole line a note. */
+void pd_progress_feed(struct pd_progress *p, const char *data, size_t n);
+/* The pipe's end: a last line without its newline is a note too. */
+void pd_progress_eof(struct pd_progress *p);
+/* One note of n bytes (a stream handler's). */
+void pd_progress_set(struct pd_progress *p, const char *note, size_t n);
+void pd_progress_release(struct pd_progress *p);
+
 /*
  * The class of a child that ran: r is its result, why the pool stopped it.
  * A shell command (h->run) that exits 127 or 126 is PD_EXIT_CANNOT_RUN: that
@@ -116,6 +145,7 @@ struct pd_pool_exit {
 	struct pd_buf tail;   /* the last 4 KiB of stderr, valid UTF-8 */
 	struct pd_buf
 	    last_line; /* the last non-empty stderr line, valid UTF-8, at most 400 bytes */
+	struct pd_progress progress; /* the last progress note */
 };
 
 #define PD_CHAN_REQUEST_MAX 256 /* the longest request line */
@@ -159,10 +189,13 @@ struct pd_pool_slot {
 	long long started_us;	  /* pd_now_us() at start */
 	struct pd_pool_exit exit; /* valid in DONE */
 	struct pd_chan chan;	  /* its channel, when the pool has them */
+	/* its progress pipe's read end (non-blocking), -1: none; and the latest note */
+	int progress_fd;
+	struct pd_progress progress;
 };
 
-/* Descriptors one slot may poll: its child's pipes and its channel. */
-#define PD_POOL_SLOT_FDS (PD_PROC_MAX_FDS + 1)
+/* Descriptors one slot may poll: its child's pipes, its channel and its progress pipe. */
+#define PD_POOL_SLOT_FDS (PD_PROC_MAX_FDS + 2)
 
 struct pd_pool {
 	struct pd_pool_slot *slots;
@@ -171,6 +204,7 @@ struct pd_pool {
 	long long grace_ms;	/* SIGTERM to SIGKILL; 0: PD_PROC_GRACE_DEFAULT_MS */
 	const char *stderr_msg; /* the log message for a stderr line */
 	int chan;		/* give each child a channel (above) */
+	int progress;		/* give each child a progress pipe (above) */
 	/*
 	 * The owner's other children (lib/stream), which pd_pool_reap's
 	 * waitpid(-1) collects too: each pid not the pool's is offered here

@@ -40,7 +40,8 @@ struct child_args {
 	char *const *argv;
 	char *const *envp;
 	int in_r, out_w, err_w;
-	int pass_fd; /* > 2: to become PD_PROC_PASS_FD */
+	int pass_fd;  /* > 2: to become PD_PROC_PASS_FD */
+	int pass_fd2; /* > 2: to become PD_PROC_PASS_FD2 */
 	long max_fd;
 	pid_t parent; /* getpid() before the clone */
 	int err;      /* set by the child when it could not exec: errno */
@@ -191,15 +192,23 @@ static int child(void *arg)
 	struct child_args *c = arg;
 	struct sigaction dfl;
 	sigset_t empty;
+	int fd2 = c->pass_fd2;
 
 	if (setpgid(0, 0) < 0)
 		goto fail;
 	if (dup2(c->in_r, 0) < 0 || dup2(c->out_w, 1) < 0 || dup2(c->err_w, 2) < 0)
 		goto fail;
+	/* the second out of the first's way */
+	if (c->pass_fd > 2 && fd2 == PD_PROC_PASS_FD &&
+	    (fd2 = fcntl(fd2, F_DUPFD, PD_PROC_PASS_FD2 + 1)) < 0)
+		goto fail;
 	/* dup2 onto itself keeps close-on-exec: clear it then */
 	if (c->pass_fd > 2 &&
 	    (c->pass_fd == PD_PROC_PASS_FD ? fcntl(PD_PROC_PASS_FD, F_SETFD, 0)
 					   : dup2(c->pass_fd, PD_PROC_PASS_FD)) < 0)
+		goto fail;
+	if (fd2 > 2 && (fd2 == PD_PROC_PASS_FD2 ? fcntl(PD_PROC_PASS_FD2, F_SETFD, 0)
+						: dup2(fd2, PD_PROC_PASS_FD2)) < 0)
 		goto fail;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
@@ -218,7 +227,12 @@ static int child(void *arg)
 		c->err = ESRCH;
 		_exit(127);
 	}
-	close_others(c->pass_fd > 2 ? PD_PROC_PASS_FD + 1 : 3, c->max_fd);
+	if (fd2 > 2 && c->pass_fd <= 2)
+		close(PD_PROC_PASS_FD);
+	close_others(fd2 > 2	      ? PD_PROC_PASS_FD2 + 1
+		     : c->pass_fd > 2 ? PD_PROC_PASS_FD + 1
+				      : 3,
+		     c->max_fd);
 	execve(c->path, c->argv, c->envp);
 fail:
 	c->err = errno ? errno : EINVAL;
@@ -303,6 +317,7 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 	c.out_w = out[1];
 	c.err_w = err[1];
 	c.pass_fd = s->pass_fd;
+	c.pass_fd2 = s->pass_fd2;
 	c.parent = getpid();
 	c.err = 0;
 	c.max_fd = sysconf(_SC_OPEN_MAX);

@@ -5,7 +5,7 @@
  * to a limit, its stderr is split into lines for a callback and its last
  * 4 KiB are kept. It runs in its own process group, with an empty signal
  * mask, default signal dispositions and only fds 0, 1 and 2 open (and 3
- * when the spec passes one: pass_fd). A timeout
+ * and 4 when the spec passes them: pass_fd, pass_fd2). A timeout
  * or pd_proc_kill() sends SIGTERM to the whole group, then SIGKILL after a
  * grace period.
  *
@@ -109,9 +109,15 @@ struct pd_proc_spec {
 	 * The caller closes its copy after the start.
 	 */
 	int pass_fd;
+	/*
+	 * > 2: a descriptor the child gets as PD_PROC_PASS_FD2 (lib/pool's
+	 * progress pipe), the same way; 0: none.
+	 */
+	int pass_fd2;
 };
 
-#define PD_PROC_PASS_FD 3
+#define PD_PROC_PASS_FD	 3
+#define PD_PROC_PASS_FD2 4
 
 /*
  * One child. The fields are for reading; only the functions below change

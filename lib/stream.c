@@ -49,6 +49,9 @@ int pd_stream_parse(const char *line, size_t n, struct pd_stream_answer *a, stru
 		a->terminal = t >= 0 && j.tok[t].type == PD_JSON_TRUE;
 	} else if ((t = pd_json_get(&j, 0, "result")) >= 0 && j.tok[t].type != PD_JSON_NULL) {
 		pd_json_span(&j, t, &a->result, &a->result_len);
+	} else if (t < 0 && (t = pd_json_get(&j, 0, "progress")) >= 0 &&
+		   pd_json_get(&j, 0, "error") < 0) {
+		a->progress = pd_json_str(&j, t);
 	}
 	pd_json_release(&j);
 	return 1;
@@ -68,6 +71,14 @@ void pd_stream_init(struct pd_stream *s, const struct pd_stream_cfg *c)
 	s->proc.in_fd = s->proc.out_fd = s->proc.err_fd = -1;
 	s->eof_at = -1;
 	pd_chan_init(&s->chan);
+}
+
+struct pd_progress *pd_stream_progress(struct pd_stream *s, int tag)
+{
+	for (int k = 0; k < s->njobs; k++)
+		if (s->jobs[k].tag == tag && !s->jobs[k].abandoned)
+			return &s->jobs[k].progress;
+	return NULL;
 }
 
 int pd_stream_live(const struct pd_stream *s)
@@ -136,6 +147,7 @@ static struct pd_pool_exit *finish(struct pd_stream *s, int k, enum pd_exit_clas
 		pd_utf8_sanitize(&d->exit.tail, j->tail.data, j->tail.len);
 	pd_buf_release(&j->tail);
 	pd_buf_release(&j->line);
+	d->exit.progress = j->progress;
 	s->jobs[k] = s->jobs[--s->njobs];
 	return &d->exit;
 }
@@ -344,6 +356,12 @@ static void answer(struct pd_stream *s, const char *line, size_t n)
 		return;
 	if (rc < 0) {
 		bad_line(s, e.msg, line, n);
+		return;
+	}
+	if (a.progress) { /* a note, not an answer: of a job no longer in flight, dropped */
+		if ((k = find(s, a.id)) >= 0)
+			pd_progress_set(&s->jobs[k].progress, a.progress, strlen(a.progress));
+		free(a.progress);
 		return;
 	}
 	if ((k = find(s, a.id)) < 0) {
@@ -818,6 +836,7 @@ void pd_stream_release(struct pd_stream *s)
 	for (int k = 0; k < s->njobs; k++) {
 		pd_buf_release(&s->jobs[k].tail);
 		pd_buf_release(&s->jobs[k].line);
+		pd_progress_release(&s->jobs[k].progress);
 	}
 	for (int k = 0; k < s->ndone; k++)
 		pd_pool_exit_release(&s->done[s->done_off + k].exit);

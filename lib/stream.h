@@ -9,6 +9,7 @@
  *   {"id": 42, "result": ...}                         succeeded (result optional)
  *   {"id": 42, "error": "text", "terminal": false}    failed: retried
  *   {"id": 42, "error": "text", "terminal": true}     failed: dead-lettered
+ *   {"id": 42, "progress": "40% (400/1000)"}           not an answer: its progress note
  *
  * Every job sent comes back exactly once as an outcome (pd_stream_take): the
  * owner's tag for it and a struct pd_pool_exit classified like a process's
@@ -105,6 +106,8 @@ struct pd_stream_job {
 	long long timeout_ms; /* for the error text */
 	struct pd_buf tail;   /* stderr lines naming it, the last 4 KiB */
 	char prefix[64];      /* "job=42 attempt=1" */
+	/* its latest progress note, moved to its outcome */
+	struct pd_progress progress;
 };
 
 /* An outcome the owner has not taken yet. */
@@ -139,14 +142,16 @@ struct pd_stream_answer {
 	const char *result; /* the raw JSON text of "result", or NULL (absent or null) */
 	size_t result_len;
 	char *error; /* failed: malloc'd text (a string unescaped, else its JSON) */
+	/* a progress line (neither "result" nor "error"): malloc'd, as error; else NULL */
+	char *progress;
 };
 
 /*
  * Parse one answer line (n bytes, without its '\n'). Returns 1 with *a
- * filled (free a->error), 0 for a blank line, -1 for a bad line with e
- * filled (PD_EX_DATAERR): not JSON, not an object, no integer "id". The
- * line is read as pd_json_parse_lax reads it: a result that jsonb cannot
- * store fails its own job (the worker judges it), not the line.
+ * filled (free a->error and a->progress), 0 for a blank line, -1 for a bad
+ * line with e filled (PD_EX_DATAERR): not JSON, not an object, no integer
+ * "id". The line is read as pd_json_parse_lax reads it: a result that jsonb
+ * cannot store fails its own job (the worker judges it), not the line.
  */
 int pd_stream_parse(const char *line, size_t n, struct pd_stream_answer *a, struct pd_err *e);
 
@@ -154,6 +159,9 @@ int pd_stream_parse(const char *line, size_t n, struct pd_stream_answer *a, stru
 const char *pd_stream_request(const struct pd_stream *s);
 /* Answer it with line. */
 void pd_stream_answer(struct pd_stream *s, const char *line);
+
+/* The progress of the job in flight with tag, or NULL when none is. */
+struct pd_progress *pd_stream_progress(struct pd_stream *s, int tag);
 
 /* IDLE, no process yet. c is copied. */
 void pd_stream_init(struct pd_stream *s, const struct pd_stream_cfg *c);

@@ -43,6 +43,23 @@ static const struct pd_col dead_cols[] = {
     {"dead_reason", "reason", 's', 'b'},
 };
 
+/* the longest running first, with their handlers' latest progress notes (sql/024) */
+static const char running_sql[] =
+    "SELECT id, job_type, queue, " SECS("now() - started_at") ", lease_owner, progress,"
+    " " SECS("now() - progress_at")
+    " FROM pendulum.jobs WHERE state = 'RUNNING'"
+    " ORDER BY started_at NULLS LAST, id LIMIT $1";
+
+static const struct pd_col running_cols[] = {
+    {"id", NULL, 'n', 'b'},
+    {"job_type", "type", 's', 'b'},
+    {"queue", NULL, 's', 'b'},
+    {"running_for", "running", 'd', 'b'},
+    {"lease_owner", "worker", 's', 'b'},
+    {"progress", NULL, 's', 'b'},
+    {"progress_age", "noted", 'd', 'b'},
+};
+
 static const char title_sql[] =
     "SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS \"UTC\"'),"
     " (SELECT count(*) FROM pendulum.jobs WHERE state = 'DEAD_LETTERED'),"
@@ -62,7 +79,7 @@ int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *o
 	struct pd_fmt fmt = {0, o->color};
 	char ms[24], n[16], every[PD_DUR_MAX];
 	const char *p1[1] = {o->stale_ms >= 0 ? ms : NULL}, *p2[1] = {n};
-	PGresult *t = NULL, *q = NULL, *w = NULL, *d = NULL;
+	PGresult *t = NULL, *q = NULL, *w = NULL, *d = NULL, *run = NULL;
 	int live = 0, gone = 0, busy = 0, slots = 0;
 
 	snprintf(ms, sizeof(ms), "%lld", o->stale_ms);
@@ -70,10 +87,12 @@ int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *o
 	if (pd_db_exec(db, title_sql, 0, NULL, PGRES_TUPLES_OK, &t, e) < 0 ||
 	    pd_db_exec(db, pd_summary_queues_sql, 0, NULL, PGRES_TUPLES_OK, &q, e) < 0 ||
 	    pd_db_exec(db, workers_sql, 1, p1, PGRES_TUPLES_OK, &w, e) < 0 ||
-	    pd_db_exec(db, dead_sql, 1, p2, PGRES_TUPLES_OK, &d, e) < 0) {
+	    pd_db_exec(db, dead_sql, 1, p2, PGRES_TUPLES_OK, &d, e) < 0 ||
+	    pd_db_exec(db, running_sql, 1, p2, PGRES_TUPLES_OK, &run, e) < 0) {
 		PQclear(t);
 		PQclear(q);
 		PQclear(w);
+		PQclear(d);
 		return -1;
 	}
 	pd_buf_printf(out, "%spendulum top%s  %s", o->color ? "\033[1m" : "",
@@ -107,6 +126,13 @@ int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *o
 		pd_render_result(w, worker_cols, (int)(sizeof(worker_cols) / sizeof(*worker_cols)),
 				 &fmt, out);
 
+	section(out, o, "Running jobs");
+	if (PQntuples(run) == 0)
+		pd_buf_puts(out, "none\n");
+	else
+		pd_render_result(run, running_cols,
+				 (int)(sizeof(running_cols) / sizeof(*running_cols)), &fmt, out);
+
 	section(out, o, "Newest dead letters");
 	pd_buf_printf(out, "%s in all\n", PQntuples(t) ? PQgetvalue(t, 0, 1) : "0");
 	if (PQntuples(d) > 0)
@@ -116,6 +142,7 @@ int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *o
 	PQclear(q);
 	PQclear(w);
 	PQclear(d);
+	PQclear(run);
 	return 0;
 }
 

@@ -193,16 +193,29 @@ static struct pd_trip_item *item_add(struct pd_trip *t, enum pd_trip_kind kind, 
 	return it;
 }
 
+/* Progress note p as an item of job j, when it is not stored yet (dirty): stored now. */
+static void progress_add(struct pd_trip *t, struct pd_progress *p, const struct pd_claimed *j)
+{
+	struct pd_trip_item *it;
+
+	if (p == NULL || !p->dirty || p->line.len == 0)
+		return;
+	it = item_add(t, PD_TRIP_PROGRESS, j->id, j->token);
+	it->text = p->line.data;
+	p->dirty = 0;
+	t->nprogress++;
+}
+
 int pd_trip_build(struct pd_trip *t, struct pd_holdings *hs, const struct pd_trip_ask *a)
 {
-	int cap = 2 * hs->size + 2 * hs->nready + hs->nfin, alone = 0;
+	int cap = 3 * hs->size + 2 * hs->nready + 2 * hs->nfin, alone = 0;
 	size_t bytes = 0;
 
 	if (cap > t->cap) {
 		t->cap = cap;
 		t->items = pd_xrealloc(t->items, (size_t)cap * sizeof(*t->items));
 	}
-	t->n = t->nstart = t->noutcomes = t->nlost = t->nbeat = t->nrel = 0;
+	t->n = t->nstart = t->noutcomes = t->nlost = t->nbeat = t->nrel = t->nprogress = 0;
 	t->claim = t->claim_start = 0;
 	for (int k = 0; k < hs->nfin && !alone; k++)
 		alone = hs->fin[k].fate != PD_HOLD_FATE_BATCHED;
@@ -235,6 +248,7 @@ int pd_trip_build(struct pd_trip *t, struct pd_holdings *hs, const struct pd_tri
 			t->nlost++;
 			continue;
 		}
+		progress_add(t, &f->exit.progress, &f->job);
 		it = item_add(t, PD_TRIP_OUTCOME, f->job.id, f->job.token);
 		it->fin = k;
 		outcome_of(a, f, &it->out);
@@ -261,6 +275,8 @@ int pd_trip_build(struct pd_trip *t, struct pd_holdings *hs, const struct pd_tri
 				continue;
 			item_add(t, PD_TRIP_BEAT, hs->run[i].job.id, hs->run[i].job.token);
 			t->nbeat++;
+			if (a->progress)
+				progress_add(t, a->progress(a->ctx, i), &hs->run[i].job);
 		}
 		for (int k = 0; k < hs->nready; k++) {
 			if (hs->ready[k].stage != PD_HOLD_READY)
@@ -273,7 +289,7 @@ int pd_trip_build(struct pd_trip *t, struct pd_holdings *hs, const struct pd_tri
 		t->claim = a->claim;
 		t->claim_start = a->claim_start;
 	}
-	return t->nstart + t->noutcomes + t->nlost > 0 || t->beat || t->claim > 0;
+	return t->nstart + t->noutcomes + t->nlost + t->nprogress > 0 || t->beat || t->claim > 0;
 }
 
 void pd_trip_written(struct pd_trip *t, struct pd_holdings *hs, long long *next_due)

@@ -18,6 +18,7 @@
 
 struct pd_holdings;
 struct pd_hold;
+struct pd_progress;
 
 #define PD_TRIP_MAX_BYTES (16 * 1024 * 1024) /* outcome bytes sent in one round trip */
 
@@ -33,6 +34,8 @@ struct pd_trip_ask {
 	const struct pd_retry_cfg *retry;
 	/* run i's handler process has exited, or was stopped for a lost lease; NULL: none has */
 	int (*gone)(void *ctx, int i);
+	/* run i's progress (its pool slot's or its stream job's), or NULL; NULL: none has */
+	struct pd_progress *(*progress)(void *ctx, int i);
 	void *ctx;
 };
 
@@ -44,6 +47,10 @@ void pd_trip_release(struct pd_trip *t);
  * PD_TRIP_MAX_BYTES of outcomes; after a refused batch, one at a time and no
  * claim), the ready jobs' release when not serving, the leases held when
  * the heartbeat is due, and the claim. Each entry put in moves (SEND).
+ * Progress notes not stored yet (dirty, cleared here) go with the heartbeat
+ * (the running jobs') and with their outcome (a finished job's last note).
+ * The worker marks them dirty again when the trip fails. The items' text
+ * points into the progress notes: send the trip before they change.
  * Returns 1 when there is something to send, 0 when not (nothing moved).
  */
 int pd_trip_build(struct pd_trip *t, struct pd_holdings *hs, const struct pd_trip_ask *a);

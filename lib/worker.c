@@ -623,6 +623,8 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	pd_pool_init(&w.pool, (int)cfg->engine.concurrency, (size_t)cfg->result_limit,
 		     cfg->engine.grace_ms, "handler stderr");
 	w.pool.chan = 1; /* PD_WORKER_FD: requests_answer */
+	/* PD_PROGRESS_FD: the notes go with the heartbeat */
+	w.pool.progress = 1;
 	pd_holdings_init(&w.hs, (int)cfg->engine.concurrency);
 	w.hs.pool = &w.pool;
 	pd_daemon_init(&w.d, &worker_ops, db, &w, &w.pool, &cfg->engine);

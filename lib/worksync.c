@@ -125,9 +125,35 @@ static int slot_gone(void *ctx, int i)
 		 (s->state == PD_SLOT_STOPPING && s->stop != PD_STOP_LEASE_LOST));
 }
 
+/* Run i's progress note: its pool slot's, or its stream job's; NULL: none. */
+static struct pd_progress *run_progress(void *ctx, int i)
+{
+	struct worker *w = ctx;
+	struct pd_pool_slot *s = &w->pool.slots[i];
+
+	if (w->hs.run[i].stream >= 0)
+		return pd_stream_progress(&w->streams[w->hs.run[i].stream], i);
+	return s->state == PD_SLOT_RUNNING || s->state == PD_SLOT_STOPPING ? &s->progress : NULL;
+}
+
+/* A batch that carried progress notes was not written: they go again in the next. */
+static void progress_unsent(struct worker *w)
+{
+	struct pd_progress *p;
+
+	if (w->trip.nprogress == 0)
+		return;
+	for (int i = 0; i < w->hs.size; i++)
+		if (w->hs.run[i].stage == PD_HOLD_RUNNING && (p = run_progress(w, i)) != NULL)
+			p->dirty = p->line.len > 0;
+	for (int k = 0; k < w->hs.nfin; k++)
+		w->hs.fin[k].exit.progress.dirty = w->hs.fin[k].exit.progress.line.len > 0;
+}
+
 /* The batch in flight failed: its start records and outcomes go in the next one. */
 static void batch_failed(struct worker *w)
 {
+	progress_unsent(w);
 	pd_holdings_apply(&w->hs, PD_HOLD_FAILED);
 	w->flight = 0;
 }
@@ -137,6 +163,7 @@ static int batch_refused(struct worker *w, const struct pd_err *e)
 {
 	if (!pd_trip_refused(&w->trip, &w->hs, e))
 		return 0;
+	progress_unsent(w);
 	w->flight = 0;
 	w->d.wake = 1;
 	return 1;
@@ -158,6 +185,7 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 				.rng = &w->d.rng,
 				.retry = &w->cfg->retry,
 				.gone = slot_gone,
+				.progress = run_progress,
 				.ctx = w};
 
 	if (want_claim(w, now) && free_now + depth > 0) {

@@ -46,7 +46,9 @@ static void check_answer(const char *line, size_t n)
 			CHECK(pd_json_parse_lax(&j, a.result, a.result_len, &e) == 0);
 			pd_json_release(&j);
 		}
+		CHECK(!a.progress || (!a.failed && !a.result));
 		free(a.error);
+		free(a.progress);
 	}
 }
 

@@ -252,6 +252,81 @@ static void test_chan(int sfd)
 	pd_pool_release(&p);
 }
 
+/* pd_progress: whole lines, the latest kept, cut and cleaned. */
+static void test_progress_note(void)
+{
+	struct pd_progress pr;
+	char line[300];
+
+	memset(&pr, 0, sizeof(pr));
+	pd_progress_feed(&pr, "10%\n20", 6);
+	is_str(pd_buf_str(&pr.line), "10%", "progress: a whole line is a note");
+	ok(pr.dirty, "progress: a new note is dirty");
+	pr.dirty = 0;
+	pd_progress_feed(&pr, "%\r\n\n", 4);
+	is_str(pd_buf_str(&pr.line), "20%",
+	       "progress: pieces join, CR dropped, blank lines skipped");
+	ok(pr.dirty, "progress: dirty again");
+	pd_progress_feed(&pr,
+			 "a\tb\x01"
+			 "c\xc2\x85"
+			 "d\n",
+			 9);
+	is_str(pd_buf_str(&pr.line), "a b c  d", "progress: control characters become spaces");
+	memset(line, 'x', sizeof(line));
+	line[sizeof(line) - 1] = '\n';
+	pd_progress_feed(&pr, line, sizeof(line));
+	is_int((long long)pr.line.len, PD_PROGRESS_MAX, "progress: a long line is cut");
+	pd_progress_feed(&pr, "last", 4);
+	is_int((long long)pr.line.len, PD_PROGRESS_MAX, "progress: no note before the newline");
+	pd_progress_eof(&pr);
+	is_str(pd_buf_str(&pr.line), "last", "progress: the end makes the rest a note");
+	pd_progress_set(&pr, "\xff ok", 4);
+	is_str(pd_buf_str(&pr.line), "\xef\xbf\xbd ok", "progress: invalid UTF-8 replaced");
+	pd_progress_release(&pr);
+}
+
+/* The progress pipe: PD_PROGRESS_FD=4, the latest note moved to the exit. */
+static void test_progress_pipe(int sfd)
+{
+	struct pd_pool p;
+	struct pd_handler h = sh("printf 'one\\ntwo\\nthree' >&4; printf '%s' \"$PD_PROGRESS_FD\"");
+	struct pd_handler flood = sh("yes 0123456789 | head -c 999999 >&4; echo end >&4");
+	struct pd_handler none = sh("printf '%s' \"${PD_PROGRESS_FD-unset}\"; true >&4 2>/dev/null "
+				    "|| exit 9");
+
+	pd_pool_init(&p, 1, 0, 0, NULL);
+	p.chan = 1;
+	p.progress = 1;
+	start(&p, 0, &h, NULL, 5000);
+	drive(&p, sfd, 5000);
+	is_str(pd_buf_str(&p.slots[0].exit.out), "4", "progress pipe: PD_PROGRESS_FD=4");
+	is_str(pd_buf_str(&p.slots[0].exit.progress.line), "three",
+	       "progress pipe: the last note, moved to the exit");
+	pd_pool_clear(&p, 0);
+	start(&p, 0, &flood, NULL, 10000);
+	drive(&p, sfd, 10000);
+	is_int(p.slots[0].exit.exit_code, 0, "progress pipe: a flood is read to the end");
+	is_str(pd_buf_str(&p.slots[0].exit.progress.line), "end", "progress pipe: the last note");
+	pd_pool_clear(&p, 0);
+	pd_pool_release(&p);
+
+	pd_pool_init(&p, 1, 0, 0, NULL);
+	p.progress = 1; /* without a channel: fd 4 alone, fd 3 closed */
+	start(&p, 0, &h, NULL, 5000);
+	drive(&p, sfd, 5000);
+	is_str(pd_buf_str(&p.slots[0].exit.progress.line), "three",
+	       "progress pipe without a channel");
+	pd_pool_release(&p);
+
+	pd_pool_init(&p, 1, 0, 0, NULL);
+	start(&p, 0, &none, NULL, 5000);
+	drive(&p, sfd, 5000);
+	is_str(pd_buf_str(&p.slots[0].exit.out), "unset", "no progress pipe: no PD_PROGRESS_FD");
+	is_int(p.slots[0].exit.exit_code, 9, "no progress pipe: fd 4 is closed in the child");
+	pd_pool_release(&p);
+}
+
 int main(void)
 {
 	struct pd_err e = PD_ERR_INIT;
@@ -264,6 +339,8 @@ int main(void)
 	test_not_started();
 	test_lifecycle(sfd);
 	test_chan(sfd);
+	test_progress_note();
+	test_progress_pipe(sfd);
 	close(sfd);
 	return done_testing();
 }

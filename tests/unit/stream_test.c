@@ -56,6 +56,21 @@ static void test_parse(void)
 	pd_stream_parse(l, strlen(l), &a, &e);
 	ok(a.result_len == 6 && memcmp(a.result, "\"text\"", 6) == 0, "a string result, quoted");
 
+	l = "{\"id\":9,\"progress\":\"40% (4/10)\"}";
+	is_int(pd_stream_parse(l, strlen(l), &a, &e), 1, "a progress line parses");
+	is_str(a.progress, "40% (4/10)", "a progress line: its note");
+	free(a.progress);
+	l = "{\"id\":9,\"progress\":40}";
+	pd_stream_parse(l, strlen(l), &a, &e);
+	is_str(a.progress, "40", "a progress note that is no string: its JSON");
+	free(a.progress);
+	l = "{\"id\":9,\"progress\":\"x\",\"result\":1}";
+	pd_stream_parse(l, strlen(l), &a, &e);
+	ok(a.progress == NULL && a.result != NULL, "a line with a result is an answer");
+	l = "{\"id\":9,\"progress\":\"x\",\"error\":null}";
+	pd_stream_parse(l, strlen(l), &a, &e);
+	ok(a.progress == NULL && !a.failed, "a line with an error member is an answer");
+
 	l = "{\"id\":3,\"error\":\"no such \\\"user\\\"\",\"terminal\":true}";
 	is_int(pd_stream_parse(l, strlen(l), &a, &e), 1, "a terminal error parses");
 	ok(a.failed && a.terminal, "failed, terminal");
