@@ -168,3 +168,35 @@ EOF
 	[ "${#stderr_lines[@]}" -eq 1 ]
 	[[ "${stderr_lines[0]}" =~ ^"pd-enqueue: job "[0-9]+": attempt 1 of 25 snoozed; next try "(in [0-9]+ms|in [12]s|now)$ ]]
 }
+
+@test "a workflow step snoozes: the run's job waits, the step runs again, the run goes on" {
+	handler "$T_DIR/b" <<'EOF'
+#!/bin/sh
+n=$(($(cat "$T_DIR/b.runs" 2>/dev/null || echo 0) + 1))
+echo "$n" >"$T_DIR/b.runs"
+if [ "$n" -eq 1 ]; then echo 'snooze 1s'; exit 75; fi
+jq -c '{b: (.outputs.a.a + 1)}'
+EOF
+	cat >"$CFG" <<EOF
+retry: {base: 0, cap: 0}
+workflows:
+  two:
+    steps:
+      - name: a
+        run: 'echo "{\"a\": 1}"'
+      - name: b
+        run: '$T_DIR/b'
+EOF
+	start_worker w -c "$CFG" --poll 100ms --lease 2s
+	run --separate-stderr timeout 60 pd-enqueue -c "$CFG" --workflow two --wait '{}'
+	[ "$status" -eq 0 ]
+	[ "$output" = '{"b":2}' ]
+	[ "$(cat "$T_DIR/b.runs")" -eq 2 ]
+	job=$(sql "SELECT job_id FROM pendulum.workflow_runs")
+	sql_is "SELECT snoozes FROM pendulum.jobs WHERE id = $job" 1
+	sql_is "SELECT string_agg(step_name || ':' || attempts, ',' ORDER BY step_index)
+	        FROM pendulum.workflow_steps" "a:1,b:1"
+	sql_is "SELECT count(*) FROM pendulum.job_attempts WHERE job_id = $job AND outcome = 'snoozed'" 1
+	gap_ok "$job" 3 1000
+	[[ "${stderr_lines[0]}" == *"step 'b' attempt 1 of 25 snoozed; next try "* ]]
+}
