@@ -113,7 +113,7 @@ EOF
 }
 
 @test "exit 75 without a snooze line is a retry as before" {
-	start_worker w -c "$CFG" --handler "s=echo 'not now'; echo 'snoozy 1s'; exit 75" --poll 100ms
+	start_worker w -c "$CFG" --handler "s=echo 'not now'; echo 'snoozed 1s'; exit 75" --poll 100ms
 	id=$(pd-enqueue --max-attempts 2 s '{}')
 	wait_for 20 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" DEAD_LETTERED
 	sql_is "SELECT attempt, snoozes, last_error FROM pendulum.jobs WHERE id = $id" "2|0|exit 75"
