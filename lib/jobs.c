@@ -387,7 +387,8 @@ int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long
 
 /*
  * The outcomes of one batch ($1; $2 the worker), fenced row by row: o is the
- * batch, j the jobs it changed (only those whose token still holds the
+ * batch (a snooze of a job at its cap made a retry: pendulum.snooze_cap,
+ * sql/023), j the jobs it changed (only those whose token still holds the
  * lease), a their attempt rows (sql/008: none for a clean success, whose
  * record is the job row), u the queues of the BLOCKED jobs whose last
  * dependency succeeded in this batch (pendulum.unblock_dependents, sql/012:
@@ -599,7 +600,7 @@ static void outcome_json(struct pd_buf *b, const struct pd_job_outcome *x)
 		pd_json_member_str(b, "next_key", o->flow.next_key);
 	if (o->kind == PD_VERDICT_SNOOZE)
 		pd_buf_printf(b, ",\"snooze_ms\":%lld,\"max_snoozes\":%lld", o->snooze_ms,
-			      o->max_snoozes);
+			      o->snooze_cap);
 	pd_json_member_raw(b, "result", o->result);
 	pd_buf_printf(b, ",\"result_is_text\":%s,\"result_truncated\":%s",
 		      o->result_is_text ? "true" : "false", o->result_truncated ? "true" : "false");

@@ -133,7 +133,8 @@ int pd_snooze_line(const char *out, size_t n, long long *ms, struct pd_err *e)
 		start++;
 	line = out + start;
 	n = end - start;
-	if (n >= 6 && memcmp(line, "snooze", 6) == 0 && (n == 6 || line[6] == ' ' || line[6] == '\t')) {
+	if (n >= 6 && memcmp(line, "snooze", 6) == 0 &&
+	    (n == 6 || line[6] == ' ' || line[6] == '\t')) {
 		size_t i = 6;
 
 		while (i < n && (line[i] == ' ' || line[i] == '\t'))
