@@ -60,7 +60,7 @@ EOF
 	run pd-admin job show "$id"
 	[ "$status" -eq 0 ]
 	[ "$(printf '%s\n' "$output" | grep -c ' snoozed ')" -eq 2 ]
-	[[ "$output" == *"snoozes"*2* ]]
+	printf '%s\n' "$output" | grep -Eq '^snoozes +2$'
 }
 
 @test "a stream handler's snooze: the job waits, then runs again on the same attempt" {
