@@ -328,7 +328,8 @@ static void warn_unserved(void *ctx, long long id, const char *queue, const char
 
 /*
  * --wait's line for a failed attempt that is tried again: ctx names the job.
- * "pd-enqueue: job 42: attempt 3 of 25 failed: exit 7; next try in 4s".
+ * "pd-enqueue: job 42: attempt 3 of 25 failed: exit 7; next try in 4s";
+ * a snoozed one: "pd-enqueue: job 42: attempt 1 of 25 snoozed; next try in 30s".
  */
 static void report_failed(void *ctx, long long id, const struct pd_enqueue_failure *f)
 {
@@ -339,9 +340,10 @@ static void report_failed(void *ctx, long long id, const struct pd_enqueue_failu
 	if (f->next_ms > 0)
 		pd_dur_format(f->next_ms >= 1000 ? (f->next_ms + 999) / 1000 * 1000 : f->next_ms, d,
 			      sizeof(d));
-	fprintf(stderr, "%s: %s: %s%s%sattempt %d of %d failed: %s%s%s\n", pd_progname(),
+	fprintf(stderr, "%s: %s: %s%s%sattempt %d of %d %s%s%s%s\n", pd_progname(),
 		(const char *)ctx, f->step ? "step '" : "", f->step ? f->step : "",
-		f->step ? "' " : "", f->attempt, f->max_attempts, f->cause,
+		f->step ? "' " : "", f->attempt, f->max_attempts,
+		f->snoozed ? "snoozed" : "failed: ", f->snoozed ? "" : f->cause,
 		f->next_ms < 0	  ? ""
 		: f->next_ms == 0 ? "; next try now"
 				  : "; next try in ",

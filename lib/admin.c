@@ -196,7 +196,7 @@ int pd_admin_jobs(struct pd_db *db, const struct pd_admin_filter *f, const struc
 static const char show_sql[] =
     "SELECT id, job_type, state, queue, tenant_id, priority, concurrency_key, parked_on,"
     " attempt || '/' || max_attempts,"
-    " attempt, max_attempts, replay_count, delivery, " SECS("timeout") ","
+    " attempt, max_attempts, replay_count, snoozes, delivery, " SECS("timeout") ","
     " " ISO("created_at") ", " ISO("run_at") ", " ISO("start_by") ", " ISO("started_at") ","
     " " ISO("finished_at") ", " SECS("now() - created_at") ", lease_token, lease_owner, " ISO("lease_expires_at") ","
     " " SECS("lease_expires_at - now()") ", idempotency_key, traceparent,"
@@ -219,6 +219,7 @@ static const struct pd_col show_cols[] = {
     {"attempt", NULL, 'n', 'j'},
     {"max_attempts", NULL, 'n', 'j'},
     {"replay_count", NULL, 'n', 'b'},
+    {"snoozes", NULL, 'n', 'b'},
     {"delivery", NULL, 's', 'b'},
     {"timeout_s", NULL, 'd', 'b'},
     {"created_at", NULL, 's', 'b'},

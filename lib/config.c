@@ -81,6 +81,7 @@ void pd_config_init(struct pd_config *c)
 	c->max_payload = PD_MAX_PAYLOAD_DEFAULT;
 	c->retry.base_ms = 1000;
 	c->retry.cap_ms = 3600000;
+	c->retry.max_snoozes = 100;
 	c->reaper.interval_ms = 5000;
 	pd_retention_init(&c->retention);
 	c->relay.engine.concurrency = 4;
@@ -344,6 +345,7 @@ static const struct field worker_fields[] = {
 static const struct field retry_fields[] = {
     {"base", F_DUR, OFF(retry.base_ms), 0, DUR_MAX, NULL},
     {"cap", F_DUR, OFF(retry.cap_ms), 0, DUR_MAX, NULL},
+    {"max_snoozes", F_LLONG, OFF(retry.max_snoozes), 0, 1000000, NULL},
 };
 
 static const struct field reaper_fields[] = {
@@ -585,9 +587,8 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 		       void *elem, struct pd_err *e)
 {
 	static const char *const known[] = {
-	    "run",  "exec",	    "timeout",	"terminal_exit_codes",
-	    "mode", "result_limit", "pass_env", "concurrency_key",
-	    NULL};
+	    "run",	    "exec",	"timeout",	   "terminal_exit_codes", "mode",
+	    "result_limit", "pass_env", "concurrency_key", "max_snoozes",	  NULL};
 	const struct pd_ydoc *d = &c->doc;
 	const struct pd_ynode *v;
 	struct pd_handler *h = elem;
@@ -626,6 +627,9 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 			return -1;
 	}
 	if ((v = pd_y_get(n, "pass_env")) != NULL && env_names(d, v, &h->pass_env, e) < 0)
+		return -1;
+	if ((v = pd_y_get(n, "max_snoozes")) != NULL &&
+	    pd_y_int(d, v, 1, 1000000, &h->max_snoozes, CODE, e) < 0)
 		return -1;
 	return dec_key(d, pd_y_get(n, "concurrency_key"), h, e);
 }

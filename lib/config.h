@@ -34,6 +34,7 @@ struct pd_engine_cfg {
 
 struct pd_retry_cfg {
 	long long base_ms, cap_ms; /* the backoff: base x 2^(attempt-1), jittered, capped */
+	long long max_snoozes;	   /* snoozes a job may take; past them a snooze is a retry */
 };
 
 /*

@@ -848,7 +848,8 @@ static const char read_sql[] =
     "  THEN t.at - now() ELSE greatest(t.at - a.finished_at, interval '0') END))::bigint "
     "  AS ms) n "
     " WHERE $3::bigint >= 0 AND a.job_id = j.id AND a.lease_token > $3::bigint "
-    "  AND a.outcome IN ('failed', 'timeout', 'could_not_start', 'lease_expired', 'lease_lost') "
+    "  AND a.outcome IN ('failed', 'timeout', 'could_not_start', 'lease_expired', 'lease_lost',"
+    "   'snoozed') "
     "  AND NOT (a.lease_token = coalesce(j.lease_token, 0) "
     "   AND j.state IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELLED'))) f ON true "
     "WHERE j.id = $1";
@@ -930,6 +931,7 @@ static int report_failures(struct waiting *st, const char *list, int max_attempt
 		f.cause = cause;
 		f.step = step;
 		f.next_ms = member_int(&j, t, "next_ms", -1);
+		f.snoozed = strcmp(outcome, "snoozed") == 0;
 		st->w->failed(st->w->ctx, st->id, &f);
 		st->seen = member_int(&j, t, "token", st->seen);
 		free(outcome);

@@ -205,6 +205,7 @@ struct pd_enqueue_failure {
 	const char *step;  /* a workflow run's job: the step it ran, or NULL */
 	long long next_ms; /* until the next try from now when that is ahead, else how
 			      long after the failure it came; -1: not known */
+	int snoozed;	   /* the handler snoozed it (no attempt used): cause is moot */
 };
 
 /* How pd_enqueue_wait waits. */

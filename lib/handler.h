@@ -27,6 +27,7 @@ struct pd_handler {
 	char **pass_env;	/* pass_env: names its processes get though withheld (lib/henv),
 				   NULL-terminated; NULL: none */
 	long long result_limit; /* bytes of stdout kept as the result; 0: the worker's */
+	long long max_snoozes;	/* max_snoozes: snoozes a job of it may take; 0: retry's */
 	char *concurrency_key;	/* concurrency_key: the default limit key of its jobs
 				   (pd-enqueue; a workflow step's: the run's job while at
 				   the step), NULL: none */

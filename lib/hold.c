@@ -329,6 +329,7 @@ struct pd_hold *pd_holdings_over(struct pd_holdings *hs, int i, const struct pd_
 	f->exit = *ex;
 	f->out_is_text = 0;
 	pd_hold_move(f, PD_HOLD_OVER);
+	pd_exit_snooze(&f->exit);
 	judge_result(f);
 	return f;
 }

@@ -387,7 +387,8 @@ int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long
 
 /*
  * The outcomes of one batch ($1; $2 the worker), fenced row by row: o is the
- * batch, j the jobs it changed (only those whose token still holds the
+ * batch (a snooze of a job at its cap made a retry: pendulum.snooze_cap,
+ * sql/023), j the jobs it changed (only those whose token still holds the
  * lease), a their attempt rows (sql/008: none for a clean success, whose
  * record is the job row), u the queues of the BLOCKED jobs whose last
  * dependency succeeded in this batch (pendulum.unblock_dependents, sql/012:
@@ -402,23 +403,26 @@ int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long
  */
 static const char finish_sql[] =
     "WITH o AS ("
-    " SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(id bigint, token bigint, kind text,"
+    " SELECT * FROM jsonb_to_recordset(pendulum.snooze_cap($1::jsonb)) AS o(id bigint,"
+    "  token bigint, kind text,"
     "  backoff_ms bigint, result jsonb, result_is_text boolean, result_truncated boolean,"
     "  error text, dead_reason text, outcome text, exit_code integer, signal integer,"
-    "  stderr_tail text, started_ago_ms bigint, attempt integer, next_key text)"
+    "  stderr_tail text, started_ago_ms bigint, attempt integer, next_key text, snooze_ms bigint)"
     "), j AS ("
     " UPDATE pendulum.jobs j SET"
     "  state = CASE o.kind WHEN 'succeeded' THEN 'SUCCEEDED' WHEN 'dead' THEN 'DEAD_LETTERED'"
-    "   WHEN 'advance' THEN 'PENDING' WHEN 'wait' THEN 'PENDING'"
+    "   WHEN 'advance' THEN 'PENDING' WHEN 'wait' THEN 'PENDING' WHEN 'snooze' THEN 'PENDING'"
     "   WHEN 'release' THEN CASE WHEN j.delivery = 'at-most-once' THEN 'DEAD_LETTERED'"
     "    ELSE 'PENDING' END"
     "   ELSE CASE WHEN j.attempt >= j.max_attempts THEN 'DEAD_LETTERED' ELSE 'PENDING' END END,"
     "  attempt = CASE WHEN o.kind = 'advance' THEN 0"
-    "   WHEN o.kind = 'wait' OR (o.kind = 'release' AND j.delivery <> 'at-most-once')"
+    "   WHEN o.kind IN ('wait', 'snooze') OR (o.kind = 'release' AND j.delivery <> 'at-most-once')"
     "   THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,"
+    "  snoozes = j.snoozes + CASE o.kind WHEN 'snooze' THEN 1 ELSE 0 END,"
     "  run_at = CASE WHEN (o.kind = 'retry' AND j.attempt < j.max_attempts) OR o.kind = 'advance'"
     "   THEN now() + o.backoff_ms * interval '1 millisecond'"
     "   WHEN o.kind = 'release' THEN now()"
+    "   WHEN o.kind = 'snooze' THEN now() + o.snooze_ms * interval '1 millisecond'"
     "   WHEN o.kind = 'wait' THEN coalesce((SELECT CASE WHEN r.signals ? r.waiting_for THEN now()"
     "    ELSE coalesce(r.wait_deadline, 'infinity') END FROM pendulum.workflow_runs r"
     "    WHERE r.job_id = j.id), now()) ELSE j.run_at END,"
@@ -429,6 +433,7 @@ static const char finish_sql[] =
     "   ELSE j.result_truncated END,"
     "  last_error = CASE o.kind WHEN 'succeeded' THEN NULL WHEN 'advance' THEN NULL"
     "   WHEN 'release' THEN j.last_error WHEN 'wait' THEN j.last_error"
+    "   WHEN 'snooze' THEN j.last_error"
     "   ELSE o.error END,"
     "  dead_reason = CASE WHEN o.kind = 'dead' THEN o.dead_reason"
     "   WHEN o.kind = 'release' AND j.delivery = 'at-most-once'"
@@ -445,7 +450,7 @@ static const char finish_sql[] =
     " FROM o WHERE j.id = o.id AND j.lease_token = o.token AND j.state IN ('LEASED', 'RUNNING')"
     " RETURNING j.id, j.lease_token, j.state, j.run_at, j.queue, o.kind, j.started_at,"
     "  j.tenant_id,"
-    "  CASE WHEN o.kind = 'advance' THEN o.attempt WHEN o.kind = 'wait'"
+    "  CASE WHEN o.kind = 'advance' THEN o.attempt WHEN o.kind IN ('wait', 'snooze')"
     "   OR (o.kind = 'release' AND j.delivery <> 'at-most-once') THEN j.attempt + 1"
     "   ELSE j.attempt END AS attempt"
     "), a AS ("
@@ -471,7 +476,7 @@ static const char finish_sql[] =
     "), n AS ("
     " SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT queue FROM u UNION"
     "  SELECT queue FROM j WHERE kind = 'release' AND state = 'PENDING' UNION"
-    "  SELECT queue FROM j WHERE kind IN ('advance', 'wait') AND run_at <= now()) q"
+    "  SELECT queue FROM j WHERE kind IN ('advance', 'wait', 'snooze') AND run_at <= now()) q"
     ") "
     "SELECT o.id, j.state, CASE WHEN j.state = 'PENDING' AND j.run_at < 'infinity'"
     "  THEN greatest(ceil(extract(epoch FROM j.run_at - now()) * 1000), 0)::bigint END,"
@@ -570,7 +575,7 @@ static const char heartbeat_sql[] =
     " UPDATE pendulum.workers SET last_seen_at = now(), in_flight = $5 WHERE id = $4"
     ") SELECT lease_token FROM h";
 
-static const char *const finish_kinds[] = {"succeeded", "retry", "dead", "release"};
+static const char *const finish_kinds[] = {"succeeded", "retry", "dead", "release", "snooze"};
 
 /*
  * finish_sql's kind of o: its verdict's, but for a workflow step that leaves
@@ -602,6 +607,9 @@ static void outcome_json(struct pd_buf *b, const struct pd_job_outcome *x)
 		pd_buf_printf(b, ",\"attempt\":%d", o->flow.attempts);
 	if (o->flow.kind == PD_FLOW_WRITE_STEP)
 		pd_json_member_str(b, "next_key", o->flow.next_key);
+	if (o->kind == PD_VERDICT_SNOOZE)
+		pd_buf_printf(b, ",\"snooze_ms\":%lld,\"max_snoozes\":%lld", o->snooze_ms,
+			      o->snooze_cap);
 	pd_json_member_raw(b, "result", o->result);
 	pd_buf_printf(b, ",\"result_is_text\":%s,\"result_truncated\":%s",
 		      o->result_is_text ? "true" : "false", o->result_truncated ? "true" : "false");

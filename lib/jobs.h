@@ -70,7 +70,9 @@ struct pd_flow_write {
 
 struct pd_outcome {
 	enum pd_verdict kind;
-	long long backoff_ms; /* RETRY */
+	long long backoff_ms; /* RETRY; SNOOZE: the retry's, should the cap refuse it */
+	long long snooze_ms;  /* SNOOZE: PENDING this long from now */
+	long long snooze_cap; /* SNOOZE: a job snoozed this often already: a retry instead */
 	const char *result;   /* SUCCEEDED: JSON text (jsonb can store it), or NULL */
 	int result_is_text;   /* the handler's stdout was not JSON */
 	int result_truncated;

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "dur.h"
 #include "err.h"
+#include "json.h"
 #include "log.h"
 #include "pool.h"
 #include "text.h"
@@ -135,12 +136,108 @@ enum pd_verdict pd_exit_verdict(enum pd_exit_class c)
 	case PD_EXIT_DRAINED:
 	case PD_EXIT_LEASE_LOST:
 		return PD_VERDICT_RELEASE;
+	case PD_EXIT_SNOOZED:
+		return PD_VERDICT_SNOOZE;
 	case PD_EXIT_FAILED:
 	case PD_EXIT_TIMEOUT:
 	case PD_EXIT_NOT_STARTED:
 		break;
 	}
 	return PD_VERDICT_RETRY;
+}
+
+int pd_snooze_duration(const char *s, long long *ms, struct pd_err *e)
+{
+	if (pd_dur_parse(s, ms, e) < 0)
+		return -1;
+	if (*ms > PD_SNOOZE_MAX_MS)
+		return pd_errf(e, PD_EX_DATAERR, "snooze of '%s' longer than a year (365d)", s);
+	return 0;
+}
+
+/* The value of line's "snooze" member as text (malloc'd), or NULL: not such an object. */
+static char *snooze_member(const char *line, size_t n)
+{
+	struct pd_json j = PD_JSON_INIT;
+	struct pd_err ignore = PD_ERR_INIT;
+	char *v = NULL;
+	int t;
+
+	if (pd_json_parse(&j, line, n, &ignore) < 0)
+		return NULL;
+	if (j.tok[0].type == PD_JSON_OBJECT && (t = pd_json_get(&j, 0, "snooze")) >= 0) {
+		if (j.tok[t].type == PD_JSON_NUMBER) {
+			const char *p;
+			size_t len;
+
+			pd_json_span(&j, t, &p, &len);
+			v = pd_xstrndup(p, len);
+		} else {
+			v = j.tok[t].type == PD_JSON_STRING ? pd_json_str(&j, t) : pd_xstrdup("");
+		}
+	}
+	pd_json_release(&j);
+	return v;
+}
+
+int pd_snooze_line(const char *out, size_t n, long long *ms, struct pd_err *e)
+{
+	size_t end = n, start;
+	const char *line;
+	char *v = NULL;
+	int rc = 1;
+
+	while (end > 0 && strchr(" \t\r\n", out[end - 1]) != NULL)
+		end--;
+	start = end;
+	while (start > 0 && out[start - 1] != '\n')
+		start--;
+	while (start < end && (out[start] == ' ' || out[start] == '\t'))
+		start++;
+	line = out + start;
+	n = end - start;
+	if (n >= 6 && memcmp(line, "snooze", 6) == 0 &&
+	    (n == 6 || line[6] == ' ' || line[6] == '\t')) {
+		size_t i = 6;
+
+		while (i < n && (line[i] == ' ' || line[i] == '\t'))
+			i++;
+		v = pd_xstrndup(line + i, n - i);
+	} else if (n == 0 || line[0] != '{' || (v = snooze_member(line, n)) == NULL) {
+		return 0;
+	}
+	if (*v == '\0' || pd_snooze_duration(v, ms, e) < 0) {
+		struct pd_buf q = PD_BUF_INIT;
+		char why[sizeof(e->msg)];
+
+		snprintf(why, sizeof(why), "%s", *v ? e->msg : "no duration");
+		pd_utf8_sanitize(&q, line, n < 120 ? n : 120);
+		pd_err_clear(e);
+		pd_errf(e, PD_EX_DATAERR, "bad snooze line '%s%s': %s", pd_buf_str(&q),
+			n > 120 ? "..." : "", why);
+		pd_buf_release(&q);
+		rc = -1;
+	}
+	free(v);
+	return rc;
+}
+
+void pd_exit_snooze(struct pd_pool_exit *x)
+{
+	struct pd_err e = PD_ERR_INIT;
+	int rc;
+
+	if (x->cls != PD_EXIT_FAILED || x->exit_code != 75 || x->out_truncated)
+		return;
+	rc = pd_snooze_line(pd_buf_str(&x->out), x->out.len, &x->snooze_ms, &e);
+	if (rc == 0)
+		return;
+	pd_buf_reset(&x->error);
+	if (rc < 0) {
+		pd_buf_printf(&x->error, "exit 75: %s", e.msg);
+		return;
+	}
+	x->cls = PD_EXIT_SNOOZED;
 }
 
 const char *pd_exit_class_name(enum pd_exit_class c)
@@ -161,6 +258,8 @@ const char *pd_exit_class_name(enum pd_exit_class c)
 		return "released";
 	case PD_EXIT_LEASE_LOST:
 		return "lease_lost";
+	case PD_EXIT_SNOOZED:
+		return "snoozed";
 	}
 	return "failed";
 }
@@ -615,6 +714,7 @@ static void collect(struct pd_pool_slot *s)
 	case PD_EXIT_NOT_STARTED:
 	case PD_EXIT_DRAINED:
 	case PD_EXIT_LEASE_LOST:
+	case PD_EXIT_SNOOZED:
 		break;
 	}
 	pd_proc_release(&s->proc);

@@ -78,6 +78,8 @@ enum pd_exit_class {
 				terminal, outcome could_not_start too */
 	PD_EXIT_DRAINED,     /* stopped by a drain: released, the attempt refunded */
 	PD_EXIT_LEASE_LOST,  /* stopped because its lease was lost: nothing is written */
+	PD_EXIT_SNOOZED,     /* exit 75 with a snooze line, or a stream snooze: put off,
+				the attempt refunded (pd_exit_snooze) */
 };
 
 struct pd_pool_exit;
@@ -134,6 +136,7 @@ enum pd_verdict pd_exit_verdict(enum pd_exit_class c);
 
 struct pd_pool_exit {
 	enum pd_exit_class cls;
+	long long snooze_ms;  /* PD_EXIT_SNOOZED: how long */
 	int exit_code;	      /* -1: none (signalled, not started) */
 	int signal;	      /* 0: none */
 	long long ran_ms;     /* from start to exit */
@@ -147,6 +150,33 @@ struct pd_pool_exit {
 	    last_line; /* the last non-empty stderr line, valid UTF-8, at most 400 bytes */
 	struct pd_progress progress; /* the last progress note */
 };
+
+/* The longest snooze: a year. */
+#define PD_SNOOZE_MAX_MS (365LL * 86400000LL)
+
+/*
+ * A snooze's duration, text s as lib/dur parses it, at most
+ * PD_SNOOZE_MAX_MS, into *ms: 0, or -1 with e filled (PD_EX_DATAERR).
+ */
+int pd_snooze_duration(const char *s, long long *ms, struct pd_err *e);
+
+/*
+ * The snooze line among a handler's stdout (n bytes): its last non-empty
+ * line, when that is `snooze DURATION` or a JSON object with a "snooze"
+ * member (a string DURATION, or a number of seconds). 1 with *ms set; 0
+ * when the last line is no snooze line; -1 when it is one whose duration
+ * is missing or bad, with e (PD_EX_DATAERR): "bad snooze line 'snooze
+ * 3x': invalid duration '3x': …".
+ */
+int pd_snooze_line(const char *out, size_t n, long long *ms, struct pd_err *e);
+
+/*
+ * Judge a process handler's exit x for a snooze: exit 75 (EX_TEMPFAIL,
+ * PD_EXIT_FAILED) whose stdout, not truncated, ends with a snooze line
+ * becomes PD_EXIT_SNOOZED with snooze_ms; with a bad snooze line it stays
+ * a failure whose error names the line. Any other exit is left as it is.
+ */
+void pd_exit_snooze(struct pd_pool_exit *x);
 
 #define PD_CHAN_REQUEST_MAX 256 /* the longest request line */
 

@@ -29,6 +29,7 @@ static const char *word_color(const char *v)
 	    {"done", "32"},	      {"running", "1;36"},	{"waiting", "33"},
 	    {"sleeping", "2"},	      {"dead", "31"},		{"cancelled", "2"},
 	    {"claim_lost", "33"},
+	    {"snoozed", "2"},
 	};
 	/* clang-format on */
 

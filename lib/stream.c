@@ -41,6 +41,33 @@ int pd_stream_parse(const char *line, size_t n, struct pd_stream_answer *a, stru
 		pd_json_release(&j);
 		return pd_errf(e, PD_EX_DATAERR, "no integer \"id\"");
 	}
+	t = pd_json_get(&j, 0, "snooze");
+	if (t >= 0 && j.tok[t].type != PD_JSON_NULL) {
+		const char *p;
+		size_t len;
+		char *v = j.tok[t].type == PD_JSON_STRING ? pd_json_str(&j, t) : NULL;
+		struct pd_err se = PD_ERR_INIT;
+
+		if (v == NULL && j.tok[t].type == PD_JSON_NUMBER) {
+			pd_json_span(&j, t, &p, &len);
+			v = pd_xstrndup(p, len);
+		}
+		a->snooze = 1;
+		if (v == NULL || *v == '\0' || pd_snooze_duration(v, &a->snooze_ms, &se) < 0) {
+			struct pd_buf msg = PD_BUF_INIT;
+
+			pd_json_span(&j, t, &p, &len);
+			pd_buf_puts(&msg, "bad snooze ");
+			pd_buf_append(&msg, p, len < 120 ? len : 120);
+			pd_buf_printf(&msg, ": %s", se.msg[0] ? se.msg : "no duration");
+			a->failed = 1;
+			a->error = pd_xstrdup(pd_buf_str(&msg));
+			pd_buf_release(&msg);
+		}
+		free(v);
+		pd_json_release(&j);
+		return 1;
+	}
 	t = pd_json_get(&j, 0, "error");
 	if (t >= 0 && j.tok[t].type != PD_JSON_NULL) {
 		a->failed = 1;
@@ -374,7 +401,10 @@ static void answer(struct pd_stream *s, const char *line, size_t n)
 		return;
 	}
 	s->failures = 0;
-	if (a.failed) {
+	if (a.snooze && !a.failed) {
+		x = finish(s, k, PD_EXIT_SNOOZED);
+		x->snooze_ms = a.snooze_ms;
+	} else if (a.failed) {
 		x = finish(s, k, a.terminal ? PD_EXIT_TERMINAL : PD_EXIT_FAILED);
 		pd_buf_puts(&x->error, a.error);
 	} else {

@@ -142,16 +142,22 @@ struct pd_stream_answer {
 	const char *result; /* the raw JSON text of "result", or NULL (absent or null) */
 	size_t result_len;
 	char *error; /* failed: malloc'd text (a string unescaped, else its JSON) */
-	/* a progress line (neither "result" nor "error"): malloc'd, as error; else NULL */
+	/* a progress line (neither "result" nor "error" nor "snooze"): malloc'd, as error; else NULL */
 	char *progress;
+	int snooze;  /* "snooze" present and not null: put off snooze_ms, or failed
+			with error naming the bad duration */
+	long long snooze_ms;
 };
 
 /*
  * Parse one answer line (n bytes, without its '\n'). Returns 1 with *a
  * filled (free a->error and a->progress), 0 for a blank line, -1 for a bad
  * line with e filled (PD_EX_DATAERR): not JSON, not an object, no integer
- * "id". The line is read as pd_json_parse_lax reads it: a result that jsonb
- * cannot store fails its own job (the worker judges it), not the line.
+ * "id". A "snooze" (a duration as pd_snooze_duration takes it, or a number
+ * of seconds) wins over "error" and "result"; a bad one makes the answer a
+ * retryable failure whose error names it. The line is read as
+ * pd_json_parse_lax reads it: a result that jsonb cannot store fails its
+ * own job (the worker judges it), not the line.
  */
 int pd_stream_parse(const char *line, size_t n, struct pd_stream_answer *a, struct pd_err *e);
 

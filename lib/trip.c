@@ -118,6 +118,13 @@ static void outcome_of(const struct pd_trip_ask *a, struct pd_hold *f, struct pd
 		break;
 	case PD_VERDICT_RELEASE:
 		break;
+	case PD_VERDICT_SNOOZE:
+		o->snooze_ms = ex->snooze_ms;
+		o->snooze_cap =
+		    f->h && f->h->max_snoozes > 0 ? f->h->max_snoozes : a->retry->max_snoozes;
+		o->backoff_ms =
+		    pd_backoff_ms(a->rng, a->retry->base_ms, a->retry->cap_ms, f->job.attempt);
+		break;
 	}
 	if (f->plan && f->fate != PD_HOLD_FATE_FAILURE)
 		flow_outcome(f, x);

@@ -12,6 +12,8 @@ enum pd_verdict {
 			     */
 	PD_VERDICT_DEAD,    /* terminal: dead-lettered now, with a dead_reason */
 	PD_VERDICT_RELEASE, /* given back: PENDING now, the attempt refunded */
+	PD_VERDICT_SNOOZE,  /* put off: PENDING after the handler's duration, the attempt
+			       refunded, snoozes + 1 (a worker's jobs only) */
 };
 
 #endif

@@ -316,6 +316,10 @@ row() {
 	row config-missing 78 "no-such.yaml" "" pd-worker -c "$T/no-such.yaml" --handler t=cat
 	row db-down 69 "127.0.0.1" "" pd-worker -d "$DOWN" --handler t=cat
 	row db-down-socket 69 "no-such-dir" "" pd-worker -d "$DOWN_SOCK" --handler t=cat
+	printf 'retry:\n  max_snoozes: -1\n' >"$T/snoozes-neg.yaml"
+	printf 'handlers:\n  t:\n    run: cat\n    max_snoozes: 0\n' >"$T/handler-snoozes-0.yaml"
+	row config-max-snoozes-neg 78 "max_snoozes" "" pd-worker -c "$T/snoozes-neg.yaml" --handler t=cat
+	row config-handler-max-snoozes-0 78 "max_snoozes" "" pd-worker -c "$T/handler-snoozes-0.yaml"
 	rows_end
 }
 

@@ -93,6 +93,7 @@ static const char full[] = "# every key\n"
 			   "retry:\n"
 			   "  base: 1.5\n"
 			   "  cap: 2h\n"
+			   "  max_snoozes: 7\n"
 			   "reaper:\n"
 			   "  interval: 10s\n"
 			   "handlers:\n"
@@ -101,6 +102,7 @@ static const char full[] = "# every key\n"
 			   "    timeout: 30s\n"
 			   "    terminal_exit_codes: [3, 4, 255]\n"
 			   "    concurrency_key: smtp\n"
+			   "    max_snoozes: 3\n"
 			   "  resize:\n"
 			   "    exec: [/usr/bin/convert, -resize, 50%]\n"
 			   "  one:\n"
@@ -138,6 +140,7 @@ static void test_full(void)
 	is_int(c.worker.engine.grace_ms, 3000, "worker.kill_grace (plain seconds)");
 	is_int(c.retry.base_ms, 1500, "retry.base (fractional seconds)");
 	is_int(c.retry.cap_ms, 7200000, "retry.cap");
+	is_int(c.retry.max_snoozes, 7, "retry.max_snoozes");
 	is_int(c.reaper.interval_ms, 10000, "reaper.interval");
 	is_int(c.nhandlers, 5, "five handlers");
 
@@ -150,6 +153,8 @@ static void test_full(void)
 	ok(h->terminal_codes[0] == 3 && h->terminal_codes[1] == 4 && h->terminal_codes[2] == 255,
 	   "handler 1 terminal codes 3 4 255");
 	is_str(h->concurrency_key, "smtp", "handler 1 concurrency_key");
+	is_int(h->max_snoozes, 3, "handler 1 max_snoozes");
+	is_int(c.handlers[1].max_snoozes, 0, "handler 2: no max_snoozes (retry's)");
 
 	h = &c.handlers[1];
 	is_str(h->name, "resize", "handler 2 type");
@@ -202,7 +207,8 @@ static void check_defaults(const struct pd_config *c, const char *what)
 	       c->worker.engine.grace_ms == 5000 && c->worker.engine.batch == 0 &&
 	       c->worker.reap == 1 && c->worker.result_limit == 1048576 &&
 	       c->retry.base_ms == 1000 && c->retry.cap_ms == 3600000 &&
-	       c->reaper.interval_ms == 5000 && c->handlers == NULL && c->nhandlers == 0,
+	       c->retry.max_snoozes == 100 && c->reaper.interval_ms == 5000 &&
+	       c->handlers == NULL && c->nhandlers == 0,
 	   name);
 }
 
@@ -341,6 +347,9 @@ static void test_errors(void)
 	    "concurrency null");
 	bad("worker:\n  batch: 1001\n",
 	    "2:10: 'batch': expected an integer from 1 to 1000, got '1001'", "batch too big");
+	bad("retry:\n  max_snoozes: 1000001\n",
+	    "2:16: 'max_snoozes': expected an integer from 0 to 1000000, got '1000001'",
+	    "max_snoozes too big");
 	bad("worker:\n  result_limit: 1073741825\n",
 	    "2:17: 'result_limit': expected an integer from 1 to 1073741824, got '1073741825'",
 	    "result_limit too big");

@@ -125,6 +125,92 @@ static void test_classify(void)
 	is_str(pd_exit_class_name(PD_EXIT_LEASE_LOST), "lease_lost", "lease_lost name");
 }
 
+/* pd_snooze_line on text s: its return, *ms, and e's message into msg. */
+static int snooze(const char *s, long long *ms, char *msg, size_t n)
+{
+	struct pd_err e = PD_ERR_INIT;
+	int rc;
+
+	*ms = -1;
+	rc = pd_snooze_line(s, strlen(s), ms, &e);
+	snprintf(msg, n, "%s", e.msg);
+	return rc;
+}
+
+static void test_snooze_line(void)
+{
+	struct pd_pool_exit x;
+	long long ms;
+	char msg[512];
+
+	is_int(snooze("snooze 30s", &ms, msg, sizeof(msg)), 1, "snooze 30s");
+	is_int((int)(ms / 1000), 30, "30 s");
+	is_int(snooze("working\n  snooze\t1m30s \r\n\n", &ms, msg, sizeof(msg)), 1,
+	       "the last non-empty line, blanks around it");
+	is_int((int)(ms / 1000), 90, "1m30s");
+	is_int(snooze("{\"snooze\":\"250ms\"}\n", &ms, msg, sizeof(msg)), 1, "JSON form");
+	is_int((int)ms, 250, "250 ms");
+	is_int(snooze("{\"reason\": \"busy\", \"snooze\": 2}", &ms, msg, sizeof(msg)), 1,
+	       "JSON form, a number of seconds, other members");
+	is_int((int)ms, 2000, "2 s");
+	is_int(snooze("snooze 0s", &ms, msg, sizeof(msg)), 1, "0 s is a snooze");
+	is_int(snooze("snooze 365d", &ms, msg, sizeof(msg)), 1, "a year is the longest");
+	is_int(snooze("", &ms, msg, sizeof(msg)), 0, "no stdout: no snooze line");
+	is_int(snooze("snooze 30s\ndone\n", &ms, msg, sizeof(msg)), 0,
+	       "a snooze line not last: none");
+	is_int(snooze("snoozed 30s", &ms, msg, sizeof(msg)), 0, "snoozed: not the word");
+	is_int(snooze("{\"wait\":\"30s\"}", &ms, msg, sizeof(msg)), 0, "JSON without snooze");
+	is_int(snooze("{\"snooze\":", &ms, msg, sizeof(msg)), 0, "not JSON: no snooze line");
+	is_int(snooze("[\"snooze\", \"30s\"]", &ms, msg, sizeof(msg)), 0, "not an object");
+	is_int((int)ms, -1, "ms untouched when none");
+	is_int(snooze("snooze 3 parsecs", &ms, msg, sizeof(msg)), -1, "a bad duration");
+	is_str(msg,
+	       "bad snooze line 'snooze 3 parsecs': invalid duration '3 parsecs': expected a "
+	       "number with ms, s, m, h or d",
+	       "the error names the line and the duration");
+	is_int(snooze("snooze", &ms, msg, sizeof(msg)), -1, "no duration");
+	is_str(msg, "bad snooze line 'snooze': no duration", "no duration: said so");
+	is_int(snooze("{\"snooze\": null}", &ms, msg, sizeof(msg)), -1, "JSON null duration");
+	is_int(snooze("{\"snooze\": \"-5s\"}", &ms, msg, sizeof(msg)), -1, "a negative one");
+	is_int(snooze("snooze 366d", &ms, msg, sizeof(msg)), -1, "longer than a year");
+	is_str(msg, "bad snooze line 'snooze 366d': snooze of '366d' longer than a year (365d)",
+	       "too long: said so");
+
+	memset(&x, 0, sizeof(x));
+	x.cls = PD_EXIT_FAILED;
+	x.exit_code = 75;
+	pd_buf_puts(&x.out, "snooze 5s\n");
+	pd_buf_puts(&x.error, "exit 75");
+	pd_exit_snooze(&x);
+	is_int(x.cls, PD_EXIT_SNOOZED, "exit 75 with a snooze line: snoozed");
+	is_int((int)x.snooze_ms, 5000, "for 5 s");
+	is_int(x.error.len, 0, "no error");
+	is_int(pd_exit_verdict(x.cls), PD_VERDICT_SNOOZE, "verdict snooze");
+	is_str(pd_exit_class_name(x.cls), "snoozed", "outcome snoozed");
+	x.cls = PD_EXIT_FAILED;
+	x.exit_code = 1;
+	pd_exit_snooze(&x);
+	is_int(x.cls, PD_EXIT_FAILED, "another exit code with a snooze line: failed");
+	x.exit_code = 75;
+	x.out_truncated = 1;
+	pd_exit_snooze(&x);
+	is_int(x.cls, PD_EXIT_FAILED, "stdout cut at the limit: no snooze");
+	x.out_truncated = 0;
+	pd_buf_reset(&x.out);
+	pd_buf_puts(&x.out, "snooze later\n");
+	pd_buf_reset(&x.error);
+	pd_buf_puts(&x.error, "exit 75");
+	pd_exit_snooze(&x);
+	is_int(x.cls, PD_EXIT_FAILED, "a bad snooze line: failed");
+	like(pd_buf_str(&x.error), "exit 75: bad snooze line 'snooze later'", "its error");
+	pd_buf_reset(&x.out);
+	pd_buf_reset(&x.error);
+	pd_buf_puts(&x.error, "exit 75");
+	pd_exit_snooze(&x);
+	is_str(pd_buf_str(&x.error), "exit 75", "no snooze line: exit 75 as before");
+	pd_pool_exit_release(&x);
+}
+
 static void test_not_started(void)
 {
 	static const int permanent[] = {ENOENT, EACCES, ENOEXEC, ENOTDIR, ELOOP, ENAMETOOLONG};
@@ -336,6 +422,7 @@ int main(void)
 	sfd = pd_sig_open((int[]){SIGCHLD}, 1, &e);
 	ok(sfd >= 0, "signalfd for SIGCHLD");
 	test_classify();
+	test_snooze_line();
 	test_not_started();
 	test_lifecycle(sfd);
 	test_chan(sfd);

@@ -93,6 +93,31 @@ static void test_parse(void)
 	pd_stream_parse(l, strlen(l), &a, &e);
 	ok(!a.failed && a.result_len == 1, "a null error is no error");
 
+	l = "{\"id\":9,\"snooze\":\"30s\"}";
+	is_int(pd_stream_parse(l, strlen(l), &a, &e), 1, "a snooze parses");
+	ok(a.snooze && !a.failed && a.snooze_ms == 30000, "snooze 30 s, not failed");
+	l = "{\"id\":9,\"snooze\":1.5,\"error\":\"x\"}";
+	pd_stream_parse(l, strlen(l), &a, &e);
+	ok(a.snooze && !a.failed && a.snooze_ms == 1500, "a number of seconds; wins over error");
+	l = "{\"id\":9,\"snooze\":null,\"result\":1}";
+	pd_stream_parse(l, strlen(l), &a, &e);
+	ok(!a.snooze && !a.failed && a.result_len == 1, "a null snooze is none");
+	l = "{\"id\":9,\"snooze\":\"soon\"}";
+	is_int(pd_stream_parse(l, strlen(l), &a, &e), 1, "a bad snooze is still an answer");
+	ok(a.snooze && a.failed && !a.terminal, "a retryable failure");
+	like(a.error, "bad snooze \"soon\": invalid duration 'soon'", "naming it");
+	free(a.error);
+	l = "{\"id\":9,\"snooze\":\"400d\"}";
+	pd_stream_parse(l, strlen(l), &a, &e);
+	ok(a.failed, "more than a year fails");
+	like(a.error, "longer than a year", "said so");
+	free(a.error);
+	l = "{\"id\":9,\"snooze\":{}}";
+	pd_stream_parse(l, strlen(l), &a, &e);
+	ok(a.failed, "an object is no duration");
+	is_str(a.error, "bad snooze {}: no duration", "said so");
+	free(a.error);
+
 	is_int(pd_stream_parse("", 0, &a, &e), 0, "an empty line is skipped");
 	is_int(pd_stream_parse(" \t\r", 3, &a, &e), 0, "a blank line is skipped");
 
