@@ -138,9 +138,9 @@ static int runs_busy(const struct worker *w)
 static void streams_pass(struct worker *w)
 {
 	int quit = w->d.phase == PD_DAEMON_STOPPING;
-	int calm = w->d.phase == PD_DAEMON_DRAINING ||
-		   ((w->d.until_idle || w->settled) && w->d.idle && w->hs.nready == 0 &&
-		    w->hs.nfin == 0);
+	int calm =
+	    w->d.phase == PD_DAEMON_DRAINING ||
+	    ((w->d.until_idle || w->settled) && w->d.idle && w->hs.nready == 0 && w->hs.nfin == 0);
 
 	for (int k = 0; k < w->nstreams; k++) {
 		struct pd_stream *s = &w->streams[k];
