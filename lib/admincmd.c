@@ -272,7 +272,8 @@ int pd_admincmd_check(struct pd_subcall *k, struct pd_err *e)
 /* The job or message ids among the positional arguments (malloc'd), at most its count_max. */
 static int parse_ids(const struct pd_subcall *k, long long **ids, struct pd_err *e)
 {
-	const char *what = strcmp(k->cmd->group, "outbox") == 0 ? "message" : "job";
+	const char *what =
+	    k->cmd->group && strcmp(k->cmd->group, "outbox") == 0 ? "message" : "job";
 
 	if (k->argc > k->cmd->count_max)
 		return pd_errf(e, PD_EX_USAGE, "%d ids: at most %lld in one call", k->argc,
