@@ -760,7 +760,7 @@ int pd_admincmd_wait(struct pd_subcall *k, struct pd_err *e)
 		goto out;
 	before = w.jobs - w.unfinished; /* ended before the wait began */
 	for (;;) {
-		long long now, of;
+		long long until, of;
 
 		if (w.unfinished == 0) { /* the verdict, and new jobs that may have come */
 			if ((rc = pd_admin_wait_count(db, ids, k->argc, &x->f, 1, &w, e)) < 0)
@@ -780,8 +780,8 @@ int pd_admincmd_wait(struct pd_subcall *k, struct pd_err *e)
 			break;
 		}
 		/* a job named ended: read again, but not sooner than 250 ms after the last */
-		now = stop >= 0 && stop < last + 1000 ? stop : last + 1000;
-		rc = pd_enqueue_await(db, ids, k->argc, now, e);
+		until = stop >= 0 && stop < last + 1000 ? stop : last + 1000;
+		rc = pd_enqueue_await(db, ids, k->argc, until, e);
 		if (rc > 0 && pd_now_ms() < last + 250)
 			rc = pd_enqueue_await(db, NULL, 0, last + 250, e);
 		if (rc < 0 || (rc = pd_admin_wait_count(db, ids, k->argc, &x->f, 0, &w, e)) < 0)

@@ -228,7 +228,7 @@ static int settle_look(struct worker *w, long long now, struct pd_err *e)
 			      w->cfg->retry.cap_ms, &id, why, sizeof(why), e) < 0)
 		return pd_daemon_db_failed(&w->d, e);
 	w->next_settle = now + w->poll_ms;
-	if (id > 0 && !w->settled)
+	if (id > 0)
 		pd_log(PD_LOG_DEBUG, "not settled", "job=%lld why=\"%s\"", id, why);
 	w->settled = id == 0;
 	if (w->settled)
