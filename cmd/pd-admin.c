@@ -31,6 +31,11 @@ static const struct pd_subcmd commands[] = {
      "replay_count + 1.", "with-dependents,json", 1, 1, "job id", 0, 0, 1},
     {"job", "cancel", pd_admincmd_on_id, "job cancel ID [--reason TEXT]",
      "cancel a PENDING or BLOCKED job", "Cancel a PENDING or BLOCKED job.", "reason,json", 1, 1, "job id", 0, 0, 1},
+    {NULL, "wait", pd_admincmd_wait, "wait [options] [ID...]", "wait until jobs end: 0 all succeeded",
+     "Wait until every job that matches (the IDs given, and --type, --queue, --tenant)\n"
+     "has ended: exit 0 when all succeeded, 1 when one dead-lettered or was\n"
+     "cancelled, 124 at --timeout. Ended jobs count, the dead letters of the past too.",
+     "tenant,type,queue,timeout,json", 0, -1, "job id", 0, 10000, 1},
     {"dlq", "list", pd_admincmd_dlq_list, "dlq list [options]", "dead letters, newest first, with reasons",
      "List dead-lettered jobs, most recently dead first, with the reason.",
      "tenant,type,queue,limit,offset,json", 0, 0, "job id", 50, 10000, 1},
@@ -72,6 +77,14 @@ static const struct pd_subcmd commands[] = {
      "publish dead-lettered messages again",
      "Put DEAD_LETTERED outbox messages back to PENDING, to publish now:\n"
      "attempts reset, replay_count + 1, pd-relay woken.", "json", 1, -1, "message id", 0, 1000, 1},
+    {"outbox", "delete", pd_admincmd_on_ids, "outbox delete ID...", "delete dead-lettered messages",
+     "Delete DEAD_LETTERED outbox messages, all or none: any other ID (or an unknown\n"
+     "one) deletes nothing. The next message of each key is published.",
+     "json", 1, -1, "message id", 0, 1000, 1},
+    {"outbox", "purge", pd_admincmd_outbox_purge, "outbox purge --older-than DURATION",
+     "delete old dead-lettered messages",
+     "Delete the dead-lettered outbox messages that died more than DURATION ago.",
+     "older-than,topic,dry-run,json", 0, 0, "message id", 0, 0, 1},
     {NULL, "top", pd_admincmd_top, "top [--interval DURATION] [--once]",
      "live view of queues, workers, dead letters",
      "A live view of queue depth by state, worker occupancy, the running jobs with\n"
@@ -150,9 +163,8 @@ static const struct pd_subcmd commands[] = {
 static void help(void)
 {
 	printf(SYNOPSIS
-	       "\nOperate Pendulum, the durable job engine on PostgreSQL.\n\nOptions:\n"
-	       "  -c, --config FILE       configuration file (default $PD_CONFIG, then\n"
-	       "                          /etc/pendulum/pendulum.yaml)\n"
+	       "\nOptions (operate Pendulum, the durable job engine on PostgreSQL):\n"
+	       "  -c, --config FILE       configuration file (default $PD_CONFIG)\n"
 	       "  -d, --database CONNINFO libpq conninfo or URI (default $PD_DATABASE_URL)\n"
 	       "      --database-url-file PATH  the conninfo or URI on PATH's first line\n"
 	       "      --json              one JSON object a line instead of a table\n"

@@ -41,6 +41,7 @@ static void help(void)
 	    "      --batch N               jobs claimed at once (default: concurrency)\n"
 	    "      --no-reap               do not give back expired leases (run pd-reaper)\n"
 	    "      --until-idle            exit once nothing is runnable and nothing runs\n"
+	    "      --until-settled         exit once no job served will run without help\n"
 	    "  -c, --config FILE           configuration file (handlers:, worker:, retry:)\n"
 	    "  -d, --database CONNINFO     libpq conninfo or URI (default $PD_DATABASE_URL)\n"
 	    "      --database-url-file PATH\n"
@@ -122,6 +123,7 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 	    {"heartbeat", required_argument, NULL, O_BEAT},
 	    {"no-reap", no_argument, NULL, O_NOREAP},
 	    {"crontab", required_argument, NULL, O_CRONTAB},
+	    {"until-settled", no_argument, NULL, PD_APP_OPT_SETTLED},
 	    PD_APP_ENGINE_LONG_OPTIONS,
 	    PD_APP_LONG_OPTIONS,
 	    {NULL, 0, NULL, 0},
@@ -178,6 +180,8 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 	}
 	if (optind < argc)
 		return pd_errf(e, PD_EX_USAGE, "unexpected argument '%s'", argv[optind]);
+	if (w->engine.until_idle && w->engine.until_settled)
+		return pd_errf(e, PD_EX_USAGE, "give --until-idle or --until-settled, not both");
 	return 0;
 }
 

@@ -800,10 +800,18 @@ static const char outbox_list_sql[] =
     " replay_count, tenant_id,"
     " " SECS("now() - created_at") ","
     " CASE WHEN state = 'PENDING' THEN " SECS("next_attempt_at - now()") " END,"
-    " coalesce(dead_reason, last_error), attempts, max_attempts, payload::text, headers::text,"
+    " coalesce('waits behind ' || b.head || ' (dead-lettered)', dead_reason, last_error),"
+    " attempts, max_attempts, payload::text, headers::text,"
     " claimed_by, " ISO("created_at") ", " ISO("next_attempt_at") ", " ISO("published_at") ","
-    " " ISO("dead_lettered_at") ", dead_reason, last_error"
-    " FROM pendulum.outbox WHERE" OUTBOX_FILTER
+    " " ISO("dead_lettered_at") ", dead_reason, last_error, b.head"
+    " FROM pendulum.outbox"
+    /* a PENDING message behind its key's head (sql/006) when that head is a dead letter */
+    " LEFT JOIN LATERAL (SELECT hd.head_id AS head FROM pendulum.outbox_heads hd"
+    " JOIN pendulum.outbox ho ON ho.id = hd.head_id"
+    " WHERE outbox.state = 'PENDING' AND hd.tenant_id = outbox.tenant_id"
+    " AND hd.topic = outbox.topic AND hd.message_key = outbox.message_key"
+    " AND hd.head_id <> outbox.id AND ho.state = 'DEAD_LETTERED') b ON true"
+    " WHERE" OUTBOX_FILTER
     " ORDER BY id DESC LIMIT $4 OFFSET $5) m ON true ORDER BY m.id DESC";
 #undef OUTBOX_FILTER
 /* clang-format on */
@@ -830,6 +838,7 @@ static const struct pd_col outbox_list_cols[] = {
     {"dead_lettered_at", NULL, 's', 'j'},
     {"dead_reason", NULL, 's', 'j'},
     {"last_error", NULL, 's', 'j'},
+    {"waits_behind", NULL, 'n', 'j'},
     {"total", NULL, 'n', 'j'},
 };
 
@@ -880,6 +889,102 @@ int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
 	PQclear(r);
 	return rc;
 }
+
+/* The relays of the topics whose dead letters d deleted: the next message of each key is due. */
+#define OUTBOX_WAKE                                                                                \
+	" n AS (SELECT pg_notify('pendulum_outbox', t.topic) FROM (SELECT DISTINCT topic FROM d) " \
+	"t)"
+
+int pd_admin_outbox_delete(struct pd_db *db, const long long *ids, int nids,
+			   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+	static const char sql[] =
+	    "WITH d AS (DELETE FROM pendulum.outbox o WHERE o.id = ANY ($1::bigint[])"
+	    " AND o.state = 'DEAD_LETTERED' RETURNING o.id, o.topic, o.message_key)," OUTBOX_WAKE
+	    " SELECT id, topic, message_key, (SELECT count(*) FROM n) FROM d ORDER BY id";
+	/* clang-format off */
+	static const struct pd_col cols[] = {
+	    {"id", NULL, 'n', 'b'},
+	    {"topic", NULL, 's', 'b'},
+	    {"message_key", "key", 's', 'b'},
+	};
+	/* clang-format on */
+	struct pd_buf ia = PD_BUF_INIT;
+	struct pd_err ignored = PD_ERR_INIT;
+	const char *params[1];
+	PGresult *r = NULL;
+	int rc;
+
+	pd_db_id_array(&ia, ids, nids);
+	params[0] = ia.data;
+	/* All or nothing: the ids not deleted are found before the commit. */
+	rc = pd_db_exec(db, "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL, e);
+	if (rc == 0)
+		rc = pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e);
+	if (rc == 0)
+		rc = missed_in(db, "pendulum.outbox", "message", ids, nids, r,
+			       "deletable (nothing deleted)", e);
+	if (rc == 0)
+		rc = pd_db_exec(db, "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL, e);
+	else
+		pd_db_exec(db, "ROLLBACK", 0, NULL, PGRES_COMMAND_OK, NULL, &ignored);
+	pd_buf_release(&ia);
+	if (rc == 0) {
+		if (PQntuples(r) > 0 || fmt->json)
+			pd_render_result(r, cols, NCOLS(cols), fmt, out);
+		if (!fmt->json)
+			pd_buf_printf(out, "deleted %d dead-lettered outbox message%s\n",
+				      PQntuples(r), PQntuples(r) == 1 ? "" : "s");
+	}
+	PQclear(r);
+	return rc;
+}
+
+int pd_admin_outbox_purge(struct pd_db *db, long long older_ms, const char *topic, int dry_run,
+			  const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
+{
+/* clang-format off */
+#define OLD                                                                                        \
+	" FROM pendulum.outbox o WHERE o.state = 'DEAD_LETTERED'"                                  \
+	" AND coalesce(o.dead_lettered_at, o.created_at) < now() - $1::bigint * interval '1 millisecond'" \
+	" AND ($2::text IS NULL OR o.topic = $2)"
+	static const char count_sql[] = "SELECT count(*)" OLD;
+	static const char purge_sql[] =
+	    "WITH d AS (DELETE" OLD " RETURNING o.topic)," OUTBOX_WAKE
+	    " SELECT count(*) + 0 * (SELECT count(*) FROM n) FROM d";
+/* clang-format on */
+#undef OLD
+	char ms[24], secs[32], age[32], *n = NULL;
+	const char *params[2] = {ms, topic};
+	long long k;
+
+	snprintf(ms, sizeof(ms), "%lld", older_ms);
+	if (pd_db_value(db, dry_run ? count_sql : purge_sql, 2, params, &n, e) < 0)
+		return -1;
+	k = n ? strtoll(n, NULL, 10) : 0;
+	if (fmt->json) {
+		static const struct pd_col cols[] = {
+		    {"purged", NULL, 'n', 'b'},
+		    {"older_than_s", NULL, 'n', 'b'},
+		    {"topic", NULL, 's', 'b'},
+		    {"dry_run", NULL, 'b', 'b'},
+		};
+		const char *row[4] = {n ? n : "0", secs, topic, dry_run ? "t" : "f"};
+
+		snprintf(secs, sizeof(secs), "%.3f", (double)older_ms / 1000);
+		pd_render(cols, 4, row, 1, fmt, out);
+	} else {
+		pd_render_age((double)older_ms / 1000, age, sizeof(age));
+		pd_buf_printf(out,
+			      "%s %lld dead-lettered outbox message%s%s%s that died more than %s "
+			      "ago\n",
+			      dry_run ? "would purge" : "purged", k, k == 1 ? "" : "s",
+			      topic ? " of topic " : "", topic ? topic : "", age);
+	}
+	free(n);
+	return 0;
+}
+#undef OUTBOX_WAKE
 
 /* --- workflow runs --- */
 
@@ -1473,6 +1578,100 @@ int pd_admin_tenants(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *
 	if (pd_db_exec(db, sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
 	pd_render_result(r, cols, NCOLS(cols), fmt, out);
+	PQclear(r);
+	return 0;
+}
+
+/* --- wait --- */
+
+int pd_admin_wait_mark(struct pd_db *db, const long long *ids, int nids, struct pd_err *e)
+{
+	static const char missing_sql[] =
+	    "SELECT x.id FROM unnest($1::bigint[]) WITH ORDINALITY AS x(id, i)"
+	    " WHERE NOT EXISTS (SELECT 1 FROM pendulum.jobs j WHERE j.id = x.id) ORDER BY x.i "
+	    "LIMIT 1";
+	static const char mark_sql[] =
+	    "UPDATE pendulum.jobs SET notify_done = true WHERE id = ANY ($1::bigint[])"
+	    " AND NOT notify_done AND state NOT IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELLED')";
+	struct pd_buf ia = PD_BUF_INIT;
+	const char *params[1];
+	char *miss = NULL;
+	int rc;
+
+	if (nids == 0)
+		return 0;
+	pd_db_id_array(&ia, ids, nids);
+	params[0] = ia.data;
+	rc = pd_db_value(db, missing_sql, 1, params, &miss, e);
+	if (rc == 0 && miss)
+		rc = pd_errf(e, PD_EX_NOTFOUND, "job %s not found", miss);
+	if (rc == 0)
+		rc = pd_db_exec(db, mark_sql, 1, params, PGRES_COMMAND_OK, NULL, e);
+	free(miss);
+	pd_buf_release(&ia);
+	return rc;
+}
+
+int pd_admin_wait_count(struct pd_db *db, const long long *ids, int nids,
+			const struct pd_admin_filter *f, int full, struct pd_admin_waited *w,
+			struct pd_err *e)
+{
+/* clang-format off */
+#define WAITED                                                                                     \
+	" FROM pendulum.jobs WHERE ($1::bigint[] IS NULL OR id = ANY ($1::bigint[]))"              \
+	" AND ($2::text IS NULL OR tenant_id = $2) AND ($3::text IS NULL OR job_type = $3)"        \
+	" AND ($4::text IS NULL OR queue = $4)"
+#define ENDED "('SUCCEEDED', 'DEAD_LETTERED', 'CANCELLED')"
+	static const char full_sql[] =
+	    "SELECT count(*), count(*) FILTER (WHERE state NOT IN " ENDED "),"
+	    " count(*) FILTER (WHERE state = 'SUCCEEDED'),"
+	    " count(*) FILTER (WHERE state = 'DEAD_LETTERED'),"
+	    " count(*) FILTER (WHERE state = 'CANCELLED'),"
+	    " coalesce(array_to_string((array_agg(id ORDER BY id)"
+	    " FILTER (WHERE state IN ('DEAD_LETTERED', 'CANCELLED')))[1:10], ', '), ''),"
+	    " now()::text" WAITED;
+	static const char light_sql[] =
+	    "SELECT count(*) FILTER (WHERE state NOT IN " ENDED "),"
+	    " count(*) FILTER (WHERE state IN " ENDED ")" WAITED
+	    " AND (state IN ('PENDING', 'BLOCKED', 'LEASED', 'RUNNING')"
+	    " OR (state IN " ENDED " AND finished_at >= $5::timestamptz))";
+#undef WAITED
+#undef ENDED
+	/* clang-format on */
+	struct pd_buf ia = PD_BUF_INIT;
+	const char *params[5];
+	PGresult *r;
+	int rc;
+
+	if (nids > 0)
+		pd_db_id_array(&ia, ids, nids);
+	params[0] = nids > 0 ? ia.data : NULL;
+	params[1] = f->tenant;
+	params[2] = f->type;
+	params[3] = f->queue;
+	params[4] = w->since[0] ? w->since : NULL;
+	rc = pd_db_exec(db, full ? full_sql : light_sql, full ? 4 : 5, params, PGRES_TUPLES_OK, &r,
+			e);
+	pd_buf_release(&ia);
+	if (rc < 0)
+		return -1;
+	if (PQntuples(r) != 1 || PQnfields(r) != (full ? 7 : 2)) {
+		PQclear(r);
+		return pd_errf(e, PD_EX_SOFTWARE, "wait: unexpected result shape");
+	}
+	if (full) {
+		long long *v[] = {&w->jobs, &w->unfinished, &w->succeeded, &w->dead_lettered,
+				  &w->cancelled};
+
+		for (int i = 0; i < 5; i++)
+			*v[i] = strtoll(PQgetvalue(r, 0, i), NULL, 10);
+		snprintf(w->failed, sizeof(w->failed), "%s", PQgetvalue(r, 0, 5));
+		snprintf(w->since, sizeof(w->since), "%s", PQgetvalue(r, 0, 6));
+		w->finished_since = 0;
+	} else {
+		w->unfinished = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+		w->finished_since = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+	}
 	PQclear(r);
 	return 0;
 }

@@ -148,6 +148,21 @@ int pd_admin_outbox_replay(struct pd_db *db, const long long *ids, int nids,
 			   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
 
 /*
+ * `outbox delete`: delete the DEAD_LETTERED messages ids[0..nids) in one
+ * transaction, all or nothing: when one of them is absent (code 2) or not
+ * DEAD_LETTERED (code 1, naming its state) nothing is deleted. Deleting a
+ * key's dead head hands the key to its next message (sql/006). The outbox's
+ * metrics are gauges and the fenced-writes counter (pendulum.counters), so
+ * no _total series goes down.
+ */
+int pd_admin_outbox_delete(struct pd_db *db, const long long *ids, int nids,
+			   const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/* `outbox purge`: delete the dead letters dead more than older_ms ago (of topic, NULL: any). */
+int pd_admin_outbox_purge(struct pd_db *db, long long older_ms, const char *topic, int dry_run,
+			  const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e);
+
+/*
  * `flow runs`: the workflow runs matching f (states are run states, as
  * pendulum.workflow_run_states names them; tenant, workflow, and queue of
  * the run's job; type ignored), newest (highest id) first, with the step
@@ -259,5 +274,32 @@ int pd_admin_tenant_weight(struct pd_db *db, const char *tenant, int weight,
 /* `tenants`: the tenants whose weight was set (the others have 1), by tenant byte-wise. */
 int pd_admin_tenants(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
 		     struct pd_err *e);
+
+/* `wait`: how the jobs waited for stand (pd_admin_wait_count). */
+struct pd_admin_waited {
+	long long jobs;	      /* those that match */
+	long long unfinished; /* PENDING, BLOCKED, LEASED or RUNNING */
+	long long succeeded, dead_lettered, cancelled;
+	long long finished_since; /* not full: those finished at or after since */
+	char failed[200];	  /* the first dead-lettered or cancelled ids, "7, 9" */
+	char since[40];		  /* the database's now() at the count */
+};
+
+/*
+ * `wait`, before waiting: code 2 naming the first of ids[0..nids) that does
+ * not exist; the unfinished ones marked (pendulum.wait_job's notify_done)
+ * so that pd_enqueue_await hears of their end.
+ */
+int pd_admin_wait_mark(struct pd_db *db, const long long *ids, int nids, struct pd_err *e);
+
+/*
+ * `wait`: the jobs among ids[0..nids) (nids 0: any) that match f's tenant,
+ * type and queue. full: every one counted (reads their finished history);
+ * else only the unfinished ones and those that finished at or after
+ * w->since (an index of the finished rows by state and time).
+ */
+int pd_admin_wait_count(struct pd_db *db, const long long *ids, int nids,
+			const struct pd_admin_filter *f, int full, struct pd_admin_waited *w,
+			struct pd_err *e);
 
 #endif

@@ -36,6 +36,7 @@ struct args {
 	long long weight;	   /* tenant set: 1..1000, 0 the default */
 	int weight_set;
 	const char *pause_type; /* queue pause/resume --type */
+	long long timeout_ms;	/* wait --timeout; -1: none */
 };
 
 const size_t pd_admincmd_xsize = sizeof(struct args);
@@ -70,6 +71,7 @@ const struct pd_subopt pd_admincmd_opts[PD_ADMIN_NOPTS] = {
     [O_WEIGHT] = {"weight", 0, "N|default", "its share of the claims, 1-1000 (default 1)"},
     [O_PAUSE_TYPE] = {"type", 0, "TYPE", "the job type TYPE (in every queue) instead of a queue",
 		      "pause-type"},
+    [O_TIMEOUT] = {"timeout", 0, "DURATION", "give up after DURATION: exit 124"},
 };
 
 /*
@@ -135,6 +137,7 @@ void pd_admincmd_init(struct pd_subcall *k)
 	x->f.limit = k->cmd->count_def;
 	x->stale_ms = DEFAULT_STALE_MS;
 	x->interval_ms = 1000;
+	x->timeout_ms = -1;
 }
 
 int pd_admincmd_set(struct pd_subcall *k, int opt, const char *v, struct pd_err *e)
@@ -214,6 +217,8 @@ int pd_admincmd_set(struct pd_subcall *k, int opt, const char *v, struct pd_err 
 	case O_PAUSE_TYPE:
 		x->pause_type = v;
 		return pd_cli_name("--type", v, e);
+	case O_TIMEOUT:
+		return pd_cli_dur("--timeout", v, &x->timeout_ms, e);
 	}
 	return 0;
 }
@@ -238,7 +243,8 @@ int pd_admincmd_check(struct pd_subcall *k, struct pd_err *e)
 		return pd_errf(e, PD_EX_USAGE, "missing signal NAME");
 	if (k->cmd->fn == pd_admincmd_flow_signal)
 		return pd_name_check("signal NAME", k->argv[1], e);
-	if (k->cmd->fn == pd_admincmd_dlq_purge && !x->older_set)
+	if ((k->cmd->fn == pd_admincmd_dlq_purge || k->cmd->fn == pd_admincmd_outbox_purge) &&
+	    !x->older_set)
 		return pd_errf(e, PD_EX_USAGE, "missing --older-than DURATION");
 	if (k->cmd->fn == pd_admincmd_limit) {
 		if (pd_admin_limit_key_check(k->argv[0], e) < 0)
@@ -266,7 +272,8 @@ int pd_admincmd_check(struct pd_subcall *k, struct pd_err *e)
 /* The job or message ids among the positional arguments (malloc'd), at most its count_max. */
 static int parse_ids(const struct pd_subcall *k, long long **ids, struct pd_err *e)
 {
-	const char *what = strcmp(k->cmd->group, "outbox") == 0 ? "message" : "job";
+	const char *what =
+	    k->cmd->group && strcmp(k->cmd->group, "outbox") == 0 ? "message" : "job";
 
 	if (k->argc > k->cmd->count_max)
 		return pd_errf(e, PD_EX_USAGE, "%d ids: at most %lld in one call", k->argc,
@@ -317,13 +324,16 @@ int pd_admincmd_dlq_list(struct pd_subcall *k, struct pd_err *e)
 	return pd_admin_dlq_list(DB(k), &X(k)->f, &k->fmt, &k->out, e);
 }
 
-/* The commands on a list of ids: dlq replay and delete, outbox replay. */
+/* The commands on a list of ids: dlq replay and delete, outbox replay and delete. */
 int pd_admincmd_on_ids(struct pd_subcall *k, struct pd_err *e)
 {
 	long long *ids = NULL;
 	int rc = parse_ids(k, &ids, e);
+	int outbox = strcmp(k->cmd->group, "outbox") == 0;
 
-	if (rc == 0 && strcmp(k->cmd->group, "outbox") == 0)
+	if (rc == 0 && outbox && strcmp(k->cmd->name, "delete") == 0)
+		rc = pd_admin_outbox_delete(DB(k), ids, k->argc, &k->fmt, &k->out, e);
+	else if (rc == 0 && outbox)
 		rc = pd_admin_outbox_replay(DB(k), ids, k->argc, &k->fmt, &k->out, e);
 	else if (rc == 0 && strcmp(k->cmd->name, "delete") == 0)
 		rc = pd_admin_dlq_delete(DB(k), ids, k->argc, &k->fmt, &k->out, e);
@@ -421,6 +431,12 @@ int pd_admincmd_outbox_stats(struct pd_subcall *k, struct pd_err *e)
 int pd_admincmd_outbox_list(struct pd_subcall *k, struct pd_err *e)
 {
 	return pd_admin_outbox_list(DB(k), &X(k)->f, &k->fmt, &k->out, e);
+}
+
+int pd_admincmd_outbox_purge(struct pd_subcall *k, struct pd_err *e)
+{
+	return pd_admin_outbox_purge(DB(k), X(k)->older_ms, X(k)->f.topic, X(k)->dry_run, &k->fmt,
+				     &k->out, e);
 }
 
 int pd_admincmd_flow_runs(struct pd_subcall *k, struct pd_err *e)
@@ -707,4 +723,99 @@ int pd_admincmd_migrate(struct pd_subcall *k, struct pd_err *e)
 		printf("schema up to date at version %d; nothing applied\n",
 		       pd_migrations[pd_nmigrations - 1].version);
 	return 0;
+}
+
+/* wait's progress on stderr: redrawn on a terminal, else a line each time it changes. */
+static void wait_progress(int tty, long long left, long long of)
+{
+	if (tty)
+		fprintf(stderr, "\rpd-admin: waiting for %lld of %lld job%s\033[K", left, of,
+			of == 1 ? "" : "s");
+	else
+		fprintf(stderr, "pd-admin: waiting for %lld of %lld job%s\n", left, of,
+			of == 1 ? "" : "s");
+}
+
+/*
+ * wait [--type T] [--queue Q] [--tenant T] [ID...] [--timeout D]: until
+ * every matching job has ended, reading at most about once a second
+ * (sooner when a job named by id ends: pd_enqueue_await); then one full
+ * count for the verdict: 0 all succeeded, 1 some dead-lettered or
+ * cancelled, 124 at the timeout.
+ */
+int pd_admincmd_wait(struct pd_subcall *k, struct pd_err *e)
+{
+	struct args *x = k->x;
+	struct pd_db *db = DB(k);
+	struct pd_admin_waited w = {0};
+	long long *ids = NULL, start = pd_now_ms(), last = 0, before, shown_left = -1,
+		  shown_of = -1;
+	long long stop = x->timeout_ms >= 0 ? start + x->timeout_ms : -1;
+	int tty = isatty(STDERR_FILENO), quiet = k->a->verbosity < 0, timed_out = 0, rc;
+
+	if ((rc = parse_ids(k, &ids, e)) < 0 ||
+	    (rc = pd_admin_wait_mark(db, ids, k->argc, e)) < 0 ||
+	    (rc = pd_db_exec(db, "LISTEN pendulum_done", 0, NULL, PGRES_COMMAND_OK, NULL, e)) < 0 ||
+	    (rc = pd_admin_wait_count(db, ids, k->argc, &x->f, 1, &w, e)) < 0)
+		goto out;
+	before = w.jobs - w.unfinished; /* ended before the wait began */
+	for (;;) {
+		long long until, of;
+
+		if (w.unfinished == 0) { /* the verdict, and new jobs that may have come */
+			if ((rc = pd_admin_wait_count(db, ids, k->argc, &x->f, 1, &w, e)) < 0)
+				goto out;
+			if (w.unfinished == 0)
+				break;
+			before = w.jobs - w.unfinished;
+		}
+		of = before + w.finished_since + w.unfinished;
+		if (!quiet && (w.unfinished != shown_left || of != shown_of))
+			wait_progress(tty, w.unfinished, of);
+		shown_left = w.unfinished;
+		shown_of = of;
+		last = pd_now_ms();
+		if (stop >= 0 && last >= stop) {
+			timed_out = 1;
+			break;
+		}
+		/* a job named ended: read again, but not sooner than 250 ms after the last */
+		until = stop >= 0 && stop < last + 1000 ? stop : last + 1000;
+		rc = pd_enqueue_await(db, ids, k->argc, until, e);
+		if (rc > 0 && pd_now_ms() < last + 250)
+			rc = pd_enqueue_await(db, NULL, 0, last + 250, e);
+		if (rc < 0 || (rc = pd_admin_wait_count(db, ids, k->argc, &x->f, 0, &w, e)) < 0)
+			goto out;
+	}
+	if (!quiet && tty && shown_left >= 0)
+		fputc('\n', stderr);
+	if (timed_out)
+		w.jobs = before + w.finished_since + w.unfinished;
+	if (k->fmt.json)
+		pd_buf_printf(&k->out,
+			      "{\"jobs\":%lld,\"succeeded\":%lld,\"dead_lettered\":%lld,"
+			      "\"cancelled\":%lld,\"unfinished\":%lld,\"timed_out\":%s}\n",
+			      w.jobs, w.succeeded, w.dead_lettered, w.cancelled, w.unfinished,
+			      timed_out ? "true" : "false");
+	else if (!timed_out)
+		pd_buf_printf(
+		    &k->out, "%lld job%s: %lld succeeded, %lld dead-lettered, %lld cancelled\n",
+		    w.jobs, w.jobs == 1 ? "" : "s", w.succeeded, w.dead_lettered, w.cancelled);
+	if (timed_out) {
+		char d[PD_DUR_MAX];
+
+		pd_dur_format(x->timeout_ms, d, sizeof(d));
+		rc = pd_errf(e, PD_ENQUEUE_TIMED_OUT,
+			     "timed out after %s: %lld of %lld jobs not finished", d, w.unfinished,
+			     w.jobs);
+	} else if (w.dead_lettered + w.cancelled > 0) {
+		rc = pd_errf(
+		    e, PD_EX_CONFLICT,
+		    "%lld of %lld jobs did not succeed (%lld dead-lettered, %lld cancelled): %s%s",
+		    w.dead_lettered + w.cancelled, w.jobs, w.dead_lettered, w.cancelled, w.failed,
+		    w.dead_lettered + w.cancelled > 10 ? ", ..." : "");
+	}
+out:
+	free(ids);
+	return rc;
 }

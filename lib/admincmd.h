@@ -35,6 +35,7 @@ enum {
 	O_RATE,
 	O_WEIGHT,
 	O_PAUSE_TYPE,
+	O_TIMEOUT,
 	PD_ADMIN_NOPTS
 };
 
@@ -48,8 +49,8 @@ int pd_admincmd_check(struct pd_subcall *k, struct pd_err *e);
 
 /*
  * The handlers. on_id: job show, replay and cancel, flow show and cancel;
- * on_ids: dlq replay and delete, outbox replay (by the command's group and
- * name); tenant: tenant grant, revoke, list and set; limit: limit set and
+ * on_ids: dlq replay and delete, outbox replay and delete (by the command's
+ * group and name); tenant: tenant grant, revoke, list and set; limit: limit set and
  * unset; queue_pause: queue pause and resume; the rest one command each.
  */
 pd_subcmd_fn pd_admincmd_migrate, pd_admincmd_jobs, pd_admincmd_on_id, pd_admincmd_dlq_list,
@@ -57,6 +58,7 @@ pd_subcmd_fn pd_admincmd_migrate, pd_admincmd_jobs, pd_admincmd_on_id, pd_adminc
     pd_admincmd_depth, pd_admincmd_workers, pd_admincmd_metrics, pd_admincmd_top,
     pd_admincmd_outbox_stats, pd_admincmd_outbox_list, pd_admincmd_lease_check,
     pd_admincmd_flow_runs, pd_admincmd_flow_signal, pd_admincmd_tenant, pd_admincmd_tenants,
-    pd_admincmd_limit, pd_admincmd_limits, pd_admincmd_queue_pause;
+    pd_admincmd_limit, pd_admincmd_limits, pd_admincmd_queue_pause, pd_admincmd_outbox_purge,
+    pd_admincmd_wait;
 
 #endif

@@ -25,6 +25,9 @@ static int engine_option(struct pd_engine_cfg *c, int ch, const char *arg, struc
 	case PD_APP_OPT_IDLE:
 		c->until_idle = 1;
 		return 1;
+	case PD_APP_OPT_SETTLED:
+		c->until_settled = 1;
+		return 1;
 	default:
 		return 0;
 	}

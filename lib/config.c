@@ -38,6 +38,7 @@ void pd_engine_cfg_init(struct pd_engine_cfg *c)
 {
 	c->concurrency = c->batch = c->poll_ms = c->drain_ms = c->grace_ms = -1;
 	c->until_idle = 0;
+	c->until_settled = 0;
 }
 
 void pd_engine_cfg_settle(struct pd_engine_cfg *c, const struct pd_engine_cfg *file)

@@ -30,6 +30,7 @@ struct pd_engine_cfg {
 	long long drain_ms;    /* drain_timeout: how long children may finish on SIGTERM */
 	long long grace_ms;    /* kill_grace: SIGTERM to SIGKILL for a child stopped */
 	int until_idle;	       /* a flag only: end once idle and nothing runs */
+	int until_settled;     /* a flag only (pd-worker): end once settled (pd_jobs_unsettled) */
 };
 
 struct pd_retry_cfg {

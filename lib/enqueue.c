@@ -1022,12 +1022,8 @@ static int mark(struct pd_db *db, long long id, struct pd_err *e)
 	return 0;
 }
 
-/*
- * Until deadline (pd_now_ms), wait for pg_notify('pendulum_done', id): 1
- * when it came, 0 at the deadline, -1 with e filled (69) when the
- * connection is lost.
- */
-static int await_done(struct pd_db *db, long long id, long long deadline, struct pd_err *e)
+int pd_enqueue_await(struct pd_db *db, const long long *ids, int n, long long deadline,
+		     struct pd_err *e)
 {
 	for (;;) {
 		PGnotify *nt;
@@ -1036,9 +1032,10 @@ static int await_done(struct pd_db *db, long long id, long long deadline, struct
 		struct pollfd p = {PQsocket(db->conn), POLLIN, 0};
 
 		while ((nt = PQnotifies(db->conn)) != NULL) {
-			if (strcmp(nt->relname, "pendulum_done") == 0 &&
-			    strtoll(nt->extra, NULL, 10) == id)
-				done = 1;
+			long long id = strtoll(nt->extra, NULL, 10);
+
+			for (int i = 0; i < n && strcmp(nt->relname, "pendulum_done") == 0; i++)
+				done |= ids[i] == id;
 			PQfreemem(nt);
 		}
 		if (done)
@@ -1084,7 +1081,7 @@ int pd_enqueue_wait(struct pd_db *db, long long id, const struct pd_enqueue_wait
 		}
 		/* The next read: notified, or a poll later, or when a check falls due. */
 		next = earliest(earliest(now + w->poll_ms, st.warn > now ? st.warn : -1), stop);
-		if ((rc = await_done(db, id, next, e)) < 0)
+		if ((rc = pd_enqueue_await(db, &id, 1, next, e)) < 0)
 			break;
 	}
 	free(st.note);

@@ -1015,3 +1015,60 @@ int pd_jobs_dlq_replay(struct pd_db *db, const long long *ids, int nids, const c
 	pd_buf_release(&ia);
 	return rc;
 }
+
+int pd_jobs_unsettled(struct pd_db *db, const char *const *queues, int nqueues,
+		      const char *const *types, int ntypes, long long horizon_ms, long long *id,
+		      char *why, size_t whylen, struct pd_err *e)
+{
+	/* clang-format off */
+	/* One probe of each kind, LIMIT 1: the running set, the due rows, the BLOCKED rows. */
+#define SERVED " j.queue = ANY (s.q) AND (s.t IS NULL OR j.job_type = ANY (s.t))"
+	static const char sql[] =
+	    "WITH s AS (SELECT $1::text[] AS q, $2::text[] AS t,"
+	    " now() + $3::bigint * interval '1 millisecond' AS h)"
+	    " SELECT u.id, u.state, u.why FROM s CROSS JOIN LATERAL ("
+	    "(SELECT j.id, j.state, 'running'::text AS why FROM pendulum.jobs j"
+	    " WHERE j.state IN ('LEASED', 'RUNNING') AND" SERVED " LIMIT 1)"
+	    " UNION ALL"
+	    " (SELECT j.id, j.state, CASE WHEN j.run_at <= now() THEN 'due'"
+	    " WHEN j.attempt > 0 THEN 'in retry backoff' ELSE 'due soon' END"
+	    " FROM pendulum.jobs j WHERE j.state = 'PENDING' AND" SERVED " AND j.run_at <= s.h"
+	    " AND NOT EXISTS (SELECT 1 FROM pendulum.limits l WHERE l.paused AND l.key IN"
+	    " ('queue:' || j.queue, 'tenant:' || j.tenant_id, 'type:' || j.job_type,"
+	    " j.concurrency_key)) LIMIT 1)"
+	    " UNION ALL"
+	    " (SELECT j.id, j.state, 'waiting on a dependency' FROM pendulum.jobs j"
+	    " WHERE j.state = 'BLOCKED' AND" SERVED
+	    " AND NOT EXISTS (SELECT 1 FROM pendulum.jobs d WHERE d.id = ANY (j.depends_on)"
+	    " AND (d.state IN ('DEAD_LETTERED', 'CANCELLED')"
+	    " OR (d.state = 'PENDING' AND d.run_at > s.h))) LIMIT 1)) u LIMIT 1";
+#undef SERVED
+	/* clang-format on */
+	struct pd_buf q = PD_BUF_INIT, t = PD_BUF_INIT;
+	char h[24];
+	const char *params[3];
+	PGresult *r;
+	int rc;
+
+	pd_db_text_array(&q, queues, nqueues);
+	if (types)
+		pd_db_text_array(&t, types, ntypes);
+	snprintf(h, sizeof(h), "%lld", horizon_ms);
+	params[0] = q.data;
+	params[1] = types ? t.data : NULL;
+	params[2] = h;
+	rc = pd_db_exec(db, sql, 3, params, PGRES_TUPLES_OK, &r, e);
+	pd_buf_release(&q);
+	pd_buf_release(&t);
+	if (rc < 0)
+		return -1;
+	*id = 0;
+	if (whylen > 0)
+		why[0] = '\0';
+	if (PQntuples(r) == 1 && PQnfields(r) == 3) {
+		*id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+		snprintf(why, whylen, "%s, %s", PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2));
+	}
+	PQclear(r);
+	return 0;
+}

@@ -288,4 +288,18 @@ int pd_jobs_dlq_replay(struct pd_db *db, const long long *ids, int nids, const c
 int pd_jobs_cancel(struct pd_db *db, long long id, const char *reason, PGresult **r,
 		   struct pd_err *e);
 
+/*
+ * pd-worker --until-settled: the first job of these queues and types
+ * (types NULL: any) that keeps a worker serving them from being settled,
+ * into *id, with its state and why into why (at least 64 bytes); *id 0
+ * when there is none. Unsettled: LEASED or RUNNING (by anyone); PENDING
+ * and due within horizon_ms (now, in a retry's backoff, or scheduled that
+ * soon), unless one of its limit keys is paused; BLOCKED while none of its
+ * dependencies is DEAD_LETTERED, CANCELLED or PENDING beyond the horizon.
+ * Reads no finished history.
+ */
+int pd_jobs_unsettled(struct pd_db *db, const char *const *queues, int nqueues,
+		      const char *const *types, int ntypes, long long horizon_ms, long long *id,
+		      char *why, size_t whylen, struct pd_err *e);
+
 #endif

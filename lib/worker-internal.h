@@ -56,6 +56,9 @@ struct worker {
 	long long rtt_us, run_us;
 	struct pd_trip trip; /* the batch in flight (reused) */
 	int flight;	     /* trip is in flight */
+	/* until_settled: the last look (settle_look) found nothing unsettled; valid while idle */
+	int settled;
+	long long next_settle; /* the next look, while idle */
 };
 
 /*

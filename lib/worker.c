@@ -138,8 +138,9 @@ static int runs_busy(const struct worker *w)
 static void streams_pass(struct worker *w)
 {
 	int quit = w->d.phase == PD_DAEMON_STOPPING;
-	int calm = w->d.phase == PD_DAEMON_DRAINING ||
-		   (w->d.until_idle && w->d.idle && w->hs.nready == 0 && w->hs.nfin == 0);
+	int calm =
+	    w->d.phase == PD_DAEMON_DRAINING ||
+	    ((w->d.until_idle || w->settled) && w->d.idle && w->hs.nready == 0 && w->hs.nfin == 0);
 
 	for (int k = 0; k < w->nstreams; k++) {
 		struct pd_stream *s = &w->streams[k];
@@ -213,10 +214,35 @@ static int requests_answer(struct worker *w, struct pd_err *e)
 	return rc < 0 ? pd_daemon_db_failed(&w->d, e) : 0;
 }
 
+/*
+ * until_settled, once idle with nothing held: is a job it serves still to
+ * run without anyone's help (pd_jobs_unsettled, the horizon the retry
+ * backoff's cap)? Looked at most once per claim poll.
+ */
+static int settle_look(struct worker *w, long long now, struct pd_err *e)
+{
+	long long id;
+	char why[96];
+
+	if (pd_jobs_unsettled(w->d.db, w->cfg->queues, w->cfg->nqueues, w->types, w->ntypes,
+			      w->cfg->retry.cap_ms, &id, why, sizeof(why), e) < 0)
+		return pd_daemon_db_failed(&w->d, e);
+	w->next_settle = now + w->poll_ms;
+	if (id > 0)
+		pd_log(PD_LOG_DEBUG, "not settled", "job=%lld why=\"%s\"", id, why);
+	w->settled = id == 0;
+	if (w->settled)
+		pd_log(PD_LOG_INFO, "settled", "queues=%d", w->cfg->nqueues);
+	return 0;
+}
+
 static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 {
 	struct worker *w = d->ctx;
 	int rc = 0;
+
+	if (!d->idle)
+		w->settled = 0;
 
 	/* Deadlines and exits first: their outcomes go in this pass's batch. */
 	for (int k = 0; k < w->nstreams; k++)
@@ -228,6 +254,10 @@ static int on_tick(struct pd_daemon *d, long long now, struct pd_err *e)
 		if (rc == 0 && pd_daemon_up(d) && !w->flight && w->cfg->ext &&
 		    d->phase == PD_DAEMON_SERVING && now >= w->next_ext)
 			rc = pd_worksync_ext(w, now, e);
+		if (rc == 0 && pd_daemon_up(d) && !w->flight && w->cfg->engine.until_settled &&
+		    d->phase == PD_DAEMON_SERVING && d->idle && !w->settled && runs_busy(w) == 0 &&
+		    w->hs.nready == 0 && w->hs.nfin == 0 && now >= w->next_settle)
+			rc = settle_look(w, now, e);
 	}
 	if (rc == 0 && pd_worker_requests(w) > 0 && !(pd_daemon_up(d) && w->flight))
 		rc = requests_answer(w, e);
@@ -271,6 +301,8 @@ static long long deadline(struct pd_daemon *d)
 	if (w->d.phase == PD_DAEMON_SERVING) {
 		t = pd_deadline_min(t, w->next_claim);
 		t = pd_deadline_min(t, w->next_due);
+		if (w->cfg->engine.until_settled && w->d.idle && !w->settled)
+			t = pd_deadline_min(t, w->next_settle);
 	}
 	if (w->cfg->reap)
 		t = pd_deadline_min(t, w->next_reap);
@@ -321,7 +353,8 @@ static int adopt(void *ctx, pid_t pid, int wstatus)
 
 /*
  * The loop ends once nothing is in flight and no stream handler is left,
- * and the worker is past serving (drained) or, with until_idle, idle.
+ * and the worker is past serving (drained) or, with until_idle, idle, or
+ * with until_settled, idle and settled.
  */
 static int finished(struct pd_daemon *d)
 {
@@ -334,7 +367,7 @@ static int finished(struct pd_daemon *d)
 			return 0;
 	if (d->phase != PD_DAEMON_SERVING)
 		return 1;
-	return d->until_idle && d->idle && pd_daemon_up(d);
+	return (d->until_idle || w->settled) && d->idle && pd_daemon_up(d);
 }
 
 /* A stop signal: the daemon logged its pool's children; say what the stream handlers hold. */

@@ -28,7 +28,7 @@ published() {
 }
 
 @test "outbox subcommands have --help on stdout, and their options are in the man page" {
-	for c in "outbox stats" "outbox list" "outbox replay"; do
+	for c in "outbox stats" "outbox list" "outbox replay" "outbox delete" "outbox purge"; do
 		# shellcheck disable=SC2086 # two words on purpose
 		run --separate-stderr pd-admin $c --help
 		[ "$status" -eq 0 ] || { echo "$c: $status"; return 1; }
@@ -43,7 +43,7 @@ published() {
 	command -v mandoc >/dev/null || skip "mandoc not installed"
 	man_opts=$(mandoc -T ascii "$PD_ROOT/man/pd-admin.1" | col -b | grep -oE -- '--[a-z][a-z-]+' | sort -u)
 	man_text=$(mandoc -T ascii "$PD_ROOT/man/pd-admin.1" | col -b)
-	for c in "outbox stats" "outbox list" "outbox replay"; do
+	for c in "outbox stats" "outbox list" "outbox replay" "outbox delete" "outbox purge"; do
 		# shellcheck disable=SC2086 # two words on purpose
 		help_opts=$(pd-admin $c --help | grep -oE -- '--[a-z][a-z-]+' | sort -u)
 		missing=$(comm -23 <(echo "$help_opts") <(echo "$man_opts"))
@@ -207,6 +207,78 @@ published() {
 	# polling is an hour away: only the notification can wake it
 	wait_for 15 sql_is "SELECT state FROM pendulum.outbox WHERE id = $m" PUBLISHED
 	[ "$(cat "$log")" = "$m k1" ]
+}
+
+@test "outbox list: a PENDING message behind a dead-lettered head of its key says so" {
+	a=$(record orders '{}' k1)
+	b=$(record orders '{}' k1)
+	c=$(record orders '{}' k2)
+	d=$(record orders '{}')
+	dead "$a"
+	run --separate-stderr pd-admin outbox list
+	[ "$status" -eq 0 ]
+	[[ "${lines[3]}" == "$b "*"PENDING"*"k1"*"waits behind $a (dead-lettered)" ]]
+	[[ "${lines[4]}" == "$a "*"DEAD_LETTERED"*"attempts exhausted" ]]
+	[[ "${lines[2]}" != *"waits behind"* ]]
+	[[ "${lines[1]}" != *"waits behind"* ]]
+	run --separate-stderr pd-admin --json outbox list
+	printf '%s\n' "$output" | jq -e -s --argjson a "$a" --argjson b "$b" --argjson c "$c" --argjson d "$d" '
+		map({(.id | tostring): .waits_behind}) | add
+		| .[$b | tostring] == $a and .[$a | tostring] == null
+		and .[$c | tostring] == null and .[$d | tostring] == null'
+	# a head only in flight (PENDING) holds its key without a note
+	pd-admin outbox replay "$a" >/dev/null
+	run --separate-stderr pd-admin outbox list
+	[[ "$output" != *"waits behind"* ]]
+}
+
+@test "outbox delete: dead letters go, all or nothing, and the key's next message is the head" {
+	a=$(record orders '{}' k1)
+	b=$(record orders '{}' k1)
+	c=$(record billing '{}')
+	p=$(record billing '{}')
+	dead "$a" "$c"
+	sql "UPDATE pendulum.counters SET value = 3 WHERE name = 'outbox_writes_fenced'"
+	# one that is not dead-lettered, or unknown: nothing deleted
+	run --separate-stderr pd-admin outbox delete "$a" "$p"
+	[ "$status" -eq 1 ]
+	[ -z "$output" ]
+	[ "$stderr" = "pd-admin: 1 of 2 not deletable (nothing deleted): message $p is PENDING, not DEAD_LETTERED" ]
+	run --separate-stderr pd-admin outbox delete "$a" 99999999
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"message 99999999 not found" ]]
+	[ "$(sql "SELECT count(*) FROM pendulum.outbox")" = 4 ]
+	run --separate-stderr pd-admin outbox delete "$a" "$c"
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ]
+	[[ "${lines[0]}" == "ID"*"TOPIC"*"KEY" ]]
+	[[ "${lines[1]}" =~ ^$a\ +orders\ +k1$ ]]
+	[ "${lines[3]}" = "deleted 2 dead-lettered outbox messages" ]
+	[ "$(sql "SELECT string_agg(id::text, ' ' ORDER BY id) FROM pendulum.outbox")" = "$b $p" ]
+	# b heads k1 now: claimable
+	[ "$(sql "SELECT is_head FROM pendulum.outbox WHERE id = $b")" = t ]
+	[ "$(sql "SELECT head_id FROM pendulum.outbox_heads WHERE message_key = 'k1'")" = "$b" ]
+	# no counter went down
+	pd-admin metrics | grep -qx 'pendulum_outbox_writes_fenced_total 3'
+}
+
+@test "outbox purge --older-than: dead letters dead that long go, newer ones and others stay" {
+	old=$(record orders '{}' k1)
+	new=$(record orders '{}' k2)
+	other=$(record billing '{}')
+	pend=$(record billing '{}')
+	dead "$old" "$new" "$other"
+	sql "UPDATE pendulum.outbox SET dead_lettered_at = now() - interval '2 days' WHERE id IN ($old, $other)"
+	run --separate-stderr pd-admin outbox purge --older-than 1d --dry-run
+	[ "$status" -eq 0 ]
+	[ "$output" = "would purge 2 dead-lettered outbox messages that died more than 1d ago" ]
+	[ "$(sql "SELECT count(*) FROM pendulum.outbox")" = 4 ]
+	run --separate-stderr pd-admin --json outbox purge --older-than 1d --topic billing
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" | jq -e '. == {purged: 1, older_than_s: 86400, topic: "billing", dry_run: false}'
+	run --separate-stderr pd-admin outbox purge --older-than 1d
+	[ "$output" = "purged 1 dead-lettered outbox message that died more than 1d ago" ]
+	[ "$(sql "SELECT string_agg(id::text, ' ' ORDER BY id) FROM pendulum.outbox")" = "$new $pend" ]
 }
 
 @test "outbox commands: an unreachable database exits 69" {

@@ -673,6 +673,23 @@ row() {
 	row queue-resume-not-utf8 65 "QUEUE" "" pd-admin queue resume $'\xff'
 	row queue-resume-type-long 65 "--type" "" pd-admin queue resume --type "$LONG_NAME"
 	row queue-resume-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" queue resume --type t
+	# wait; outbox delete and purge; pd-worker --until-settled
+	row wait-unknown-id 2 "job 99999999 not found" "" pd-admin wait 99999999
+	row wait-bad-id 64 "x7" "" pd-admin wait x7
+	row wait-timeout-bad 64 "--timeout" "" pd-admin wait --timeout soon
+	row wait-type-ctl 65 "--type" "" pd-admin wait --type $'t\x01'
+	row wait-unknown-flag 64 "--bogus" "" pd-admin wait --bogus
+	row wait-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" wait 1
+	row outbox-delete-missing 64 "message id" "" pd-admin outbox delete
+	row outbox-delete-bad-id 64 "x7" "" pd-admin outbox delete x7
+	row outbox-delete-unknown 2 "message 99999999 not found" "" pd-admin outbox delete 99999999
+	row outbox-delete-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" outbox delete 1
+	row outbox-purge-missing 64 "--older-than" "" pd-admin outbox purge
+	row outbox-purge-bad 64 "--older-than" "" pd-admin outbox purge --older-than soon
+	row outbox-purge-topic-not-utf8 65 "--topic" "" pd-admin outbox purge --older-than 1d --topic $'\xff'
+	row outbox-purge-extra 64 "extra" "" pd-admin outbox purge --older-than 1d extra
+	row outbox-purge-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" outbox purge --older-than 1d
+	row until-settled-and-idle 64 "--until-settled" "" pd-worker --until-idle --until-settled --handler t=cat
 	rows_end
 }
 
