@@ -12,6 +12,7 @@ enum pd_verdict {
 			     */
 	PD_VERDICT_DEAD,    /* terminal: dead-lettered now, with a dead_reason */
 	PD_VERDICT_RELEASE, /* given back: PENDING now, the attempt refunded */
+	PD_VERDICT_CANCEL,  /* an operator cancelled it: CANCELLED (jobs only, sql/022) */
 };
 
 #endif
