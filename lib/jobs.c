@@ -246,12 +246,16 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 	}
 	if (pd_db_exec(db, sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		if (strcmp(PQgetvalue(r, i, 5), "CANCELLED") == 0)
+			pd_log(PD_LOG_INFO, "expired lease of a job asked to cancel: cancelled",
+			       "job=%s", PQgetvalue(r, i, 0));
 	l = leases_from(r, &nl);
-	PQclear(r);
 	for (int i = 0; i < nl; i++) {
 		*dead += l[i].dead;
-		*requeued += !l[i].dead;
+		*requeued += !l[i].dead && strcmp(PQgetvalue(r, i, 5), "CANCELLED") != 0;
 	}
+	PQclear(r);
 	if (out) {
 		*out = l;
 		*n = nl;

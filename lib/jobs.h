@@ -198,7 +198,7 @@ void pd_leases_free(struct pd_lease *l, int n);
  * exhausted or delivery is at-most-once; the lost attempt is recorded as
  * lease_expired. A job with a cancel request (sql/022) is CANCELLED
  * instead, its reason the request's, the attempt 'cancelled', the jobs
- * BLOCKED on it cancelled too (counted as requeued). Counts what it did, and *out gets the leases it gave back
+ * BLOCKED on it cancelled too (counted neither requeued nor dead, logged). Counts what it did, and *out gets the leases it gave back
  * (n of them, malloc'd: pd_leases_free); out may be NULL. This is the
  * statement alone: pd_reap_pass() (reap.h) also deals with what the dead
  * workers' handlers left running.
