@@ -468,8 +468,8 @@ int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
 	} else if (cancel_asked(r)) {
 		pd_buf_printf(out, "job %lld: ", id);
 		asked_text(r, out);
-		pd_buf_printf(out, " (%s, %s, queue %s)\n", PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),
-			      PQgetvalue(r, 0, 3));
+		pd_buf_printf(out, " (%s, %s, queue %s)\n", PQgetvalue(r, 0, 1),
+			      PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
 	} else {
 		pd_buf_printf(out, "job %lld cancelled (%s, queue %s)\n", id, PQgetvalue(r, 0, 1),
 			      PQgetvalue(r, 0, 3));

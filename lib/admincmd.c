@@ -530,9 +530,9 @@ int pd_admincmd_lease_check(struct pd_subcall *k, struct pd_err *e)
 			       "lease lost: job %lld is no longer held under token %lld", id,
 			       token);
 	if (fmt->json)
-		pd_buf_printf(out,
-			      "{\"job\":%lld,\"lease_token\":%lld,\"held\":true,\"cancelled\":%s}\n",
-			      id, token, held == 2 ? "true" : "false");
+		pd_buf_printf(
+		    out, "{\"job\":%lld,\"lease_token\":%lld,\"held\":true,\"cancelled\":%s}\n", id,
+		    token, held == 2 ? "true" : "false");
 	else if (held == 2)
 		pd_buf_puts(out, "cancelled\n");
 	if (held == 2) {

@@ -41,8 +41,8 @@ static const signed char stage_moves[PD_HOLD_NSTAGES][PD_HOLD_NEVENTS] = {
     [ABANDONED] = {NO, NO, NO, FINISHED, NO, NO, ABANDONED, ABANDONED, NO, NO, NO, NO},
     [FINISHED] = {NO, NO, NO, NO, NO, SENDING, FINISHED, FINISHED, NO, NO, NONE, NO},
     [SENDING] = {NO, NO, NO, NO, NO, NO, NONE, FINISHED, SENDING, SENDING, NONE, NO},
-    [CANCELLING] = {NO, NO, NO, FINISHED, ABANDONED, CANCELLING, CANCELLING, CANCELLING, NO, NO,
-		    NO, CANCELLING},
+    [CANCELLING] = {NO, NO, NO, FINISHED, ABANDONED, CANCELLING, CANCELLING, CANCELLING, NO, NO, NO,
+		    CANCELLING},
 };
 
 /*
@@ -392,8 +392,8 @@ void pd_holdings_cancel(struct pd_holdings *hs, long long id, long long t)
 			continue;
 		if (r->stage != PD_HOLD_RUNNING)
 			return; /* being cancelled already, or abandoned */
-		pd_log(PD_LOG_INFO, "cancel asked: stopping the handler", "job=%lld attempt=%d",
-		       id, r->job.attempt);
+		pd_log(PD_LOG_INFO, "cancel asked: stopping the handler", "job=%lld attempt=%d", id,
+		       r->job.attempt);
 		pd_hold_move(r, PD_HOLD_CANCEL);
 		if (r->stream >= 0 && hs->streams)
 			pd_stream_cancel(&hs->streams[r->stream], i);

@@ -43,13 +43,13 @@
 #include "stream.h"
 
 enum pd_hold_stage {
-	PD_HOLD_NONE,	   /* not held: a free run, or an entry done with */
-	PD_HOLD_READY,	   /* claimed LEASED ahead of a free run, not started */
-	PD_HOLD_RELEASING, /* a ready job whose release is in the batch in flight */
-	PD_HOLD_RUNNING,   /* its handler runs: a pool slot's process or a stream handler */
-	PD_HOLD_ABANDONED, /* a stream job whose lease is lost: its answer will be dropped */
-	PD_HOLD_FINISHED,  /* its handler is over: its outcome (or lease_lost record) to write */
-	PD_HOLD_SENDING,   /* its outcome (or lease_lost record) in the batch in flight */
+	PD_HOLD_NONE,	    /* not held: a free run, or an entry done with */
+	PD_HOLD_READY,	    /* claimed LEASED ahead of a free run, not started */
+	PD_HOLD_RELEASING,  /* a ready job whose release is in the batch in flight */
+	PD_HOLD_RUNNING,    /* its handler runs: a pool slot's process or a stream handler */
+	PD_HOLD_ABANDONED,  /* a stream job whose lease is lost: its answer will be dropped */
+	PD_HOLD_FINISHED,   /* its handler is over: its outcome (or lease_lost record) to write */
+	PD_HOLD_SENDING,    /* its outcome (or lease_lost record) in the batch in flight */
 	PD_HOLD_CANCELLING, /* its handler runs, being stopped for an operator's cancel */
 	PD_HOLD_NSTAGES
 };

@@ -198,10 +198,11 @@ void pd_leases_free(struct pd_lease *l, int n);
  * exhausted or delivery is at-most-once; the lost attempt is recorded as
  * lease_expired. A job with a cancel request (sql/022) is CANCELLED
  * instead, its reason the request's, the attempt 'cancelled', the jobs
- * BLOCKED on it cancelled too (counted neither requeued nor dead, logged). Counts what it did, and *out gets the leases it gave back
- * (n of them, malloc'd: pd_leases_free); out may be NULL. This is the
- * statement alone: pd_reap_pass() (reap.h) also deals with what the dead
- * workers' handlers left running.
+ * BLOCKED on it cancelled too (logged, counted neither requeued nor dead).
+ * Counts what it did, and *out gets the leases it gave back (n of them,
+ * malloc'd: pd_leases_free); out may be NULL. This is the statement alone:
+ * pd_reap_pass() (reap.h) also deals with what the dead workers' handlers
+ * left running.
  */
 int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_lease **out, int *n,
 			struct pd_err *e);

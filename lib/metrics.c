@@ -18,8 +18,9 @@ struct out {
 
 /* The outcomes pendulum.job_attempts allows, each exported even at zero. */
 static const char *const outcomes[] = {
-    "succeeded",     "failed",	   "terminal", "timeout",    "could_not_start",
-    "lease_expired", "lease_lost", "released", "claim_lost", NULL,
+    "succeeded",       "failed",	"terminal",   "timeout",
+    "could_not_start", "lease_expired", "lease_lost", "released",
+    "claim_lost",      "cancelled",	NULL,
 };
 
 void pd_metrics_label(struct pd_buf *b, const char *v)

@@ -521,8 +521,7 @@ void pd_pool_stop(struct pd_pool *p, int i, enum pd_stop_reason why)
 	struct pd_pool_slot *s = &p->slots[i];
 	static const char *const names[] = {"none", "timeout", "drain", "lease_lost", "cancel"};
 
-	if (s->state == PD_SLOT_STOPPING && s->stop == PD_STOP_CANCEL &&
-	    why == PD_STOP_LEASE_LOST)
+	if (s->state == PD_SLOT_STOPPING && s->stop == PD_STOP_CANCEL && why == PD_STOP_LEASE_LOST)
 		s->stop = why;
 	if (s->state != PD_SLOT_RUNNING)
 		return;

@@ -29,7 +29,8 @@
  * The channel (a pool with chan set): each child also gets one end of a
  * socket pair (AF_UNIX, SOCK_STREAM) as fd PD_PROC_PASS_FD, named in its
  * environment as PD_WORKER_FD=3, for requests to the owner, one line
- * each ("lease JOBID TOKEN\n"), answered with one line ("held\n"). The pool
+ * each ("lease JOBID TOKEN\n"), answered with one line ("held\n",
+ * "cancelled\n", "lost\n": lib/worker). The pool
  * reads one request at a time (pd_pool_request) and reads no more until
  * the owner answers it (pd_pool_answer): one request in flight per child.
  * A line longer than PD_CHAN_REQUEST_MAX is answered "error request too

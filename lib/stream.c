@@ -287,7 +287,8 @@ static void hold_written(struct pd_stream *s, int suspect)
 			continue;
 		}
 		if (j->abandoned || j->cancelled) {
-			finish(s, k, PD_EXIT_LEASE_LOST); /* or CANCELLED (finish); the last moves to k */
+			/* LEASE_LOST, or CANCELLED (finish): the last job moves to k */
+			finish(s, k, PD_EXIT_LEASE_LOST);
 			continue;
 		}
 		j->written = 0;
