@@ -51,16 +51,25 @@ ALTER TABLE pendulum.attempt_rows ADD CONSTRAINT attempt_rows_outcome_check
 -- A worker's batch of outcomes (lib/jobs.c, finish_sql's $1) with the kind
 -- of each whose job has a cancel request under the same lease token, and
 -- that would go back to PENDING (retry, release, advance, wait), made
--- 'cancel'. The order and every other field are kept.
+-- 'cancel'. The order and every other field are kept; a batch with no such
+-- outcome (the common case: one index probe per outcome) is returned as it is.
 CREATE OR REPLACE FUNCTION pendulum.finish_cancel_asked(batch jsonb) RETURNS jsonb
 LANGUAGE sql STABLE
 SET search_path = pendulum, pg_temp
 AS $$
-    SELECT coalesce(jsonb_agg(CASE WHEN j.cancel_requested_at IS NOT NULL
-                                    AND b.e->>'kind' IN ('retry', 'release', 'advance', 'wait')
-                                   THEN b.e || '{"kind": "cancel"}'::jsonb ELSE b.e END
-                              ORDER BY b.ord), '[]'::jsonb)
-      FROM jsonb_array_elements(batch) WITH ORDINALITY AS b(e, ord)
-      LEFT JOIN pendulum.jobs j
-        ON j.id = (b.e->>'id')::bigint AND j.lease_token = (b.e->>'token')::bigint
+    SELECT CASE WHEN NOT EXISTS (
+                SELECT 1 FROM jsonb_array_elements(batch) AS b(e)
+                  JOIN pendulum.jobs j ON j.id = (b.e->>'id')::bigint
+                 WHERE j.cancel_requested_at IS NOT NULL
+                   AND j.lease_token = (b.e->>'token')::bigint
+                   AND b.e->>'kind' IN ('retry', 'release', 'advance', 'wait'))
+           THEN batch
+           ELSE (SELECT jsonb_agg(CASE WHEN j.cancel_requested_at IS NOT NULL
+                                        AND b.e->>'kind' IN ('retry', 'release', 'advance', 'wait')
+                                       THEN b.e || '{"kind": "cancel"}'::jsonb ELSE b.e END
+                                  ORDER BY b.ord)
+                   FROM jsonb_array_elements(batch) WITH ORDINALITY AS b(e, ord)
+                   LEFT JOIN pendulum.jobs j
+                     ON j.id = (b.e->>'id')::bigint AND j.lease_token = (b.e->>'token')::bigint)
+           END
 $$;

@@ -215,3 +215,34 @@ EOF
 	run --separate-stderr pd-admin flow cancel "$run_id"
 	[ "$status" -eq 1 ]
 }
+
+@test "finish_cancel_asked: an outcome that would make a job with a cancel request PENDING again cancels it; others pass as they are" {
+	a=$(make_job RUNNING)
+	b=$(make_job RUNNING)
+	sql "UPDATE pendulum.jobs SET cancel_requested_at = now(), cancel_reason = 'r' WHERE id = $a" >/dev/null
+	ta=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $a")
+	tb=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $b")
+	kinds() {
+		sql "SELECT string_agg(e->>'kind', ' ' ORDER BY o)
+		       FROM jsonb_array_elements(pendulum.finish_cancel_asked('$1'::jsonb)) WITH ORDINALITY AS x(e, o)"
+	}
+	[ "$(kinds "[{\"id\":$a,\"token\":$ta,\"kind\":\"retry\"},{\"id\":$b,\"token\":$tb,\"kind\":\"retry\"}]")" = "cancel retry" ]
+	for k in release advance wait; do
+		[ "$(kinds "[{\"id\":$a,\"token\":$ta,\"kind\":\"$k\"}]")" = cancel ]
+	done
+	# final outcomes stand; another token's outcome (fenced anyway) is not touched
+	[ "$(kinds "[{\"id\":$a,\"token\":$ta,\"kind\":\"succeeded\"},{\"id\":$a,\"token\":$ta,\"kind\":\"dead\"}]")" = "succeeded dead" ]
+	[ "$(kinds "[{\"id\":$a,\"token\":$((ta + 1000)),\"kind\":\"retry\"}]")" = retry ]
+	# through the worker: CANCELLED with the request's reason, its exit 1 or the cancel first
+	id=$(pd-enqueue t '{}')
+	gate=$D/gate
+	worker w1 -j 1 --heartbeat 500ms --handler "t=while [ ! -e '$gate' ]; do sleep 0.05; done; exit 1"
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
+	kill -STOP "$(bg_pid w1)"
+	sql "UPDATE pendulum.jobs SET lease_expires_at = now() + interval '1 hour' WHERE id = $id"
+	pd-admin job cancel "$id" --reason "late" >/dev/null
+	touch "$gate"
+	kill -CONT "$(bg_pid w1)"
+	wait_for 30 sql_is "SELECT state || ' ' || dead_reason FROM pendulum.jobs WHERE id = $id" "CANCELLED late"
+	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE job_id = $id")" = 1 ]
+}
