@@ -30,7 +30,9 @@ static const struct pd_subcmd commands[] = {
      "(BLOCKED while one of its dependencies has not succeeded): attempts reset,\n"
      "replay_count + 1.", "with-dependents,json", 1, 1, "job id", 0, 0, 1},
     {"job", "cancel", pd_admincmd_on_id, "job cancel ID [--reason TEXT]",
-     "cancel a PENDING or BLOCKED job", "Cancel a PENDING or BLOCKED job.", "reason,json", 1, 1, "job id", 0, 0, 1},
+     "cancel a job (a running one: its worker stops it)",
+     "Cancel a PENDING or BLOCKED job now; of a LEASED or RUNNING one, ask the worker\n"
+     "that holds it to stop its handler and record it CANCELLED.", "reason,json", 1, 1, "job id", 0, 0, 1},
     {NULL, "wait", pd_admincmd_wait, "wait [options] [ID...]", "wait until jobs end: 0 all succeeded",
      "Wait until every job that matches (the IDs given, and --type, --queue, --tenant)\n"
      "has ended: exit 0 when all succeeded, 1 when one dead-lettered or was\n"
@@ -104,12 +106,14 @@ static const struct pd_subcmd commands[] = {
      "to workflow run RUN; a wait_for step parked on it resumes at once, else the\n"
      "signal is kept until a wait_for step of that name takes it.", "json", 1, 3, "run id", 0, 0, 1},
     {"flow", "cancel", pd_admincmd_on_id, "flow cancel RUN [--reason TEXT]",
-     "cancel a run whose job is PENDING",
-     "Cancel workflow run RUN: its job, when PENDING or BLOCKED (waiting, sleeping\n"
-     "or not yet claimed), as 'job cancel' does.", "reason,json", 1, 1, "run id", 0, 0, 1},
+     "cancel a workflow run (a running step too)",
+     "Cancel workflow run RUN: its job as 'job cancel' does (PENDING or BLOCKED:\n"
+     "waiting, sleeping or not yet claimed; a running step: its worker stops it).",
+     "reason,json", 1, 1, "run id", 0, 0, 1},
     {"lease", "check", pd_admincmd_lease_check, "lease check", "in a handler: is my lease still held?",
      "Exit 0 while the lease of the job this handler runs (PD_JOB_ID, PD_LEASE_TOKEN,\n"
-     "set by pd-worker) is still held, 1 once it is lost. Asked through the worker\n"
+     "set by pd-worker) is still held, 1 once it is lost, 3 (printing \"cancelled\")\n"
+     "once an operator asked to cancel the job. Asked through the worker\n"
      "(PD_WORKER_FD) when it set one: no database credential needed.", "json", 0, 0, "job id", 0, 0, 0},
     {"tenant", "grant", pd_admincmd_tenant, "tenant grant ROLE TENANT",
      "let a role see and write a tenant's rows",

@@ -422,9 +422,10 @@ int pd_admin_job_replay(struct pd_db *db, long long id, int with_dependents,
 
 /*
  * Cancel job id (PENDING or BLOCKED) with reason (NULL: "cancelled by
- * operator"), and the jobs BLOCKED on it; *r: its row (id, job_type, state,
- * queue, dead_reason, the number of its dependents cancelled). Code 1
- * naming the current state otherwise, 2 when absent.
+ * operator"), and the jobs BLOCKED on it, or ask its worker to (LEASED or
+ * RUNNING: pd_jobs_cancel); *r: its row (id, job_type, state, queue,
+ * reason, the number of its dependents cancelled, the worker asked or
+ * NULL). Code 1 naming the current state otherwise, 2 when absent.
  */
 static int cancel_job(struct pd_db *db, long long id, const char *reason, PGresult **r,
 		      struct pd_err *e)
@@ -434,9 +435,25 @@ static int cancel_job(struct pd_db *db, long long id, const char *reason, PGresu
 	if (PQntuples(*r) != 1) {
 		PQclear(*r);
 		*r = NULL;
-		return refuse(db, id, "cancel", "PENDING or BLOCKED", e);
+		return refuse(db, id, "cancel", "PENDING, BLOCKED, LEASED or RUNNING", e);
 	}
 	return 0;
+}
+
+/* Cancel row r (cancel_job's): asked of a worker, not cancelled yet. */
+static int cancel_asked(const PGresult *r)
+{
+	const char *st = PQgetvalue(r, 0, 2);
+
+	return strcmp(st, "LEASED") == 0 || strcmp(st, "RUNNING") == 0;
+}
+
+/* "cancel asked of worker W", or without a lease owner "cancel asked". */
+static void asked_text(const PGresult *r, struct pd_buf *out)
+{
+	pd_buf_puts(out, "cancel asked");
+	if (!PQgetisnull(r, 0, 6))
+		pd_buf_printf(out, " of worker %s", PQgetvalue(r, 0, 6));
 }
 
 int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
@@ -448,6 +465,7 @@ int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
 	    {"state", NULL, 'S', 'b'},	  {"queue", NULL, 's', 'b'},
 	    {"dead_reason", "reason", 's', 'b'},
 	    {"dependents_cancelled", NULL, 'n', 'j'},
+	    {"cancel_asked_of", NULL, 's', 'j'},
 	};
 	/* clang-format on */
 	PGresult *r;
@@ -456,11 +474,17 @@ int pd_admin_job_cancel(struct pd_db *db, long long id, const char *reason,
 	if (cancel_job(db, id, reason, &r, e) < 0)
 		return -1;
 	deps = atoi(PQgetvalue(r, 0, 5));
-	if (fmt->json)
+	if (fmt->json) {
 		pd_render_result(r, cols, NCOLS(cols), fmt, out);
-	else
+	} else if (cancel_asked(r)) {
+		pd_buf_printf(out, "job %lld: ", id);
+		asked_text(r, out);
+		pd_buf_printf(out, " (%s, %s, queue %s)\n", PQgetvalue(r, 0, 1),
+			      PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
+	} else {
 		pd_buf_printf(out, "job %lld cancelled (%s, queue %s)\n", id, PQgetvalue(r, 0, 1),
 			      PQgetvalue(r, 0, 3));
+	}
 	if (!fmt->json && deps > 0)
 		pd_buf_printf(out, "%d job%s blocked on it cancelled too\n", deps,
 			      deps == 1 ? "" : "s");
@@ -1182,6 +1206,7 @@ int pd_admin_flow_cancel(struct pd_db *db, long long run, const char *reason,
 	    {"run", NULL, 'n', 'b'},	  {"job_id", "job", 'n', 'b'},
 	    {"job_type", "type", 's', 'b'}, {"state", NULL, 'S', 'b'},
 	    {"queue", NULL, 's', 'b'},	  {"dead_reason", "reason", 's', 'b'},
+	    {"cancel_asked_of", NULL, 's', 'j'},
 	};
 	/* clang-format on */
 	struct pd_err inner = PD_ERR_INIT;
@@ -1197,14 +1222,20 @@ int pd_admin_flow_cancel(struct pd_db *db, long long run, const char *reason,
 	}
 	snprintf(ids, sizeof(ids), "%lld", run);
 	if (fmt->json) {
-		const char *row[6] = {ids,
+		const char *row[7] = {ids,
 				      PQgetvalue(r, 0, 0),
 				      PQgetvalue(r, 0, 1),
 				      PQgetvalue(r, 0, 2),
 				      PQgetvalue(r, 0, 3),
-				      PQgetvalue(r, 0, 4)};
+				      PQgetvalue(r, 0, 4),
+				      PQgetisnull(r, 0, 6) ? NULL : PQgetvalue(r, 0, 6)};
 
-		pd_render(cols, 6, row, 1, fmt, out);
+		pd_render(cols, 7, row, 1, fmt, out);
+	} else if (cancel_asked(r)) {
+		pd_buf_printf(out, "workflow run %lld: ", run);
+		asked_text(r, out);
+		pd_buf_printf(out, " (job %lld, %s, queue %s)\n", job, PQgetvalue(r, 0, 2),
+			      PQgetvalue(r, 0, 3));
 	} else {
 		pd_buf_printf(out, "workflow run %lld cancelled (job %lld, queue %s)\n", run, job,
 			      PQgetvalue(r, 0, 3));

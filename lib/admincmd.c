@@ -468,9 +468,13 @@ int pd_admincmd_flow_signal(struct pd_subcall *k, struct pd_err *e)
 	return rc;
 }
 
+/* lease check's exit status once an operator asked to cancel the job (pd-admin(1)) */
+#define LEASE_CANCELLED_EXIT 3
+
 /*
  * Ask the worker that runs this handler, through the channel it gave it
- * (PD_WORKER_FD, lib/pool): 1 held, 0 lost, -1 with e (69: no answer).
+ * (PD_WORKER_FD, lib/pool): 1 held, 2 held with a cancel asked, 0 lost, -1
+ * with e (69: no answer).
  */
 static int lease_ask_worker(const char *fd_s, long long id, long long token, struct pd_err *e)
 {
@@ -505,6 +509,8 @@ static int lease_ask_worker(const char *fd_s, long long id, long long token, str
 		return 1;
 	if (strcmp(ans, "lost") == 0)
 		return 0;
+	if (strcmp(ans, "cancelled") == 0)
+		return 2;
 	if (strcmp(ans, "unavailable") == 0)
 		return pd_errf(e, PD_EX_UNAVAILABLE,
 			       "the worker cannot reach the database to check the lease");
@@ -540,8 +546,15 @@ int pd_admincmd_lease_check(struct pd_subcall *k, struct pd_err *e)
 			       "lease lost: job %lld is no longer held under token %lld", id,
 			       token);
 	if (fmt->json)
-		pd_buf_printf(out, "{\"job\":%lld,\"lease_token\":%lld,\"held\":true}\n", id,
-			      token);
+		pd_buf_printf(
+		    out, "{\"job\":%lld,\"lease_token\":%lld,\"held\":true,\"cancelled\":%s}\n", id,
+		    token, held == 2 ? "true" : "false");
+	else if (held == 2)
+		pd_buf_puts(out, "cancelled\n");
+	if (held == 2) {
+		e->code = LEASE_CANCELLED_EXIT; /* said on stdout: no message */
+		return -1;
+	}
 	return 0;
 }
 

@@ -18,6 +18,7 @@ enum {
 	ABANDONED = PD_HOLD_ABANDONED,
 	FINISHED = PD_HOLD_FINISHED,
 	SENDING = PD_HOLD_SENDING,
+	CANCELLING = PD_HOLD_CANCELLING,
 	NO = -1, /* no such move */
 	REC = PD_HOLD_START_RECORDED,
 	TOS = PD_HOLD_START_TO_SEND,
@@ -31,14 +32,17 @@ enum {
 /* The stages' moves: stage_moves[stage][event], NO where there is none. */
 static const signed char stage_moves[PD_HOLD_NSTAGES][PD_HOLD_NEVENTS] = {
     /*            CLAIMED START    NO_RUN    OVER      LOST  SEND       WRITTEN   FAILED
-		  REFUSED  REFUSED_ALONE DROP */
-    [NONE] = {READY, RUNNING, FINISHED, NO, NO, NO, NONE, NONE, NO, NO, NO},
-    [READY] = {NO, RUNNING, NO, NO, NONE, RELEASING, READY, READY, NO, NO, NO},
-    [RELEASING] = {NO, NO, NO, NO, NO, NO, NONE, READY, NO, NO, NO},
-    [RUNNING] = {NO, NO, NO, FINISHED, ABANDONED, RUNNING, RUNNING, RUNNING, NO, NO, NO},
-    [ABANDONED] = {NO, NO, NO, FINISHED, NO, NO, ABANDONED, ABANDONED, NO, NO, NO},
-    [FINISHED] = {NO, NO, NO, NO, NO, SENDING, FINISHED, FINISHED, NO, NO, NONE},
-    [SENDING] = {NO, NO, NO, NO, NO, NO, NONE, FINISHED, SENDING, SENDING, NONE},
+		  REFUSED  REFUSED_ALONE DROP CANCEL */
+    [NONE] = {READY, RUNNING, FINISHED, NO, NO, NO, NONE, NONE, NO, NO, NO, NO},
+    [READY] = {NO, RUNNING, NO, NO, NONE, RELEASING, READY, READY, NO, NO, NO, FINISHED},
+    [RELEASING] = {NO, NO, NO, NO, NO, NO, NONE, READY, NO, NO, NO, NO},
+    [RUNNING] = {NO, NO, NO, FINISHED, ABANDONED, RUNNING, RUNNING, RUNNING, NO, NO, NO,
+		 CANCELLING},
+    [ABANDONED] = {NO, NO, NO, FINISHED, NO, NO, ABANDONED, ABANDONED, NO, NO, NO, NO},
+    [FINISHED] = {NO, NO, NO, NO, NO, SENDING, FINISHED, FINISHED, NO, NO, NONE, NO},
+    [SENDING] = {NO, NO, NO, NO, NO, NO, NONE, FINISHED, SENDING, SENDING, NONE, NO},
+    [CANCELLING] = {NO, NO, NO, FINISHED, ABANDONED, CANCELLING, CANCELLING, CANCELLING, NO, NO, NO,
+		    CANCELLING},
 };
 
 /*
@@ -47,10 +51,11 @@ static const signed char stage_moves[PD_HOLD_NSTAGES][PD_HOLD_NEVENTS] = {
  * start too) has it in flight, and once written it is recorded.
  */
 static const signed char start_moves[PD_HOLD_NSTARTS][PD_HOLD_NEVENTS] = {
-    /*      CLAIMED START NO_RUN OVER LOST SEND WRITTEN FAILED REFUSED REFUSED_ALONE DROP */
-    [REC] = {TOS, REC, REC, REC, REC, REC, REC, REC, REC, REC, REC},
-    [TOS] = {TOS, TOS, TOS, TOS, TOS, FLY, TOS, TOS, TOS, TOS, TOS},
-    [FLY] = {FLY, FLY, FLY, FLY, FLY, FLY, REC, TOS, FLY, FLY, FLY},
+    /*      CLAIMED START NO_RUN OVER LOST SEND WRITTEN FAILED REFUSED REFUSED_ALONE DROP
+	    CANCEL */
+    [REC] = {TOS, REC, REC, REC, REC, REC, REC, REC, REC, REC, REC, REC},
+    [TOS] = {TOS, TOS, TOS, TOS, TOS, FLY, TOS, TOS, TOS, TOS, TOS, TOS},
+    [FLY] = {FLY, FLY, FLY, FLY, FLY, FLY, REC, TOS, FLY, FLY, FLY, FLY},
 };
 
 /*
@@ -59,11 +64,12 @@ static const signed char start_moves[PD_HOLD_NSTARTS][PD_HOLD_NEVENTS] = {
  * refused as a failure too is dropped.
  */
 static const signed char fate_moves[PD_HOLD_NFATES][PD_HOLD_NEVENTS] = {
-    /*      CLAIMED START NO_RUN OVER LOST SEND WRITTEN FAILED REFUSED REFUSED_ALONE DROP */
-    [BAT] = {BAT, BAT, BAT, BAT, BAT, BAT, BAT, BAT, ALO, FAI, BAT},
-    [ALO] = {ALO, ALO, ALO, ALO, ALO, ALO, ALO, ALO, ALO, FAI, ALO},
-    [FAI] = {FAI, FAI, FAI, FAI, FAI, FAI, FAI, FAI, ALO, DRO, FAI},
-    [DRO] = {DRO, DRO, DRO, DRO, DRO, DRO, DRO, DRO, ALO, FAI, DRO},
+    /*      CLAIMED START NO_RUN OVER LOST SEND WRITTEN FAILED REFUSED REFUSED_ALONE DROP
+	    CANCEL */
+    [BAT] = {BAT, BAT, BAT, BAT, BAT, BAT, BAT, BAT, ALO, FAI, BAT, BAT},
+    [ALO] = {ALO, ALO, ALO, ALO, ALO, ALO, ALO, ALO, ALO, FAI, ALO, ALO},
+    [FAI] = {FAI, FAI, FAI, FAI, FAI, FAI, FAI, FAI, ALO, DRO, FAI, FAI},
+    [DRO] = {DRO, DRO, DRO, DRO, DRO, DRO, DRO, DRO, ALO, FAI, DRO, DRO},
 };
 
 int pd_hold_next(enum pd_hold_stage s, enum pd_hold_event ev)
@@ -101,7 +107,7 @@ int pd_hold_move(struct pd_hold *x, enum pd_hold_event ev)
 const char *pd_hold_stage_name(enum pd_hold_stage s)
 {
 	static const char *const names[] = {"none", "ready",	"releasing", "running",
-					    "lost", "finished", "sending"};
+					    "lost", "finished", "sending",   "cancelling"};
 
 	return (int)s >= 0 && s < PD_HOLD_NSTAGES ? names[s] : "?";
 }
@@ -110,7 +116,7 @@ const char *pd_hold_event_name(enum pd_hold_event ev)
 {
 	static const char *const names[] = {"claimed", "start",		"no_run",  "over",
 					    "lost",    "send",		"written", "failed",
-					    "refused", "refused_alone", "drop"};
+					    "refused", "refused_alone", "drop",	   "cancel"};
 
 	return (int)ev >= 0 && ev < PD_HOLD_NEVENTS ? names[ev] : "?";
 }
@@ -374,6 +380,43 @@ void pd_holdings_lost(struct pd_holdings *hs, long long id, long long t)
 		       "job=%lld attempt=%d", id, hs->ready[k].job.attempt);
 		pd_hold_move(&hs->ready[k], PD_HOLD_LOST);
 		pd_holdings_ready_drop(hs, k);
+		return;
+	}
+}
+
+void pd_holdings_cancel(struct pd_holdings *hs, long long id, long long t)
+{
+	for (int i = 0; i < hs->size; i++) {
+		struct pd_hold *r = &hs->run[i];
+
+		if (r->stage == PD_HOLD_NONE || r->job.token != t)
+			continue;
+		if (r->stage != PD_HOLD_RUNNING)
+			return; /* being cancelled already, or abandoned */
+		pd_log(PD_LOG_INFO, "cancel asked: stopping the handler", "job=%lld attempt=%d", id,
+		       r->job.attempt);
+		pd_hold_move(r, PD_HOLD_CANCEL);
+		if (r->stream >= 0 && hs->streams)
+			pd_stream_cancel(&hs->streams[r->stream], i);
+		else if (r->stream < 0 && hs->pool)
+			pd_pool_stop(hs->pool, i, PD_STOP_CANCEL);
+		return;
+	}
+	for (int k = 0; k < hs->nready; k++) {
+		struct pd_hold *f;
+
+		if (hs->ready[k].job.token != t || hs->ready[k].stage != PD_HOLD_READY)
+			continue;
+		pd_log(PD_LOG_INFO, "cancel asked: a ready job cancelled before it started",
+		       "job=%lld attempt=%d", id, hs->ready[k].job.attempt);
+		f = fin_add(hs, &hs->ready[k]);
+		memmove(hs->ready + k, hs->ready + k + 1,
+			(size_t)(hs->nready - k - 1) * sizeof(*hs->ready));
+		hs->nready--;
+		pd_hold_move(f, PD_HOLD_CANCEL);
+		f->exit.cls = PD_EXIT_CANCELLED;
+		f->exit.exit_code = -1; /* started_us 0: never started */
+		pd_buf_puts(&f->exit.error, "cancelled");
 		return;
 	}
 }

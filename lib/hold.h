@@ -15,10 +15,16 @@
  *   RUNNING --LOST--> ABANDONED --OVER--> FINISHED     (a stream job: its answer dropped)
  *   SENDING --WRITTEN--> NONE;  SENDING --FAILED--> FINISHED;  SENDING --DROP--> NONE
  *   SENDING --REFUSED, REFUSED_ALONE--> SENDING   (its fate moves);  FINISHED --DROP--> NONE
+ *   RUNNING --CANCEL--> CANCELLING --OVER--> FINISHED   (an operator's cancel: CANCELLED)
+ *   CANCELLING --LOST--> ABANDONED;  READY --CANCEL--> FINISHED   (cancelled, never started)
  *
  * WRITTEN and FAILED (the batch in flight is in, or failed) go to every
  * entry; the others to one. A process handler's lost lease is its pool
- * slot's (STOPPING for PD_STOP_LEASE_LOST): its entry stays RUNNING.
+ * slot's (STOPPING for PD_STOP_LEASE_LOST): its entry stays RUNNING (or
+ * CANCELLING). CANCEL comes from the heartbeat (a cancel request on a lease
+ * held, sql/022): the handler is stopped (PD_STOP_CANCEL; a stream handler
+ * gets a cancel line), its outcome PD_EXIT_CANCELLED; the lease is still
+ * heartbeat until the outcome is written.
  *
  * Beside its stage, an entry carries what the database knows of its start
  * (enum pd_hold_start: its job is LEASED until a start record or its
@@ -37,13 +43,14 @@
 #include "stream.h"
 
 enum pd_hold_stage {
-	PD_HOLD_NONE,	   /* not held: a free run, or an entry done with */
-	PD_HOLD_READY,	   /* claimed LEASED ahead of a free run, not started */
-	PD_HOLD_RELEASING, /* a ready job whose release is in the batch in flight */
-	PD_HOLD_RUNNING,   /* its handler runs: a pool slot's process or a stream handler */
-	PD_HOLD_ABANDONED, /* a stream job whose lease is lost: its answer will be dropped */
-	PD_HOLD_FINISHED,  /* its handler is over: its outcome (or lease_lost record) to write */
-	PD_HOLD_SENDING,   /* its outcome (or lease_lost record) in the batch in flight */
+	PD_HOLD_NONE,	    /* not held: a free run, or an entry done with */
+	PD_HOLD_READY,	    /* claimed LEASED ahead of a free run, not started */
+	PD_HOLD_RELEASING,  /* a ready job whose release is in the batch in flight */
+	PD_HOLD_RUNNING,    /* its handler runs: a pool slot's process or a stream handler */
+	PD_HOLD_ABANDONED,  /* a stream job whose lease is lost: its answer will be dropped */
+	PD_HOLD_FINISHED,   /* its handler is over: its outcome (or lease_lost record) to write */
+	PD_HOLD_SENDING,    /* its outcome (or lease_lost record) in the batch in flight */
+	PD_HOLD_CANCELLING, /* its handler runs, being stopped for an operator's cancel */
 	PD_HOLD_NSTAGES
 };
 
@@ -59,6 +66,7 @@ enum pd_hold_event {
 	PD_HOLD_REFUSED,       /* the database refused its batch of several outcomes */
 	PD_HOLD_REFUSED_ALONE, /* the database refused its outcome, alone in its batch */
 	PD_HOLD_DROP,	       /* refused even as a failure: not written (the reaper's) */
+	PD_HOLD_CANCEL,	       /* the heartbeat found a cancel asked of its job */
 	PD_HOLD_NEVENTS
 };
 
@@ -169,6 +177,14 @@ struct pd_hold *pd_holdings_start(struct pd_holdings *hs, struct pd_hold *x, int
  * job.
  */
 void pd_holdings_lost(struct pd_holdings *hs, long long id, long long t);
+
+/*
+ * The job of lease token t (job id) is to be cancelled (CANCEL): stop the
+ * handler running it (PD_STOP_CANCEL; a stream job's cancel line), or
+ * finish the ready job at once, never started (PD_EXIT_CANCELLED). A job
+ * already being cancelled, or not held in a run or ready, is left as it is.
+ */
+void pd_holdings_cancel(struct pd_holdings *hs, long long id, long long t);
 
 /*
  * Run i's handler is OVER with exit ex (taken; its result judged as the

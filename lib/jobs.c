@@ -197,14 +197,16 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 	    " ORDER BY lease_expires_at LIMIT 1000 FOR UPDATE SKIP LOCKED"
 	    "), j AS ("
 	    " UPDATE pendulum.jobs j SET"
-	    "  state = CASE WHEN j.delivery = 'at-most-once' OR j.attempt >= j.max_attempts"
+	    "  state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'CANCELLED'"
+	    "   WHEN j.delivery = 'at-most-once' OR j.attempt >= j.max_attempts"
 	    "   THEN 'DEAD_LETTERED' ELSE 'PENDING' END,"
-	    "  dead_reason = CASE WHEN j.delivery = 'at-most-once'"
+	    "  dead_reason = CASE WHEN j.cancel_requested_at IS NOT NULL THEN j.cancel_reason"
+	    "   WHEN j.delivery = 'at-most-once'"
 	    "   THEN 'lease expired (at-most-once delivery: not run again)'"
 	    "   WHEN j.attempt >= j.max_attempts THEN 'attempts exhausted (last lease expired)' "
 	    "END,"
 	    "  finished_at = CASE WHEN j.delivery = 'at-most-once' OR j.attempt >= j.max_attempts"
-	    "   THEN now() END,"
+	    "   OR j.cancel_requested_at IS NOT NULL THEN now() END,"
 	    "  last_error = 'lease expired (worker ' || coalesce(j.lease_owner, '?') || ')',"
 	    "  run_at = now(), lease_owner = NULL, lease_expires_at = NULL"
 	    " FROM x WHERE j.id = x.id"
@@ -214,7 +216,8 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 	    "  started_at, finished_at, outcome)"
 	    " SELECT x.id, x.tenant_id, x.attempt, x.lease_token, x.lease_owner,"
 	    "  coalesce(x.started_at, now()),"
-	    "  now(), 'lease_expired' FROM x JOIN j ON j.id = x.id"
+	    "  now(), CASE j.state WHEN 'CANCELLED' THEN 'cancelled' ELSE 'lease_expired' END"
+	    " FROM x JOIN j ON j.id = x.id"
 	    " ON CONFLICT (job_id, lease_token) DO NOTHING"
 	    "), n AS ("
 	    " SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT DISTINCT jj.queue"
@@ -223,11 +226,15 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 	    " SELECT pendulum.fail_dependents(ARRAY(SELECT id FROM j WHERE state = "
 	    "'DEAD_LETTERED'),"
 	    "  'DEAD_LETTERED') AS n WHERE EXISTS (SELECT 1 FROM j WHERE state = 'DEAD_LETTERED')"
+	    "), c AS ("
+	    " SELECT pendulum.fail_dependents(ARRAY(SELECT id FROM j WHERE state = 'CANCELLED'),"
+	    "  'CANCELLED') AS n WHERE EXISTS (SELECT 1 FROM j WHERE state = 'CANCELLED')"
 	    ") "
 	    "SELECT j.id, j.lease_token, j.lease_owner, w.host, w.pid, j.state"
 	    " FROM j LEFT JOIN pendulum.workers w ON w.id = j.lease_owner"
 	    " CROSS JOIN (SELECT count(*) FROM n) notified"
-	    " CROSS JOIN (SELECT count(*) FROM p) failed ORDER BY j.id";
+	    " CROSS JOIN (SELECT count(*) FROM p) failed"
+	    " CROSS JOIN (SELECT count(*) FROM c) cancelled ORDER BY j.id";
 	struct pd_lease *l;
 	PGresult *r;
 	int nl;
@@ -239,12 +246,16 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 	}
 	if (pd_db_exec(db, sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		if (strcmp(PQgetvalue(r, i, 5), "CANCELLED") == 0)
+			pd_log(PD_LOG_INFO, "expired lease of a job asked to cancel: cancelled",
+			       "job=%s", PQgetvalue(r, i, 0));
 	l = leases_from(r, &nl);
-	PQclear(r);
 	for (int i = 0; i < nl; i++) {
 		*dead += l[i].dead;
-		*requeued += !l[i].dead;
+		*requeued += !l[i].dead && strcmp(PQgetvalue(r, i, 5), "CANCELLED") != 0;
 	}
+	PQclear(r);
 	if (out) {
 		*out = l;
 		*n = nl;
@@ -298,7 +309,8 @@ int pd_worker_unregister(struct pd_db *db, const char *id, struct pd_err *e)
 int pd_jobs_lease_held(struct pd_db *db, long long id, long long token, struct pd_err *e)
 {
 	static const char sql[] =
-	    "SELECT count(*) FROM pendulum.jobs WHERE id = $1 AND lease_token = $2"
+	    "SELECT CASE WHEN cancel_requested_at IS NULL THEN 1 ELSE 2 END FROM pendulum.jobs"
+	    " WHERE id = $1 AND lease_token = $2"
 	    " AND state IN ('LEASED', 'RUNNING') AND lease_expires_at > now()";
 	char a[24], b[24];
 	const char *params[2] = {a, b};
@@ -309,7 +321,7 @@ int pd_jobs_lease_held(struct pd_db *db, long long id, long long token, struct p
 	snprintf(b, sizeof(b), "%lld", token);
 	if (pd_db_value(db, sql, 2, params, &v, e) < 0)
 		return -1;
-	held = v && strcmp(v, "1") == 0;
+	held = v ? atoi(v) : 0;
 	free(v);
 	return held;
 }
@@ -396,21 +408,25 @@ int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long
  * job's last two dependencies the second sees the first's and unblocks it),
  * p the jobs BLOCKED on one dead-lettered here, transitively, dead-lettered
  * with it (pendulum.fail_dependents, sql/012; called only when the batch has
- * a dead letter: an all-success batch pays one scan of j), f the fenced-off
+ * a dead letter: an all-success batch pays one scan of j), c the same for
+ * the jobs CANCELLED here (kind cancel, or an outcome that would give a job
+ * with a cancel request back to PENDING: pendulum.finish_cancel_asked,
+ * sql/022), f the fenced-off
  * rows counted, n one wake-up per queue that got runnable work now. Each row
  * of the batch comes back with its new state (NULL: fenced) and, when
  * PENDING, the ms until its run_at; the last two columns are counts.
  */
 static const char finish_sql[] =
     "WITH o AS ("
-    " SELECT * FROM jsonb_to_recordset(pendulum.snooze_cap($1::jsonb)) AS o(id bigint,"
-    "  token bigint, kind text,"
+    " SELECT * FROM jsonb_to_recordset(pendulum.snooze_cap(pendulum.finish_cancel_asked("
+    "  $1::jsonb))) AS o(id bigint, token bigint, kind text,"
     "  backoff_ms bigint, result jsonb, result_is_text boolean, result_truncated boolean,"
     "  error text, dead_reason text, outcome text, exit_code integer, signal integer,"
     "  stderr_tail text, started_ago_ms bigint, attempt integer, next_key text, snooze_ms bigint)"
     "), j AS ("
     " UPDATE pendulum.jobs j SET"
     "  state = CASE o.kind WHEN 'succeeded' THEN 'SUCCEEDED' WHEN 'dead' THEN 'DEAD_LETTERED'"
+    "   WHEN 'cancel' THEN 'CANCELLED'"
     "   WHEN 'advance' THEN 'PENDING' WHEN 'wait' THEN 'PENDING' WHEN 'snooze' THEN 'PENDING'"
     "   WHEN 'release' THEN CASE WHEN j.delivery = 'at-most-once' THEN 'DEAD_LETTERED'"
     "    ELSE 'PENDING' END"
@@ -434,12 +450,14 @@ static const char finish_sql[] =
     "  last_error = CASE o.kind WHEN 'succeeded' THEN NULL WHEN 'advance' THEN NULL"
     "   WHEN 'release' THEN j.last_error WHEN 'wait' THEN j.last_error"
     "   WHEN 'snooze' THEN j.last_error"
+    "   WHEN 'cancel' THEN coalesce(j.cancel_reason, 'cancelled by operator')"
     "   ELSE o.error END,"
     "  dead_reason = CASE WHEN o.kind = 'dead' THEN o.dead_reason"
+    "   WHEN o.kind = 'cancel' THEN coalesce(j.cancel_reason, 'cancelled by operator')"
     "   WHEN o.kind = 'release' AND j.delivery = 'at-most-once'"
     "    THEN 'interrupted by worker shutdown (at-most-once delivery: not run again)'"
     "   WHEN o.kind = 'retry' AND j.attempt >= j.max_attempts THEN 'attempts exhausted' END,"
-    "  finished_at = CASE WHEN o.kind IN ('succeeded', 'dead')"
+    "  finished_at = CASE WHEN o.kind IN ('succeeded', 'dead', 'cancel')"
     "   OR (o.kind = 'release' AND j.delivery = 'at-most-once')"
     "   OR (o.kind = 'retry' AND j.attempt >= j.max_attempts) THEN now() END,"
     "  started_at = CASE WHEN o.started_ago_ms IS NULL THEN j.started_at"
@@ -469,6 +487,9 @@ static const char finish_sql[] =
     "), p AS ("
     " SELECT pendulum.fail_dependents(ARRAY(SELECT id FROM j WHERE state = 'DEAD_LETTERED'),"
     "  'DEAD_LETTERED') AS n WHERE EXISTS (SELECT 1 FROM j WHERE state = 'DEAD_LETTERED')"
+    "), c AS ("
+    " SELECT pendulum.fail_dependents(ARRAY(SELECT id FROM j WHERE state = 'CANCELLED'),"
+    "  'CANCELLED') AS n WHERE EXISTS (SELECT 1 FROM j WHERE state = 'CANCELLED')"
     "), f AS ("
     " UPDATE pendulum.counters SET value = value + ((SELECT count(*) FROM o)"
     "  - (SELECT count(*) FROM j))"
@@ -480,7 +501,7 @@ static const char finish_sql[] =
     ") "
     "SELECT o.id, j.state, CASE WHEN j.state = 'PENDING' AND j.run_at < 'infinity'"
     "  THEN greatest(ceil(extract(epoch FROM j.run_at - now()) * 1000), 0)::bigint END,"
-    " (SELECT count(*) FROM n), (SELECT sum(n) FROM p) "
+    " (SELECT count(*) FROM n), (SELECT sum(n) FROM p), (SELECT sum(n) FROM c) "
     "FROM o LEFT JOIN j ON j.id = o.id AND j.lease_token = o.token";
 
 /*
@@ -565,17 +586,22 @@ static const char progress_sql[] =
     " FROM jsonb_to_recordset($1::jsonb) AS l(id bigint, token bigint, text text)"
     " WHERE j.id = l.id AND j.lease_token = l.token AND j.state IN ('LEASED', 'RUNNING')";
 
+/*
+ * The leases held extended, the worker seen: a row per lease still held,
+ * its token and whether an operator asked to cancel its job (sql/022).
+ */
 static const char heartbeat_sql[] =
     "WITH h AS ("
     " UPDATE pendulum.jobs j SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'"
     " FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)"
     " WHERE j.id = l.id AND j.lease_token = l.token AND j.state IN ('LEASED', 'RUNNING')"
-    " RETURNING j.lease_token"
+    " RETURNING j.lease_token, j.cancel_requested_at IS NOT NULL AS cancel"
     "), w AS ("
     " UPDATE pendulum.workers SET last_seen_at = now(), in_flight = $5 WHERE id = $4"
-    ") SELECT lease_token FROM h";
+    ") SELECT lease_token, cancel FROM h";
 
-static const char *const finish_kinds[] = {"succeeded", "retry", "dead", "release", "snooze"};
+static const char *const finish_kinds[] = {"succeeded", "retry",  "dead",
+					   "release",	"snooze", "cancel"};
 
 /*
  * finish_sql's kind of o: its verdict's, but for a workflow step that leaves
@@ -817,13 +843,16 @@ int pd_jobs_sync_collect(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 		PGresult *r = s->st[s->bi].res;
 
 		for (int i = 0; i < s->n; i++)
-			s->items[i].held = 0;
+			s->items[i].held = s->items[i].cancel = 0;
 		for (int row = 0; row < PQntuples(r); row++) {
 			long long t = strtoll(PQgetvalue(r, row, 0), NULL, 10);
 
-			for (int i = 0; i < s->n; i++)
-				if (s->items[i].kind == PD_TRIP_BEAT && s->items[i].token == t)
-					s->items[i].held = 1;
+			for (int i = 0; i < s->n; i++) {
+				if (s->items[i].kind != PD_TRIP_BEAT || s->items[i].token != t)
+					continue;
+				s->items[i].held = 1;
+				s->items[i].cancel = *PQgetvalue(r, row, 1) == 't';
+			}
 		}
 	}
 	if (s->ci >= 0)
@@ -891,7 +920,8 @@ int pd_jobs_sweep(struct pd_db *db, long long *next_ms, int *unblocked, struct p
 	" attempt = 0, replay_count = j.replay_count + 1, run_at = now(),"                        \
 	" lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, finished_at = NULL,"    \
 	" dead_reason = NULL, last_error = NULL, result = NULL, result_is_text = false,"          \
-	" result_truncated = false, failed_dependency = NULL"
+	" result_truncated = false, failed_dependency = NULL,"                                   \
+	" cancel_requested_at = NULL, cancel_reason = NULL"
 
 /*
  * A replayed job's queue wait leaves pendulum.metric_samples (it is no longer
@@ -962,14 +992,25 @@ int pd_jobs_replay(struct pd_db *db, long long id, int with_dependents, PGresult
 int pd_jobs_cancel(struct pd_db *db, long long id, const char *reason, PGresult **r,
 		   struct pd_err *e)
 {
-	/* the jobs BLOCKED on it, transitively, are cancelled with it (sql/012) */
+	/*
+	 * c: the jobs BLOCKED on it, transitively, are cancelled with it
+	 * (sql/012); r: a held one is asked (sql/022), and its worker woken.
+	 */
 	static const char sql[] =
 	    "WITH c AS (UPDATE pendulum.jobs SET state = 'CANCELLED', finished_at = now(),"
 	    " dead_reason = $2, last_error = $2"
 	    " WHERE id = $1 AND state IN ('PENDING', 'BLOCKED')"
-	    " RETURNING id, job_type, state, queue, dead_reason)"
+	    " RETURNING id, job_type, state, queue, dead_reason),"
+	    " r AS (UPDATE pendulum.jobs SET cancel_reason = $2,"
+	    " cancel_requested_at = coalesce(cancel_requested_at, now())"
+	    " WHERE id = $1 AND state IN ('LEASED', 'RUNNING')"
+	    " RETURNING id, job_type, state, queue, cancel_reason, lease_owner),"
+	    " n AS (SELECT pg_notify('pendulum_cancel', lease_owner) FROM r"
+	    " WHERE lease_owner IS NOT NULL)"
 	    " SELECT id, job_type, state, queue, dead_reason,"
-	    " pendulum.fail_dependents(ARRAY[id], 'CANCELLED') FROM c";
+	    " pendulum.fail_dependents(ARRAY[id], 'CANCELLED'), NULL FROM c"
+	    " UNION ALL SELECT id, job_type, state, queue, cancel_reason, 0, lease_owner"
+	    " FROM r WHERE (SELECT count(*) FROM n) >= 0";
 	char ids[24];
 	const char *params[2] = {ids, reason};
 

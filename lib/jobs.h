@@ -135,6 +135,7 @@ struct pd_trip_item {
 	int fin;		   /* OUTCOME, LOST: its entry in the holdings' finished list;
 				      -1: a ready job's release */
 	int held;		   /* BEAT, out: 1 while the lease is still ours, 0 lost */
+	int cancel;		   /* BEAT, out: held, and an operator asked to cancel its job */
 	struct pd_job_outcome out; /* OUTCOME (out.id, out.token: id, token) */
 	const char *text;	   /* PROGRESS: the note (valid until the trip is sent) */
 };
@@ -204,10 +205,13 @@ void pd_leases_free(struct pd_lease *l, int n);
 /*
  * Give expired leases back: PENDING, or DEAD_LETTERED when attempts are
  * exhausted or delivery is at-most-once; the lost attempt is recorded as
- * lease_expired. Counts what it did, and *out gets the leases it gave back
- * (n of them, malloc'd: pd_leases_free); out may be NULL. This is the
- * statement alone: pd_reap_pass() (reap.h) also deals with what the dead
- * workers' handlers left running.
+ * lease_expired. A job with a cancel request (sql/022) is CANCELLED
+ * instead, its reason the request's, the attempt 'cancelled', the jobs
+ * BLOCKED on it cancelled too (logged, counted neither requeued nor dead).
+ * Counts what it did, and *out gets the leases it gave back (n of them,
+ * malloc'd: pd_leases_free); out may be NULL. This is the statement alone:
+ * pd_reap_pass() (reap.h) also deals with what the dead workers' handlers
+ * left running.
  */
 int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_lease **out, int *n,
 			struct pd_err *e);
@@ -220,7 +224,8 @@ int pd_jobs_expired(struct pd_db *db, struct pd_lease **out, int *n, struct pd_e
 
 /*
  * Whether the lease (id, token) is still held: the job is LEASED or RUNNING
- * under that token and the lease has not expired. 1 held, 0 lost, -1 error.
+ * under that token and the lease has not expired. 1 held, 2 held with a
+ * cancel request (sql/022), 0 lost, -1 error.
  */
 int pd_jobs_lease_held(struct pd_db *db, long long id, long long token, struct pd_err *e);
 
@@ -277,8 +282,12 @@ int pd_jobs_sweep(struct pd_db *db, long long *next_ms, int *unblocked, struct p
  * holds are skipped), oldest first.
  *
  * Cancel job id (PENDING or BLOCKED) with reason (dead_reason and
- * last_error), and the jobs BLOCKED on it, transitively. Row: id,
- * job_type, state, queue, dead_reason, the number of dependents cancelled.
+ * last_error), and the jobs BLOCKED on it, transitively; or, LEASED or
+ * RUNNING, ask its worker to (sql/022: cancel_requested_at, cancel_reason,
+ * a notification on pendulum_cancel naming the worker), which writes the
+ * outcome. Row: id, job_type, state (CANCELLED, or still LEASED or
+ * RUNNING: asked), queue, reason, the number of dependents cancelled, the
+ * lease owner when asked (else NULL).
  */
 int pd_jobs_replay(struct pd_db *db, long long id, int with_dependents, PGresult **r,
 		   struct pd_err *e);

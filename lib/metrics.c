@@ -20,7 +20,7 @@ struct out {
 static const char *const outcomes[] = {
     "succeeded",       "failed",	"terminal",   "timeout",
     "could_not_start", "lease_expired", "lease_lost", "released",
-    "claim_lost",      "snoozed",	NULL,
+    "claim_lost",      "snoozed",	"cancelled",	NULL,
 };
 
 void pd_metrics_label(struct pd_buf *b, const char *v)

@@ -93,6 +93,8 @@ enum pd_exit_class pd_exit_classify(const struct pd_proc_result *r, enum pd_stop
 		return PD_EXIT_DRAINED;
 	case PD_STOP_TIMEOUT:
 		return PD_EXIT_TIMEOUT;
+	case PD_STOP_CANCEL:
+		return PD_EXIT_CANCELLED;
 	case PD_STOP_NONE:
 		break;
 	}
@@ -138,6 +140,8 @@ enum pd_verdict pd_exit_verdict(enum pd_exit_class c)
 		return PD_VERDICT_RELEASE;
 	case PD_EXIT_SNOOZED:
 		return PD_VERDICT_SNOOZE;
+	case PD_EXIT_CANCELLED:
+		return PD_VERDICT_CANCEL;
 	case PD_EXIT_FAILED:
 	case PD_EXIT_TIMEOUT:
 	case PD_EXIT_NOT_STARTED:
@@ -260,6 +264,8 @@ const char *pd_exit_class_name(enum pd_exit_class c)
 		return "lease_lost";
 	case PD_EXIT_SNOOZED:
 		return "snoozed";
+	case PD_EXIT_CANCELLED:
+		return "cancelled";
 	}
 	return "failed";
 }
@@ -710,6 +716,9 @@ static void collect(struct pd_pool_slot *s)
 			      r.exit_code == 127 ? "not found" : "not executable", r.exit_code,
 			      x->last_line.len ? ": " : "", pd_buf_str(&x->last_line));
 		break;
+	case PD_EXIT_CANCELLED:
+		pd_buf_puts(&x->error, "cancelled");
+		break;
 	case PD_EXIT_OK:
 	case PD_EXIT_NOT_STARTED:
 	case PD_EXIT_DRAINED:
@@ -746,8 +755,10 @@ int pd_pool_tick(struct pd_pool *p, long long now_ms)
 void pd_pool_stop(struct pd_pool *p, int i, enum pd_stop_reason why)
 {
 	struct pd_pool_slot *s = &p->slots[i];
-	static const char *const names[] = {"none", "timeout", "drain", "lease_lost"};
+	static const char *const names[] = {"none", "timeout", "drain", "lease_lost", "cancel"};
 
+	if (s->state == PD_SLOT_STOPPING && s->stop == PD_STOP_CANCEL && why == PD_STOP_LEASE_LOST)
+		s->stop = why;
 	if (s->state != PD_SLOT_RUNNING)
 		return;
 	s->state = PD_SLOT_STOPPING;

@@ -16,9 +16,12 @@
  *   RUNNING --timeout, pd_pool_stop--> STOPPING --exit--> DONE
  *
  * STOPPING means SIGTERM went to the child's process group, with SIGKILL
- * after the grace period. The reason (timeout, drain, lease lost) decides the
- * class: a stop for a lost lease gives PD_EXIT_LEASE_LOST, whatever the
- * child's status, so its outcome is never written.
+ * after the grace period. The reason (timeout, drain, lease lost, cancel)
+ * decides the class: a stop for a lost lease gives PD_EXIT_LEASE_LOST,
+ * whatever the child's status, so its outcome is never written; a stop for
+ * a cancel PD_EXIT_CANCELLED (verdict CANCEL), whatever the status too. A
+ * child STOPPING for a cancel whose lease is lost meanwhile is stopped for
+ * the lost lease from then on.
  *
  * Stderr lines are logged as they come (message stderr_msg, prefixed with the
  * slot's prefix); the last 4 KiB and the last line are kept for the outcome.
@@ -26,7 +29,8 @@
  * The channel (a pool with chan set): each child also gets one end of a
  * socket pair (AF_UNIX, SOCK_STREAM) as fd PD_PROC_PASS_FD, named in its
  * environment as PD_WORKER_FD=3, for requests to the owner, one line
- * each ("lease JOBID TOKEN\n"), answered with one line ("held\n"). The pool
+ * each ("lease JOBID TOKEN\n"), answered with one line ("held\n",
+ * "cancelled\n", "lost\n": lib/worker). The pool
  * reads one request at a time (pd_pool_request) and reads no more until
  * the owner answers it (pd_pool_answer): one request in flight per child.
  * A line longer than PD_CHAN_REQUEST_MAX is answered "error request too
@@ -64,6 +68,7 @@ enum pd_stop_reason {
 	PD_STOP_TIMEOUT,    /* ran past its timeout */
 	PD_STOP_DRAIN,	    /* the daemon is shutting down: give the work back */
 	PD_STOP_LEASE_LOST, /* another holder owns the work now: write nothing */
+	PD_STOP_CANCEL,	    /* an operator cancelled the job: CANCELLED, whatever the status */
 };
 
 /* How a handler ended (DESIGN.md, the handler contract). */
@@ -80,6 +85,7 @@ enum pd_exit_class {
 	PD_EXIT_LEASE_LOST,  /* stopped because its lease was lost: nothing is written */
 	PD_EXIT_SNOOZED,     /* exit 75 with a snooze line, or a stream snooze: put off,
 				the attempt refunded (pd_exit_snooze) */
+	PD_EXIT_CANCELLED,   /* stopped because an operator cancelled it: CANCELLED */
 };
 
 struct pd_pool_exit;
@@ -130,7 +136,7 @@ const char *pd_exit_class_name(enum pd_exit_class c);
 /*
  * What becomes of the work after an exit of class c. A lost lease gives
  * RELEASE: a worker writes nothing for it (the lease's new holder decides),
- * a relay gives its claim back.
+ * a relay gives its claim back. A cancel gives CANCEL.
  */
 enum pd_verdict pd_exit_verdict(enum pd_exit_class c);
 
@@ -299,7 +305,11 @@ long long pd_pool_deadline(const struct pd_pool *p);
  */
 int pd_pool_tick(struct pd_pool *p, long long now_ms);
 
-/* Stop slot i's child (RUNNING -> STOPPING) for why; no-op in other states. */
+/*
+ * Stop slot i's child (RUNNING -> STOPPING) for why; STOPPING for a cancel,
+ * PD_STOP_LEASE_LOST takes the stop's place (no signal sent again); no-op
+ * otherwise.
+ */
 void pd_pool_stop(struct pd_pool *p, int i, enum pd_stop_reason why);
 /* Stop every RUNNING slot. */
 void pd_pool_stop_all(struct pd_pool *p, enum pd_stop_reason why);

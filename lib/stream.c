@@ -116,7 +116,11 @@ int pd_stream_live(const struct pd_stream *s)
 
 int pd_stream_inflight(const struct pd_stream *s)
 {
-	return s->njobs;
+	int n = 0;
+
+	for (int k = 0; k < s->njobs; k++)
+		n += !s->jobs[k].ghost;
+	return n;
 }
 
 int pd_stream_outcomes(const struct pd_stream *s)
@@ -142,14 +146,23 @@ int pd_stream_can_take(const struct pd_stream *s, long long id)
 	return 1;
 }
 
+/* Job k out of flight, without an outcome (a ghost's). */
+static void drop(struct pd_stream *s, int k)
+{
+	pd_buf_release(&s->jobs[k].tail);
+	pd_buf_release(&s->jobs[k].line);
+	pd_progress_release(&s->jobs[k].progress);
+	s->jobs[k] = s->jobs[--s->njobs];
+}
+
 /*
- * Job k is over with class cls (an abandoned one: LEASE_LOST): out of
- * flight, its outcome queued. Returns the outcome's exit, to fill in now
+ * Job j's outcome with class cls queued (an abandoned one: LEASE_LOST; a
+ * cancelled one: CANCELLED). Returns the outcome's exit, to fill in now
  * (the pointer lasts until the next queued outcome).
  */
-static struct pd_pool_exit *finish(struct pd_stream *s, int k, enum pd_exit_class cls)
+static struct pd_pool_exit *outcome(struct pd_stream *s, struct pd_stream_job *j,
+				    enum pd_exit_class cls)
 {
-	struct pd_stream_job *j = &s->jobs[k];
 	struct pd_stream_done *d;
 
 	if (s->done_off + s->ndone == s->capdone) {
@@ -165,7 +178,7 @@ static struct pd_pool_exit *finish(struct pd_stream *s, int k, enum pd_exit_clas
 	d = &s->done[s->done_off + s->ndone++];
 	memset(d, 0, sizeof(*d));
 	d->tag = j->tag;
-	d->exit.cls = j->abandoned ? PD_EXIT_LEASE_LOST : cls;
+	d->exit.cls = j->abandoned ? PD_EXIT_LEASE_LOST : j->cancelled ? PD_EXIT_CANCELLED : cls;
 	d->exit.exit_code = -1;
 	d->exit.started_us = j->sent_us;
 	d->exit.ran_us = pd_now_us() - j->sent_us;
@@ -173,10 +186,34 @@ static struct pd_pool_exit *finish(struct pd_stream *s, int k, enum pd_exit_clas
 	if (j->tail.len > 0)
 		pd_utf8_sanitize(&d->exit.tail, j->tail.data, j->tail.len);
 	pd_buf_release(&j->tail);
-	pd_buf_release(&j->line);
-	d->exit.progress = j->progress;
-	s->jobs[k] = s->jobs[--s->njobs];
+	d->exit.progress = j->progress; /* moved: j keeps none */
+	memset(&j->progress, 0, sizeof(j->progress));
 	return &d->exit;
+}
+
+/* Job k is over with class cls (outcome): out of flight, its outcome queued. */
+static struct pd_pool_exit *finish(struct pd_stream *s, int k, enum pd_exit_class cls)
+{
+	struct pd_pool_exit *x = outcome(s, &s->jobs[k], cls);
+
+	drop(s, k);
+	return x;
+}
+
+/*
+ * Cancelled job k not answered within the grace: CANCELLED now, left in
+ * flight as a ghost whose answer is dropped.
+ */
+static void ghost(struct pd_stream *s, int k)
+{
+	struct pd_stream_job *j = &s->jobs[k];
+	struct pd_pool_exit *x = outcome(s, j, PD_EXIT_CANCELLED);
+
+	pd_log(PD_LOG_WARN, "cancelled stream job not answered within the grace: cancelled anyway",
+	       "%s stream=%s pid=%d", j->prefix, s->cfg.name, (int)s->proc.pid);
+	pd_buf_puts(&x->error, "cancelled (no answer within the kill grace)");
+	j->ghost = 1;
+	j->deadline = -1;
 }
 
 /*
@@ -199,6 +236,10 @@ static void fail_all(struct pd_stream *s, int all, enum pd_exit_class cls, const
 
 		if (!all && !s->jobs[k].written) {
 			k++;
+			continue;
+		}
+		if (s->jobs[k].ghost) {
+			drop(s, k); /* its outcome given already */
 			continue;
 		}
 		x = finish(s, k, cls); /* the last job moves to k */
@@ -232,8 +273,8 @@ static int written(const struct pd_stream *s, int *suspects)
 	if (suspects)
 		*suspects = 0;
 	for (int k = 0; k < s->njobs; k++) {
-		n += s->jobs[k].written;
-		if (suspects && s->jobs[k].suspect)
+		n += s->jobs[k].written && !s->jobs[k].ghost;
+		if (suspects && s->jobs[k].suspect && !s->jobs[k].ghost)
 			*suspects = 1;
 	}
 	return n;
@@ -268,7 +309,8 @@ static void feed(struct pd_stream *s)
  * The jobs written to the process are not charged for its end: they wait to
  * be re-sent to the next process (feed), without an outcome, so without an
  * attempt used; with suspect, as suspects, re-sent one at a time. An
- * abandoned one is dropped now (PD_EXIT_LEASE_LOST): its answer is not wanted.
+ * abandoned one is dropped now (PD_EXIT_LEASE_LOST): its answer is not
+ * wanted; a cancelled one is over (PD_EXIT_CANCELLED), a ghost dropped.
  */
 static void hold_written(struct pd_stream *s, int suspect)
 {
@@ -281,8 +323,13 @@ static void hold_written(struct pd_stream *s, int suspect)
 			k++;
 			continue;
 		}
-		if (j->abandoned) {
-			finish(s, k, PD_EXIT_LEASE_LOST); /* the last job moves to k */
+		if (j->ghost) {
+			drop(s, k); /* the last job moves to k */
+			continue;
+		}
+		if (j->abandoned || j->cancelled) {
+			/* LEASE_LOST, or CANCELLED (finish): the last job moves to k */
+			finish(s, k, PD_EXIT_LEASE_LOST);
 			continue;
 		}
 		j->written = 0;
@@ -401,7 +448,15 @@ static void answer(struct pd_stream *s, const char *line, size_t n)
 		return;
 	}
 	s->failures = 0;
-	if (a.snooze && !a.failed) {
+	if (s->jobs[k].ghost) {
+		drop(s, k); /* cancelled, its outcome given: the answer dropped */
+		free(a.error);
+		feed(s);
+		return;
+	}
+	if (s->jobs[k].cancelled) {
+		finish(s, k, PD_EXIT_CANCELLED); /* its answer acknowledges the cancel */
+	} else if (a.snooze && !a.failed) {
 		x = finish(s, k, PD_EXIT_SNOOZED);
 		x->snooze_ms = a.snooze_ms;
 	} else if (a.failed) {
@@ -590,11 +645,33 @@ void pd_stream_flush(struct pd_stream *s)
 void pd_stream_abandon(struct pd_stream *s, int tag)
 {
 	for (int k = 0; k < s->njobs; k++) {
-		if (s->jobs[k].tag != tag)
+		if (s->jobs[k].tag != tag || s->jobs[k].ghost)
 			continue;
 		s->jobs[k].abandoned = 1;
 		if (!s->jobs[k].written)
 			finish(s, k, PD_EXIT_LEASE_LOST); /* never re-sent */
+		return;
+	}
+}
+
+void pd_stream_cancel(struct pd_stream *s, int tag)
+{
+	char line[64];
+	int n;
+
+	for (int k = 0; k < s->njobs; k++) {
+		struct pd_stream_job *j = &s->jobs[k];
+
+		if (j->tag != tag || j->ghost)
+			continue;
+		j->cancelled = 1;
+		if (!j->written || s->state != PD_STREAM_READY) {
+			finish(s, k, PD_EXIT_CANCELLED); /* never re-sent */
+			return;
+		}
+		n = snprintf(line, sizeof(line), "{\"cancel\":%lld}\n", j->id);
+		pd_proc_write(&s->proc, line, (size_t)n);
+		j->deadline = pd_deadline_min(j->deadline, pd_now_ms() + s->cfg.grace_ms);
 		return;
 	}
 }
@@ -613,8 +690,10 @@ void pd_stream_give_back(struct pd_stream *s)
 
 void pd_stream_close(struct pd_stream *s)
 {
-	if (s->state != PD_STREAM_READY || s->njobs > 0)
+	if (s->state != PD_STREAM_READY || pd_stream_inflight(s) > 0)
 		return;
+	while (s->njobs > 0)
+		drop(s, 0); /* ghosts: their answers are not wanted */
 	pd_proc_close_input(&s->proc);
 	s->state = PD_STREAM_CLOSING;
 	s->close_at = pd_now_ms() + s->cfg.grace_ms;
@@ -622,7 +701,7 @@ void pd_stream_close(struct pd_stream *s)
 
 void pd_stream_stop(struct pd_stream *s, enum pd_stop_reason why)
 {
-	static const char *const names[] = {"stop", "timeout", "drain", "lease_lost"};
+	static const char *const names[] = {"stop", "timeout", "drain", "lease_lost", "cancel"};
 	enum pd_exit_class cls = why == PD_STOP_DRAIN	     ? PD_EXIT_DRAINED
 				 : why == PD_STOP_LEASE_LOST ? PD_EXIT_LEASE_LOST
 				 : why == PD_STOP_TIMEOUT    ? PD_EXIT_TIMEOUT
@@ -772,6 +851,10 @@ static void timeouts(struct pd_stream *s, long long now)
 			k++;
 			continue;
 		}
+		if (j->cancelled) {
+			ghost(s, k++);
+			continue;
+		}
 		pd_dur_format(j->timeout_ms, dur, sizeof(dur));
 		pd_log(PD_LOG_WARN, "stream job timed out: restarting the stream handler",
 		       "%s stream=%s pid=%d timeout=%s", j->prefix, s->cfg.name, (int)s->proc.pid,
@@ -781,8 +864,10 @@ static void timeouts(struct pd_stream *s, long long now)
 		if (first < 0)
 			first = id;
 	}
-	if (first < 0)
+	if (first < 0) {
+		feed(s); /* a ghost made: the next suspect, if any */
 		return;
+	}
 	if ((n = written(s, NULL)) > 0)
 		pd_log(PD_LOG_INFO, "stream jobs in flight re-sent after the restart",
 		       "stream=%s jobs=%d timed_out=%lld", s->cfg.name, n, first);

@@ -43,6 +43,13 @@
  * that ends with nothing written to it charges nobody. Jobs waiting to be
  * re-sent keep their timeouts: each starts when the job is written again.
  *
+ * Cancel (pd_stream_cancel, an operator's, sql/022): the process gets the
+ * line {"cancel": ID} on its stdin; the job ends CANCELLED whatever it
+ * answers (its answer is its acknowledgement), or, with no answer within
+ * the grace period, CANCELLED then, the process left running and its
+ * answer, if it comes later, dropped (the job stays in flight as a ghost
+ * until then: no second outcome; a job with its id is not taken meanwhile).
+ *
  * A bad line is one that is not a JSON object, has no integer "id", or
  * names a job not in flight (a blank line is skipped). STOPPING means
  * SIGTERM to the process group, then SIGKILL after the grace period
@@ -98,6 +105,8 @@ struct pd_stream_job {
 	long long id;
 	int tag;	      /* the owner's */
 	int abandoned;	      /* pd_stream_abandon: the answer will be dropped */
+	int cancelled;	      /* pd_stream_cancel: its cancel line written; ends CANCELLED */
+	int ghost;	      /* cancelled, its outcome given: its answer, if it comes, dropped */
 	int written;	      /* written to the current process; 0: waiting to be re-sent */
 	int suspect;	      /* in flight when a process died with others: isolated */
 	struct pd_buf line;   /* its line, kept to be re-sent */
@@ -200,7 +209,7 @@ int pd_stream_send(struct pd_stream *s, long long id, int tag, const char *prefi
 /* Write the lines queued, as far as the pipe takes them without blocking. */
 void pd_stream_flush(struct pd_stream *s);
 
-/* Jobs in flight, abandoned ones and ones waiting to be re-sent included. */
+/* Jobs in flight, abandoned ones and ones waiting to be re-sent included, ghosts not. */
 int pd_stream_inflight(const struct pd_stream *s);
 
 /* 1 while there is a process (READY, CLOSING, STOPPING). */
@@ -211,6 +220,14 @@ int pd_stream_live(const struct pd_stream *s);
  * dropped; if it waits to be re-sent, it is over now (PD_EXIT_LEASE_LOST).
  */
 void pd_stream_abandon(struct pd_stream *s, int tag);
+
+/*
+ * An operator cancelled the job with tag: if it waits to be re-sent, it is
+ * over now (PD_EXIT_CANCELLED); else {"cancel": ID} goes to the process
+ * and the job ends PD_EXIT_CANCELLED at its answer, or at the latest after
+ * the grace period (see above).
+ */
+void pd_stream_cancel(struct pd_stream *s, int tag);
 
 /*
  * The jobs waiting to be re-sent (suspects and others) are over now with

@@ -117,6 +117,7 @@ static void outcome_of(const struct pd_trip_ask *a, struct pd_hold *f, struct pd
 							       : "terminal exit code";
 		break;
 	case PD_VERDICT_RELEASE:
+	case PD_VERDICT_CANCEL: /* finish_sql takes the reason from the job's request */
 		break;
 	case PD_VERDICT_SNOOZE:
 		o->snooze_ms = ex->snooze_ms;
@@ -182,7 +183,7 @@ static int holds_lease(const struct pd_holdings *hs, const struct pd_trip_ask *a
 {
 	const struct pd_hold *r = &hs->run[i];
 
-	if (r->stage != PD_HOLD_RUNNING)
+	if (r->stage != PD_HOLD_RUNNING && r->stage != PD_HOLD_CANCELLING)
 		return 0;
 	return r->stream >= 0 || a->gone == NULL || !a->gone(a->ctx, i);
 }
@@ -238,7 +239,8 @@ int pd_trip_build(struct pd_trip *t, struct pd_holdings *hs, const struct pd_tri
 	for (int k = 0; k < hs->nfin; k++) {
 		struct pd_hold *f = &hs->fin[k];
 		long long ago_ms = (a->now_us - f->exit.started_us) / 1000; /* since it started */
-		int unrecorded = f->start == PD_HOLD_START_TO_SEND;
+		/* (a ready job cancelled never started: started_us 0) */
+		int unrecorded = f->start == PD_HOLD_START_TO_SEND && f->exit.started_us > 0;
 		struct pd_trip_item *it;
 
 		if (bytes > PD_TRIP_MAX_BYTES || (alone && t->noutcomes + t->nlost > 0))

@@ -14,6 +14,7 @@ enum pd_verdict {
 	PD_VERDICT_RELEASE, /* given back: PENDING now, the attempt refunded */
 	PD_VERDICT_SNOOZE,  /* put off: PENDING after the handler's duration, the attempt
 			       refunded, snoozes + 1 (a worker's jobs only) */
+	PD_VERDICT_CANCEL,  /* an operator cancelled it: CANCELLED (jobs only, sql/022) */
 };
 
 #endif

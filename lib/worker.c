@@ -159,7 +159,8 @@ static void streams_pass(struct worker *w)
  * The answer to request q from a handler's channel (lib/pool), on the
  * worker's own connection between round trips: "lease JOBID TOKEN" gets
  * "held" or "lost" from a fenced read (pd_jobs_lease_held: the job LEASED
- * or RUNNING under that token, its lease not expired), which is what
+ * or RUNNING under that token, its lease not expired; "cancelled" when held
+ * and an operator asked to cancel it, sql/022), which is what
  * `pd-admin lease check` asks in a handler that holds no credential;
  * "unavailable" while the database is; "error ..." for anything else.
  * -1 with e when the query failed (answered "unavailable").
@@ -179,7 +180,7 @@ static int request_reply(struct worker *w, const char *q, const char **reply, st
 		return 0;
 	if ((held = pd_jobs_lease_held(w->d.db, id, token, e)) < 0)
 		return -1;
-	*reply = held ? "held" : "lost";
+	*reply = held == 2 ? "cancelled" : held ? "held" : "lost";
 	return 0;
 }
 
@@ -311,11 +312,20 @@ static long long deadline(struct pd_daemon *d)
 	return t;
 }
 
+/*
+ * pendulum_jobs: work in a queue (payload) this worker serves, or in any
+ * (none). pendulum_cancel: a cancel asked of a job this worker (payload)
+ * holds: the heartbeat, which answers it, is due now.
+ */
 static int on_notify(struct pd_daemon *d, const char *channel, const char *payload)
 {
 	struct worker *w = d->ctx;
 
-	(void)channel;
+	if (strcmp(channel, "pendulum_cancel") == 0) {
+		if (payload && strcmp(payload, w->d.id) == 0)
+			w->next_beat = 0;
+		return 0;
+	}
 	for (int i = 0; i < w->cfg->nqueues; i++)
 		if (payload == NULL || strcmp(payload, w->cfg->queues[i]) == 0)
 			return 1;
@@ -398,7 +408,7 @@ static void status(struct pd_daemon *d, struct pd_buf *b)
 }
 static void on_reload(struct pd_daemon *d);
 
-static const char *const worker_channels[] = {"pendulum_jobs", NULL};
+static const char *const worker_channels[] = {"pendulum_jobs", "pendulum_cancel", NULL};
 
 static const struct pd_daemon_ops worker_ops = {
     .kind = {"worker", worker_channels, "jobs", "handlers"},

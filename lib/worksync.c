@@ -269,9 +269,14 @@ static void batch_done(struct worker *w)
 					  w->d.idle && pd_holdings_nfree(&w->hs) == w->pool.size);
 		w->next_claim = t->sent_ms + w->poll_ms;
 	}
-	for (int k = 0; k < t->n; k++)
-		if (t->items[k].kind == PD_TRIP_BEAT && !t->items[k].held)
+	for (int k = 0; k < t->n; k++) {
+		if (t->items[k].kind != PD_TRIP_BEAT)
+			continue;
+		if (!t->items[k].held)
 			pd_holdings_lost(&w->hs, t->items[k].id, t->items[k].token);
+		else if (t->items[k].cancel)
+			pd_holdings_cancel(&w->hs, t->items[k].id, t->items[k].token);
+	}
 	if (t->nrel > 0)
 		pd_log(PD_LOG_INFO, "ready jobs released", "jobs=%d", t->nrel);
 	for (int k = 0; k < t->nclaimed; k++)

@@ -241,7 +241,7 @@ jobs_ids() {
 	[ "$stderr" = "pd-admin: job 424242 not found" ]
 }
 
-@test "job cancel: PENDING and BLOCKED only, with the reason kept" {
+@test "job cancel: PENDING and BLOCKED at once, LEASED and RUNNING asked of their worker, with the reason kept" {
 	p=$(make_job PENDING)
 	b=$(make_job BLOCKED)
 	run --separate-stderr pd-admin job cancel "$p" --reason "customer asked"
@@ -252,11 +252,19 @@ jobs_ids() {
 	run --separate-stderr pd-admin --json job cancel "$b"
 	[ "$status" -eq 0 ]
 	printf '%s\n' "$output" | jq -e --argjson id "$b" '.id == $id and .state == "CANCELLED" and .dead_reason == "cancelled by operator"'
-	for st in LEASED RUNNING SUCCEEDED DEAD_LETTERED CANCELLED; do
+	for st in LEASED RUNNING; do
+		id=$(make_job "$st")
+		run --separate-stderr pd-admin job cancel "$id" --reason "r $st"
+		[ "$status" -eq 0 ] || { echo "$st: $status"; return 1; }
+		[ "$output" = "job $id: cancel asked of worker test-worker (t, $st, queue default)" ]
+		[ "$(sql "SELECT state || '|' || cancel_reason || '|' || (cancel_requested_at IS NOT NULL) FROM pendulum.jobs WHERE id = $id")" = \
+			"$st|r $st|true" ]
+	done
+	for st in SUCCEEDED DEAD_LETTERED CANCELLED; do
 		id=$(make_job "$st")
 		run --separate-stderr pd-admin job cancel "$id"
 		[ "$status" -eq 1 ] || { echo "$st: $status"; return 1; }
-		[ "$stderr" = "pd-admin: job $id is $st; cancel works only from PENDING or BLOCKED" ]
+		[ "$stderr" = "pd-admin: job $id is $st; cancel works only from PENDING, BLOCKED, LEASED or RUNNING" ]
 		[ "$(job_state "$id")" = "$st" ]
 	done
 	run --separate-stderr pd-admin job cancel 424242

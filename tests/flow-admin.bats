@@ -349,7 +349,7 @@ usage_error() {
 	[ "$(sql "SELECT signals FROM pendulum.workflow_runs WHERE id = $id")" = "{}" ]
 }
 
-@test "flow cancel: a PENDING run's job is cancelled; a RUNNING one is a conflict (1)" {
+@test "flow cancel: a PENDING run's job is cancelled; a RUNNING one's worker is asked; a finished one is a conflict (1)" {
 	id=$(start orders '{}')
 	run --separate-stderr pd-admin --json flow cancel "$id"
 	[ "$status" -eq 0 ]
@@ -360,11 +360,13 @@ usage_error() {
 	busy=$(start orders '{}')
 	job_to RUNNING "$busy"
 	run --separate-stderr pd-admin flow cancel "$busy"
-	[ "$status" -eq 1 ]
-	[ "$stderr" = "pd-admin: workflow run $busy: job $(run_job "$busy") is RUNNING; cancel works only from PENDING or BLOCKED" ]
+	[ "$status" -eq 0 ]
+	[[ "$output" == "workflow run $busy: cancel asked"*"(job $(run_job "$busy"), RUNNING, queue default)" ]]
 	[ "$(job_state "$(run_job "$busy")")" = RUNNING ]
+	[ "$(sql "SELECT cancel_requested_at IS NOT NULL FROM pendulum.jobs WHERE id = $(run_job "$busy")")" = t ]
 	run --separate-stderr pd-admin flow cancel "$id"
 	[ "$status" -eq 1 ]
+	[ "$stderr" = "pd-admin: workflow run $id: job $(run_job "$id") is CANCELLED; cancel works only from PENDING, BLOCKED, LEASED or RUNNING" ]
 }
 
 @test "metrics: pendulum_workflow_runs by workflow and state, every state exported" {

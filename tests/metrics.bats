@@ -166,7 +166,7 @@ value() {
 	              (SELECT count(*) FROM pendulum.job_attempts WHERE outcome = o))
 	            FROM unnest(ARRAY['succeeded', 'failed', 'terminal', 'timeout', 'could_not_start',
 	                              'lease_expired', 'lease_lost', 'released', 'claim_lost',
-	                              'snoozed']) WITH ORDINALITY AS x(o, i)
+	                              'snoozed', 'cancelled']) WITH ORDINALITY AS x(o, i)
 	            ORDER BY i")
 	[ "$(printf '%s\n' "$output" | grep '^pendulum_attempts_total{')" = "$want" ]
 	[ "$(value 'pendulum_attempts_total{outcome="succeeded"}')" = 3 ]

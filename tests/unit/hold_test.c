@@ -24,16 +24,21 @@ enum {
 	AB = PD_HOLD_ABANDONED,
 	FI = PD_HOLD_FINISHED,
 	SE = PD_HOLD_SENDING,
+	CA = PD_HOLD_CANCELLING,
 	X = -1,
 };
 
 /* The stage a move leads to: [stage][event], X where there is no move. */
 static const int want_stage[NS][NE] = {
-    /*   CLAIMED START NO_RUN OVER LOST SEND WRITTEN FAILED REFUSED REF_ALONE DROP */
-    [N] = {RD, RU, FI, X, X, X, N, N, X, X, X},	 [RD] = {X, RU, X, X, N, RL, RD, RD, X, X, X},
-    [RL] = {X, X, X, X, X, X, N, RD, X, X, X},	 [RU] = {X, X, X, FI, AB, RU, RU, RU, X, X, X},
-    [AB] = {X, X, X, FI, X, X, AB, AB, X, X, X}, [FI] = {X, X, X, X, X, SE, FI, FI, X, X, N},
-    [SE] = {X, X, X, X, X, X, N, FI, SE, SE, N},
+    /*   CLAIMED START NO_RUN OVER LOST SEND WRITTEN FAILED REFUSED REF_ALONE DROP CANCEL */
+    [N] = {RD, RU, FI, X, X, X, N, N, X, X, X, X},
+    [RD] = {X, RU, X, X, N, RL, RD, RD, X, X, X, FI},
+    [RL] = {X, X, X, X, X, X, N, RD, X, X, X, X},
+    [RU] = {X, X, X, FI, AB, RU, RU, RU, X, X, X, CA},
+    [AB] = {X, X, X, FI, X, X, AB, AB, X, X, X, X},
+    [FI] = {X, X, X, X, X, SE, FI, FI, X, X, N, X},
+    [SE] = {X, X, X, X, X, X, N, FI, SE, SE, N, X},
+    [CA] = {X, X, X, FI, AB, CA, CA, CA, X, X, X, CA},
 };
 
 /* The start record: what changes it (the rest leave it as it is). */
@@ -88,6 +93,8 @@ static void test_tables(void)
 	is_int(pd_hold_next(0, NE), -1, "an event out of range has no move");
 	is_str(pd_hold_stage_name(PD_HOLD_SENDING), "sending", "stage names");
 	is_str(pd_hold_event_name(PD_HOLD_DROP), "drop", "event names");
+	is_str(pd_hold_stage_name(PD_HOLD_CANCELLING), "cancelling", "the cancel's stage name");
+	is_str(pd_hold_event_name(PD_HOLD_CANCEL), "cancel", "and event name");
 }
 
 static void test_hole(void)
@@ -188,10 +195,64 @@ static void test_walk(void)
 	pd_holdings_release(&hs);
 }
 
+/* An operator's cancel (CANCEL, from the heartbeat): running, ready, and what follows. */
+static void test_cancel(void)
+{
+	static const struct pd_handler hv[] = {{(char *)"a", (char *)"true", NULL, -1, {0}, 0},
+					       {(char *)"s", (char *)"cat", NULL, -1, {0}, 0}};
+	static const int stream_of[] = {-1, 0};
+	struct pd_holdings hs;
+	struct pd_claimed c1 = job(1, "a"), c2 = job(2, "s"), c3 = job(3, "a");
+	struct pd_pool_exit ex;
+	struct pd_hold x, *r;
+
+	pd_holdings_init(&hs, 2);
+	pd_hold_claimed(&x, &c1, hv, 2, stream_of, NULL, 0);
+	pd_holdings_start(&hs, &x, 0);
+	pd_hold_claimed(&x, &c2, hv, 2, stream_of, NULL, 0);
+	pd_holdings_start(&hs, &x, 1);
+	pd_hold_claimed(&x, &c3, hv, 2, stream_of, NULL, 0);
+	pd_holdings_ready_add(&hs, &x);
+
+	pd_holdings_cancel(&hs, 1, c1.token);
+	is_int(hs.run[0].stage, PD_HOLD_CANCELLING, "a running process: CANCELLING");
+	pd_holdings_cancel(&hs, 1, c1.token);
+	is_int(hs.run[0].stage, PD_HOLD_CANCELLING, "asked again: still CANCELLING");
+	pd_holdings_apply(&hs, PD_HOLD_WRITTEN);
+	is_int(hs.run[0].stage, PD_HOLD_CANCELLING, "a batch written leaves it CANCELLING");
+	memset(&ex, 0, sizeof(ex));
+	ex.cls = PD_EXIT_CANCELLED;
+	r = pd_holdings_over(&hs, 0, &ex);
+	is_int(r->stage, PD_HOLD_FINISHED, "OVER: FINISHED");
+	is_int(r->exit.cls, PD_EXIT_CANCELLED, "its exit CANCELLED");
+	is_int(pd_exit_verdict(r->exit.cls), PD_VERDICT_CANCEL, "verdict CANCEL");
+	is_str(pd_exit_class_name(r->exit.cls), "cancelled", "the attempt's outcome: cancelled");
+
+	pd_holdings_cancel(&hs, 2, c2.token);
+	is_int(hs.run[1].stage, PD_HOLD_CANCELLING, "a stream job: CANCELLING");
+	pd_holdings_lost(&hs, 2, c2.token);
+	is_int(hs.run[1].stage, PD_HOLD_ABANDONED, "its lease lost meanwhile: ABANDONED");
+	pd_holdings_cancel(&hs, 2, c2.token);
+	is_int(hs.run[1].stage, PD_HOLD_ABANDONED, "a cancel of an abandoned job: nothing");
+
+	pd_holdings_cancel(&hs, 3, c3.token);
+	is_int(hs.nready, 0, "a ready job cancelled leaves the ready list");
+	is_int(hs.nfin, 2, "for the finished one");
+	is_int(hs.fin[1].job.id, 3, "job 3");
+	is_int(hs.fin[1].stage, PD_HOLD_FINISHED, "FINISHED, never started");
+	is_int(hs.fin[1].exit.cls, PD_EXIT_CANCELLED, "CANCELLED");
+	ok(hs.fin[1].exit.started_us == 0, "with no start time");
+
+	pd_holdings_cancel(&hs, 9, 999);
+	is_int(hs.nfin, 2, "a token not held: nothing");
+	pd_holdings_release(&hs);
+}
+
 int main(void)
 {
 	test_tables();
 	test_hole();
 	test_walk();
+	test_cancel();
 	return done_testing();
 }

@@ -528,6 +528,61 @@ static void test_abandon_and_stderr(void)
 	pd_stream_release(&s);
 }
 
+static int two_written(const struct pd_stream *s)
+{
+	return written(s) == 2;
+}
+
+/*
+ * An operator's cancel: the process gets {"cancel":ID}. Job 1's cancel is
+ * answered (with an error): CANCELLED. Job 2's is not (the handler answers
+ * it only with the next job): CANCELLED after the grace, its late answer
+ * dropped, not a bad line; the process goes on.
+ */
+static void test_cancel(void)
+{
+	struct pd_handler h = sh("late=; while IFS= read -r l; do case \"$l\" in "
+				 "'{\"cancel\":1}') echo '{\"id\":1,\"error\":\"stopped\"}';; "
+				 "'{\"cancel\":2}') late=2;; "
+				 "*) [ -n \"$late\" ] && echo \"{\\\"id\\\":$late}\"; late=; "
+				 "case \"$l\" in *quick*) printf '%s\\n' \"$l\";; esac;; "
+				 "esac; done");
+	struct pd_stream s;
+	struct pd_pool_exit x;
+	long long t0;
+	int tag;
+
+	init(&s, &h, 0);
+	send(&s, 1, 1, 0, "{\"id\":1}");
+	send(&s, 2, 2, 0, "{\"id\":2}");
+	ok(drive(&s, two_written, 5000), "two jobs in flight");
+	pd_stream_cancel(&s, 1);
+	ok(drive(&s, an_outcome, 5000), "job 1's cancel answered");
+	is_int(take(&s, &tag, &x), PD_EXIT_CANCELLED, "CANCELLED, whatever the answer said");
+	is_int(tag, 1, "job 1");
+	pd_pool_exit_release(&x);
+
+	t0 = pd_now_ms();
+	pd_stream_cancel(&s, 2);
+	ok(drive(&s, an_outcome, 5000), "job 2's cancel not answered: over anyway");
+	ok(pd_now_ms() - t0 >= 450, "after the grace (500 ms)");
+	is_int(take(&s, &tag, &x), PD_EXIT_CANCELLED, "CANCELLED");
+	is_int(tag, 2, "job 2");
+	like(x.error.data, "no answer within the kill grace", "saying so");
+	pd_pool_exit_release(&x);
+	is_int(pd_stream_inflight(&s), 0, "nothing in flight: job 2 is a ghost");
+	ok(!pd_stream_can_take(&s, 2), "its id is not taken until its answer comes");
+
+	send(&s, 3, 2, 0, "{\"id\":3,\"quick\":1}");
+	ok(drive(&s, an_outcome, 5000), "the next job is answered");
+	is_int(take(&s, &tag, &x), PD_EXIT_OK, "succeeded: the late answer was dropped");
+	is_int(tag, 2, "the run's tag reused");
+	pd_pool_exit_release(&x);
+	is_int(s.state, PD_STREAM_READY, "the process goes on: no protocol error");
+	is_int(s.njobs, 0, "the ghost gone with its answer");
+	pd_stream_release(&s);
+}
+
 /*
  * A handler that answers every job but exits when it reads job 3: among
  * jobs 1 to 6 all written at once, only job 3 is charged; the others are
@@ -602,6 +657,7 @@ int main(void)
 	test_exit_and_timeout();
 	test_abandon_and_stderr();
 	test_isolation();
+	test_cancel();
 	ok(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "no child left");
 	close(sfd);
 	return done_testing();
