@@ -1073,7 +1073,8 @@ int pd_jobs_unsettled(struct pd_db *db, const char *const *queues, int nqueues,
 	    " UNION ALL"
 	    " (SELECT j.id, j.state, CASE WHEN j.run_at <= now() THEN 'due'"
 	    " WHEN j.attempt > 0 THEN 'in retry backoff' ELSE 'due soon' END"
-	    " FROM pendulum.jobs j WHERE j.state = 'PENDING' AND" SERVED " AND j.run_at <= s.h"
+	    " FROM pendulum.jobs j WHERE j.state = 'PENDING' AND" SERVED
+	    " AND (j.run_at <= s.h OR j.attempt > 0)"
 	    " AND NOT EXISTS (SELECT 1 FROM pendulum.limits l WHERE l.paused AND l.key IN"
 	    " ('queue:' || j.queue, 'tenant:' || j.tenant_id, 'type:' || j.job_type,"
 	    " j.concurrency_key)) LIMIT 1)"

@@ -102,7 +102,9 @@ backoff_job() {
 }
 
 @test "--until-settled waits through a retry's backoff, where --until-idle exits at once" {
-	id=$(backoff_job t 2)
+	# due in 3 s, past the retry cap (1 s): a backoff another worker's
+	# settings made still holds it
+	id=$(backoff_job t 3)
 	run --separate-stderr timeout 30 pd-worker -c "$CFG" --until-idle --poll 100ms --handler 't=true'
 	[ "$status" -eq 0 ]
 	[ "$(job_state "$id")" = PENDING ]
