@@ -1,3 +1,4 @@
+#include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
@@ -59,4 +60,60 @@ int pd_handler_check(const struct pd_handler *h, const char *what, struct pd_err
 size_t pd_handler_result_limit(const struct pd_handler *h, size_t dflt)
 {
 	return h->result_limit > 0 ? (size_t)h->result_limit : dflt;
+}
+
+static const char *const hook_events[PD_HOOK_NEVENTS] = {"dead_letter", "failure", "success"};
+
+const char *pd_hook_event_name(enum pd_hook_event ev)
+{
+	return hook_events[ev];
+}
+
+int pd_hook_event_parse(const char *name)
+{
+	for (int ev = 0; ev < PD_HOOK_NEVENTS; ev++)
+		if (strcmp(hook_events[ev], name) == 0)
+			return ev;
+	return -1;
+}
+
+const struct pd_handler *pd_hook_find(const struct pd_handler *v, int n,
+				      const struct pd_hooks *global, const char *type,
+				      enum pd_hook_event ev)
+{
+	const struct pd_handler *h = pd_handler_find(v, n, type);
+
+	if (h != NULL && h->hooks.on[ev] != NULL)
+		return h->hooks.on[ev];
+	return global ? global->on[ev] : NULL;
+}
+
+unsigned pd_hook_mask(const struct pd_handler *v, int n, const struct pd_hooks *global,
+		      const char *type)
+{
+	unsigned m = 0;
+
+	if (strcmp(type, PD_HOOK_TYPE) == 0)
+		return 0;
+	for (int ev = 0; ev < PD_HOOK_NEVENTS; ev++)
+		if (pd_hook_find(v, n, global, type, (enum pd_hook_event)ev) != NULL)
+			m |= 1u << ev;
+	return m;
+}
+
+void pd_hooks_release(struct pd_hooks *hs)
+{
+	for (int ev = 0; ev < PD_HOOK_NEVENTS; ev++) {
+		struct pd_handler *h = hs->on[ev];
+
+		if (h == NULL)
+			continue;
+		free(h->name);
+		free(h->run);
+		for (char **p = h->exec_argv; p && *p; p++)
+			free(*p);
+		free(h->exec_argv);
+		free(h);
+		hs->on[ev] = NULL;
+	}
 }

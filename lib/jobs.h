@@ -87,6 +87,7 @@ struct pd_outcome {
 	 */
 	long long started_ago_ms;
 	struct pd_flow_write flow; /* zeroed: not a workflow job's */
+	unsigned hooks; /* the events (1 << enum pd_hook_event) the worker has a hook for */
 };
 
 /* One job's outcome in a batch. */
@@ -104,8 +105,10 @@ struct pd_job_outcome {
  * pipeline mode, one transaction), in this order: the start records
  * (LEASED jobs whose handlers started: RUNNING, fenced), the outcomes (each
  * fenced by its own token; the fenced-off ones counted in writes_fenced by
- * the same statement, and BLOCKED jobs unblocked by the successes),
- * lease_lost attempt records, the heartbeat (extend the leases, mark the
+ * the same statement, and BLOCKED jobs unblocked by the successes), the
+ * hook jobs of the outcomes written (pendulum.hook_jobs, sql/025: one per
+ * event the outcome's hooks name and its new state fits), lease_lost
+ * attempt records, the heartbeat (extend the leases, mark the
  * worker seen; each beat item's held set), and a claim of up to claim jobs,
  * straight into RUNNING with claim_start, else LEASED. Each part is skipped
  * when empty (the heartbeat unless beat). Statements are prepared once per
@@ -162,7 +165,7 @@ struct pd_trip {
 	int nclaimed;
 	int fenced; /* outcomes fenced off */
 	/* private to lib/jobs: the pipeline in flight */
-	struct pd_db_stmt st[6];
+	struct pd_db_stmt st[7];
 	int nst, fi, bi, ci;
 };
 
