@@ -198,6 +198,9 @@ static int check_names(const struct opts *o, struct pd_err *e)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (pd_name_check(names[i].what, names[i].v, e) < 0)
 			return -1;
+	if (s->type && strcmp(s->type, PD_HOOK_TYPE) == 0)
+		return pd_errf(e, PD_EX_DATAERR, "invalid TYPE: %s is reserved for hook jobs",
+			       PD_HOOK_TYPE);
 	return pd_concurrency_key_check("--key", s->concurrency_key, e);
 }
 
