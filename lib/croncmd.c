@@ -629,6 +629,27 @@ int pd_croncmd_apply(struct pd_subcall *k, struct pd_err *e)
 	return rc;
 }
 
+/* A line for each MAILTO address of t (once each): whether failures are mailed, and how. */
+static void print_mailto(const struct pd_crontab *t)
+{
+	char sendmail[512];
+	int mail = pd_sendmail_find(sendmail, sizeof(sendmail));
+
+	for (int i = 0; i < t->n; i++) {
+		const char *to = pd_crontab_mailto(&t->v[i]);
+		int seen = 0;
+
+		for (int k = 0; to && k < i && !seen; k++)
+			seen = pd_crontab_mailto(&t->v[k]) && strcmp(pd_crontab_mailto(&t->v[k]), to) == 0;
+		if (to == NULL || seen)
+			continue;
+		if (mail)
+			printf("MAILTO=%s: failures mailed through %s\n", to, sendmail);
+		else
+			printf("MAILTO=%s: no sendmail on this machine: not mailed\n", to);
+	}
+}
+
 int pd_croncmd_check_file(struct pd_subcall *k, struct pd_err *e)
 {
 	struct pd_app *a = k->a;
@@ -640,9 +661,11 @@ int pd_croncmd_check_file(struct pd_subcall *k, struct pd_err *e)
 
 	if (load_file(&f, path, x->crontab, NULL, e) < 0)
 		return -1;
-	if (!a->json && f.crontab)
+	if (!a->json && f.crontab) {
 		printf("%s: %d schedule%s; host zone %s (from %s)\n", path, f.n,
 		       f.n == 1 ? "" : "s", f.t.zone, f.t.zone_from);
+		print_mailto(&f.t);
+	}
 	else if (!a->json)
 		printf("%s: %d schedule%s\n", path, f.n, f.n == 1 ? "" : "s");
 	for (int i = 0; i < f.n && rc == 0; i++)

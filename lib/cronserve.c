@@ -13,6 +13,8 @@
 static void add_version(struct pd_cronserve *c, const struct pd_crontab *t)
 {
 	struct pd_handler *h = pd_xcalloc((size_t)t->n + 1, sizeof(*h));
+	char sendmail[512];
+	int mail = pd_sendmail_find(sendmail, sizeof(sendmail));
 
 	c->tabs = pd_xrealloc(c->tabs, (size_t)(c->n + 1) * sizeof(*c->tabs));
 	c->hv = pd_xrealloc(c->hv, (size_t)(c->n + 1) * sizeof(*c->hv));
@@ -27,6 +29,13 @@ static void add_version(struct pd_cronserve *c, const struct pd_crontab *t)
 		h[i].timeout_ms = en->s.timeout_ms;
 		h[i].mode = PD_HANDLER_PROCESS;
 		h[i].env = en->env;
+		if (pd_crontab_mailto(en) == NULL)
+			continue;
+		if (mail)
+			h[i].hooks.on[PD_HOOK_FAILURE] = pd_crontab_mail_hook(t, en, sendmail);
+		else
+			pd_log(PD_LOG_WARN, "MAILTO: no sendmail on this machine: not mailed",
+			       "file=%s line=%d", t->path, en->s.line);
 	}
 	c->ext.handlers = h;
 	c->ext.nhandlers = t->n;
@@ -127,6 +136,8 @@ int pd_cronserve_apply(struct pd_cronserve *c, struct pd_db *db, struct pd_err *
 void pd_cronserve_release(struct pd_cronserve *c)
 {
 	for (int i = 0; i < c->n; i++) {
+		for (int k = 0; k < c->tabs[i].n; k++)
+			pd_hooks_release(&c->hv[i][k].hooks);
 		pd_crontab_release(&c->tabs[i]);
 		free(c->hv[i]);
 	}

@@ -133,3 +133,48 @@ YAML
 	[ "$status" -eq 64 ]
 	[ "$(njobs)" -eq 0 ]
 }
+
+# fake_sendmail DIR: a sendmail in DIR that appends its arguments and its
+# message to DIR/mail.
+fake_sendmail() {
+	mkdir -p "$1"
+	printf '#!/bin/sh\n{ echo "ARGS $*"; cat; echo "END"; } >>%s/mail\n' "$1" >"$1/sendmail"
+	chmod +x "$1/sendmail"
+}
+
+@test "crontab MAILTO=: a failing line's job is mailed through sendmail, the subject naming the job and the line; MAILTO=\"\" mails nothing" {
+	D=$BATS_TEST_TMPDIR
+	fake_sendmail "$D/bin"
+	printf 'MAILTO=ops@example.com\n# pd: name=fails\n@daily echo "oops $PD_JOB_ID" >&2; exit 3\nMAILTO=""\n# pd: name=quiet\n@daily exit 3\n' >"$D/mt.cron"
+	PATH="$D/bin:$PATH" start_worker w --crontab "$D/mt.cron" --poll 100ms
+	wait_for 20 sql_is "SELECT count(*) FROM pendulum.cron_schedules WHERE job_type LIKE 'crontab.mt.%'" 2
+	quiet=$(pd-enqueue --max-attempts 1 crontab.mt.quiet '{}')
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $quiet" DEAD_LETTERED
+	id=$(pd-enqueue --max-attempts 1 crontab.mt.fails '{}')
+	wait_for 30 hooks_done 1
+	[ "$(hook_jobs)" -eq 1 ]
+	[ "$(grep -c '^ARGS' "$D/bin/mail")" -eq 1 ]
+	grep -qx 'ARGS -t' "$D/bin/mail"
+	grep -qx 'To: ops@example.com' "$D/bin/mail"
+	grep -qx "Subject: pendulum: job $id crontab.mt.fails ($D/mt.cron line 3) failed" "$D/bin/mail"
+	grep -q "\"stderr_tail\": \"oops $id" "$D/bin/mail"
+}
+
+@test "pd-cron check: says whether MAILTO is mailed, and through which sendmail" {
+	D=$BATS_TEST_TMPDIR
+	fake_sendmail "$D/bin"
+	printf 'MAILTO=ops@example.com\n@daily exit 3\n' >"$D/m.cron"
+	PATH="$D/bin:$PATH" run --separate-stderr pd-cron check "$D/m.cron"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"MAILTO=ops@example.com: failures mailed through $D/bin/sendmail"* ]]
+	mkdir -p "$D/nobin"
+	if [ ! -x /usr/sbin/sendmail ] && [ ! -x /usr/lib/sendmail ]; then
+		run --separate-stderr env PATH="$D/nobin" "$PD_BIN/pd-cron" check "$D/m.cron"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"MAILTO=ops@example.com: no sendmail on this machine: not mailed"* ]]
+	fi
+	printf 'MAILTO=""\n@daily exit 3\n' >"$D/q.cron"
+	PATH="$D/bin:$PATH" run --separate-stderr pd-cron check "$D/q.cron"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *MAILTO* ]]
+}
