@@ -178,3 +178,28 @@ fake_sendmail() {
 	[ "$status" -eq 0 ]
 	[[ "$output" != *MAILTO* ]]
 }
+
+@test "dlq list shows the first line of the last attempt's stderr tail" {
+	printf 'handlers:\n  t: {run: '\''printf "\\nfirst %%s\\nsecond\\n" "$PD_JOB_ID" >&2; exit 65'\''}\n' >"$CFG"
+	start_worker w -c "$CFG" -j 1 --poll 100ms
+	id=$(pd-enqueue t '{}')
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" DEAD_LETTERED
+	run --separate-stderr pd-admin dlq list
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == *STDERR* ]]
+	[[ "$output" == *"first $id"* ]]
+	[[ "$output" != *second* ]]
+	run --separate-stderr pd-admin dlq list --json
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"\"stderr\":\"first $id\""* ]]
+}
+
+@test "pd-enqueue --wait: the retry lines and the dead letter line carry the stderr tail's first line" {
+	printf 'retry: {base: 10ms, cap: 50ms}\nhandlers:\n  t: {run: '\''echo "trouble in $PD_ATTEMPT" >&2; echo more >&2; exit 3'\''}\n' >"$CFG"
+	start_worker w -c "$CFG" -j 1 --poll 100ms
+	run --separate-stderr timeout 60 pd-enqueue --wait --max-attempts 2 t '{}'
+	[ "$status" -eq 3 ]
+	[[ "$stderr" == *"attempt 1 of 2 failed: exit 3; stderr: trouble in 1"* ]]
+	[[ "$stderr" == *"dead-lettered: attempts exhausted: exit 3; stderr: trouble in 2"* ]]
+	[[ "$stderr" != *more* ]]
+}
