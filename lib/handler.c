@@ -1,8 +1,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "err.h"
 #include "handler.h"
+#include "json.h"
 #include "proc.h"
 
 const struct pd_handler *pd_handler_find(const struct pd_handler *v, int n, const char *name)
@@ -116,4 +118,45 @@ void pd_hooks_release(struct pd_hooks *hs)
 		free(h);
 		hs->on[ev] = NULL;
 	}
+}
+
+/* The events of hs as a JSON array into b. */
+static void events_json(struct pd_buf *b, const struct pd_hooks *hs)
+{
+	int k = 0;
+
+	pd_buf_putc(b, '[');
+	for (int ev = 0; hs && ev < PD_HOOK_NEVENTS; ev++)
+		if (hs->on[ev])
+			pd_buf_printf(b, "%s\"%s\"", k++ ? "," : "", hook_events[ev]);
+	pd_buf_putc(b, ']');
+}
+
+void pd_hooks_json(struct pd_buf *b, const struct pd_handler *v, int n,
+		   const struct pd_hooks *global)
+{
+	int any = 0, k = 0;
+
+	pd_buf_reset(b);
+	for (int ev = 0; ev < PD_HOOK_NEVENTS; ev++) {
+		any |= global && global->on[ev];
+		for (int i = 0; i < n; i++)
+			any |= v[i].hooks.on[ev] != NULL;
+	}
+	if (!any)
+		return;
+	pd_buf_puts(b, "{\"types\":{");
+	for (int i = 0; i < n; i++) {
+		if (pd_handler_find(v, i, v[i].name) != NULL &&
+		    strcmp(pd_handler_find(v, i, v[i].name)->name, v[i].name) == 0)
+			continue; /* an earlier one of that name wins */
+		if (k++)
+			pd_buf_putc(b, ',');
+		pd_json_quote(b, v[i].name, strlen(v[i].name));
+		pd_buf_putc(b, ':');
+		events_json(b, &v[i].hooks);
+	}
+	pd_buf_puts(b, "},\"global\":");
+	events_json(b, global);
+	pd_buf_putc(b, '}');
 }

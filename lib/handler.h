@@ -103,6 +103,17 @@ const struct pd_handler *pd_hook_find(const struct pd_handler *v, int n,
 unsigned pd_hook_mask(const struct pd_handler *v, int n, const struct pd_hooks *global,
 		      const char *type);
 
+/*
+ * The hook events of v[0..n) and global as JSON into b (replacing what it
+ * held), for a statement that looks them up by job type as pd_hook_find
+ * does: {"types": {TYPE: [EVENT, ...], ...}, "global": [EVENT, ...]}, every
+ * handler listed (its own events, maybe none: it hides a "*" handler's),
+ * first match of a name kept; "" when none has a hook.
+ */
+struct pd_buf;
+void pd_hooks_json(struct pd_buf *b, const struct pd_handler *v, int n,
+		   const struct pd_hooks *global);
+
 /* Free the commands of hs (each a handler of its own: name, run, exec_argv); all NULL. */
 void pd_hooks_release(struct pd_hooks *hs);
 

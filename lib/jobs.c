@@ -255,6 +255,40 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 	return 0;
 }
 
+int pd_jobs_reap_hooks(struct pd_db *db, const struct pd_lease *l, int n, const char *hooks,
+		       int *made, struct pd_err *e)
+{
+	static const char sql[] =
+	    "SELECT pendulum.hook_jobs(coalesce(jsonb_agg(jsonb_build_object('id', j.id,"
+	    " 'token', x.token, 'events', coalesce($3::jsonb -> 'types' -> j.job_type,"
+	    "  $3::jsonb -> 'types' -> '*', '[]'::jsonb) || ($3::jsonb -> 'global'))), '[]'))"
+	    " FROM unnest($1::bigint[], $2::bigint[]) AS x(id, token)"
+	    " JOIN pendulum.jobs j ON j.id = x.id";
+	struct pd_buf ids = PD_BUF_INIT, tokens = PD_BUF_INIT;
+	long long *v = pd_xcalloc((size_t)(n > 0 ? 2 * n : 1), sizeof(*v));
+	const char *params[3];
+	char *count = NULL;
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		v[i] = l[i].id;
+		v[n + i] = l[i].token;
+	}
+	pd_db_id_array(&ids, v, n);
+	pd_db_id_array(&tokens, v + n, n);
+	params[0] = ids.data;
+	params[1] = tokens.data;
+	params[2] = hooks;
+	rc = pd_db_value(db, sql, 3, params, &count, e);
+	if (rc == 0 && made)
+		*made = count ? atoi(count) : 0;
+	free(count);
+	free(v);
+	pd_buf_release(&ids);
+	pd_buf_release(&tokens);
+	return rc;
+}
+
 int pd_worker_register(struct pd_db *db, const char *id, const char *host, int pid,
 		       const char *const *queues, int nqueues, const char *const *types, int ntypes,
 		       int concurrency, long long lease_ms, struct pd_err *e)

@@ -207,6 +207,16 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 			struct pd_err *e);
 
 /*
+ * The hook jobs (sql/025, pendulum.hook_jobs) of the leases l[0..n) that
+ * pd_jobs_reap_leases gave back in this transaction (the caller's BEGIN):
+ * for each, the events that hooks (pd_hooks_json's JSON) has for its job's
+ * type; a dead letter fires dead_letter and failure, a job given back
+ * PENDING failure. *made (may be NULL): how many hook jobs were made.
+ */
+int pd_jobs_reap_hooks(struct pd_db *db, const struct pd_lease *l, int n, const char *hooks,
+		       int *made, struct pd_err *e);
+
+/*
  * The leases that have expired and are not given back yet, at most the 1000
  * that pd_jobs_reap_leases would take first; nothing is locked or changed.
  */

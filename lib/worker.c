@@ -550,6 +550,7 @@ static void claim_types(struct worker *w)
 	}
 	if (w->types && has_hooks(cfg))
 		w->types[w->ntypes++] = PD_HOOK_TYPE; /* served: this worker has hook commands */
+	pd_hooks_json(&w->hooks, cfg->handlers, cfg->nhandlers, cfg->hooks);
 }
 
 /* Ready jobs (claimed ahead, not started) take the new handler for their type, if any. */
@@ -684,6 +685,7 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 		pd_strv_free(w.stream_env[k]);
 	free(w.stream_env);
 	claim_types_free(&w);
+	pd_buf_release(&w.hooks);
 	if (w.own) {
 		pd_worker_cfg_release(w.own);
 		free(w.own);

@@ -365,8 +365,8 @@ int pd_worksync_reap(struct worker *w, long long now, struct pd_err *e)
 	int requeued, dead;
 	long long next_ms;
 
-	if (pd_reap_pass(w->d.db, &w->cfg->retention, &w->next_prune, &next_ms, &requeued, &dead,
-			 e) < 0)
+	if (pd_reap_pass(w->d.db, &w->cfg->retention, w->hooks.data, &w->next_prune, &next_ms,
+			 &requeued, &dead, e) < 0)
 		return pd_daemon_db_failed(&w->d, e);
 	if (requeued || dead)
 		pd_log(PD_LOG_INFO, "expired leases given back", "requeued=%d dead=%d", requeued,

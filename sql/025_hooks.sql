@@ -40,7 +40,7 @@ END;
 CREATE OR REPLACE FUNCTION pendulum.hook_jobs(batch jsonb) RETURNS bigint
 LANGUAGE sql SET search_path = pendulum, pg_temp AS $$
     WITH b AS (
-        SELECT b.id, b.token, ev.event
+        SELECT DISTINCT b.id, b.token, ev.event
         FROM jsonb_to_recordset(batch) AS b(id bigint, token bigint, events text[])
         CROSS JOIN LATERAL unnest(b.events) AS ev(event)
     ), h AS (

@@ -203,3 +203,27 @@ fake_sendmail() {
 	[[ "$stderr" == *"dead-lettered: attempts exhausted: exit 3; stderr: trouble in 2"* ]]
 	[[ "$stderr" != *more* ]]
 }
+
+@test "a dead letter the reap pass makes (lease expired, attempts exhausted) gets its hook, once" {
+	cat >"$CFG" <<YAML
+hooks:
+  on_dead_letter: {run: '$HOOK'}
+handlers:
+  t: {run: 'touch $BATS_TEST_TMPDIR/started; exec sleep 60'}
+YAML
+	start_worker w1 -c "$CFG" -j 1 --poll 100ms --lease 2s --no-reap
+	id=$(pd-enqueue --max-attempts 1 t '{}')
+	wait_for 30 test -e "$BATS_TEST_TMPDIR/started"
+	kill -KILL "$(bg_pid w1)"
+	wait_for 30 sql_is "SELECT lease_expires_at < now() FROM pendulum.jobs WHERE id = $id" t
+	run --separate-stderr pd-reaper -c "$CFG" --once
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"dead-lettered 1"* ]]
+	run --separate-stderr pd-reaper -c "$CFG" --once
+	[ "$status" -eq 0 ]
+	[ "$(hook_jobs)" -eq 1 ]
+	start_worker w2 -c "$CFG" -j 1 --poll 100ms --no-reap
+	wait_for 30 hooks_done 1
+	[ "$(cat "$REC")" = "dead_letter $id 1" ]
+	grep -q '"dead_reason": "attempts exhausted (last lease expired)"' "$BATS_TEST_TMPDIR/in.dead_letter.$id.1"
+}
