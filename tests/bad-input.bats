@@ -69,6 +69,9 @@ setup_file() {
 	sed 's|name: s|name: "s\\nx"|' "$T/sched-ok.yaml" >"$T/sched-name.yaml"
 	printf '0 * * * * echo hi\n61 * * * * echo bad\n' >"$T/crontab-bad"
 	printf 'CRON_TZ=Mars/Olympus\n0 * * * * echo hi\n' >"$T/crontab-zone"
+	printf 'handlers:\n  t: {run: cat}\nhooks:\n  on_dead: {run: cat}\n' >"$T/hooks-key.yaml"
+	printf 'handlers:\n  t:\n    run: cat\n    hooks: {on_failure: {run: cat, bogus: 1}}\n' >"$T/hook-key.yaml"
+	printf 'handlers:\n  pd:hook: {run: cat}\n' >"$T/hook-handler.yaml"
 
 	# Rows of every kind for the checksum to guard and the commands to miss.
 	pd-enqueue t '{"fixture": 1}' >"$T/job.id"
@@ -238,6 +241,8 @@ row() {
 	row key-long 65 "--key" "" pd-enqueue --key "$LONG_NAME" t '{}'
 	row ndjson-key-reserved 65 "line 2" $'{"type":"t"}\n{"type":"t","concurrency_key":"type:t"}\n' pd-enqueue --ndjson
 	row ndjson-key-number 65 "concurrency_key" $'{"type":"t","concurrency_key":1}\n' pd-enqueue --ndjson
+	row type-reserved 65 "pd:hook" "" pd-enqueue pd:hook '{}'
+	row ndjson-type-reserved 65 "pd:hook" $'{"type":"pd:hook"}\n' pd-enqueue --ndjson
 	row ndjson-key-empty 65 "concurrency_key" $'{"type":"t","concurrency_key":""}\n' pd-enqueue --ndjson
 	row config-handler-reserved-key 78 "concurrency_key" "" pd-enqueue -c "$T/handler-reserved-key.yaml" t '{}'
 	row config-wf-empty-key 78 "concurrency_key" "" pd-enqueue -c "$T/wf-empty-key.yaml" --workflow w '{}'
@@ -304,6 +309,10 @@ row() {
 	row config-missing 78 "no-such.yaml" "" pd-worker -c "$T/no-such.yaml" --handler t=cat
 	row db-down 69 "127.0.0.1" "" pd-worker -d "$DOWN" --handler t=cat
 	row db-down-socket 69 "no-such-dir" "" pd-worker -d "$DOWN_SOCK" --handler t=cat
+	row config-hooks-key 78 "hooks-key.yaml:4:" "" pd-worker -c "$T/hooks-key.yaml"
+	row config-hook-key 78 "bogus" "" pd-worker -c "$T/hook-key.yaml"
+	row config-hook-handler 78 "reserved" "" pd-worker -c "$T/hook-handler.yaml"
+	row handler-reserved 64 "reserved" "" pd-worker --handler pd:hook=cat
 	rows_end
 }
 
