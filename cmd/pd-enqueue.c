@@ -345,7 +345,7 @@ static void report_failed(void *ctx, long long id, const struct pd_enqueue_failu
 	fprintf(stderr, "%s: %s: %s%s%sattempt %d of %d failed: %s%s%s%s\n", pd_progname(),
 		(const char *)ctx, f->step ? "step '" : "", f->step ? f->step : "",
 		f->step ? "' " : "", f->attempt, f->max_attempts, f->cause,
-		stderr_note(note, sizeof(note), f->stderr_line),
+		stderr_note(note, sizeof(note), f->tail),
 		f->next_ms < 0	  ? ""
 		: f->next_ms == 0 ? "; next try now"
 				  : "; next try in ",
@@ -390,7 +390,7 @@ static int wait_job(struct pd_db *db, const struct opts *o, long long id, const 
 		fprintf(stderr, "%s: %s %s: %s%s%s%s\n", pd_progname(), what,
 			end.cancelled ? "cancelled" : "dead-lettered", end.reason,
 			*end.last_error ? ": " : "", end.last_error,
-			stderr_note(note, sizeof(note), end.stderr_line));
+			stderr_note(note, sizeof(note), end.tail));
 	}
 	status = end.status;
 	pd_enqueue_end_release(&end);

@@ -552,7 +552,7 @@ static int dec_hooks(const struct pd_ydoc *d, const struct pd_ynode *n, struct p
 		     struct pd_err *e)
 {
 	static const char *const keys[PD_HOOK_NEVENTS + 1] = {"on_dead_letter", "on_failure",
-							       "on_success", NULL};
+							      "on_success", NULL};
 	static const char *const known[] = {"run", "exec", "timeout", NULL};
 
 	if (pd_y_map(d, n, CODE, e) < 0 || pd_y_check_keys(d, n, keys, CODE, e) < 0)
@@ -625,10 +625,11 @@ static int dec_entries(struct pd_config *c, const struct pd_ynode *n, size_t siz
 static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
 		       void *elem, struct pd_err *e)
 {
-	static const char *const known[] = {
-	    "run",  "exec",	    "timeout",	"terminal_exit_codes",
-	    "mode", "result_limit", "pass_env", "concurrency_key",
-	    "hooks", NULL};
+	static const char *const known[] = {"run",	"exec",
+					    "timeout",	"terminal_exit_codes",
+					    "mode",	"result_limit",
+					    "pass_env", "concurrency_key",
+					    "hooks",	NULL};
 	const struct pd_ydoc *d = &c->doc;
 	const struct pd_ynode *v;
 	struct pd_handler *h = elem;

@@ -640,7 +640,8 @@ static void print_mailto(const struct pd_crontab *t)
 		int seen = 0;
 
 		for (int k = 0; to && k < i && !seen; k++)
-			seen = pd_crontab_mailto(&t->v[k]) && strcmp(pd_crontab_mailto(&t->v[k]), to) == 0;
+			seen = pd_crontab_mailto(&t->v[k]) &&
+			       strcmp(pd_crontab_mailto(&t->v[k]), to) == 0;
 		if (to == NULL || seen)
 			continue;
 		if (mail)
@@ -665,8 +666,7 @@ int pd_croncmd_check_file(struct pd_subcall *k, struct pd_err *e)
 		printf("%s: %d schedule%s; host zone %s (from %s)\n", path, f.n,
 		       f.n == 1 ? "" : "s", f.t.zone, f.t.zone_from);
 		print_mailto(&f.t);
-	}
-	else if (!a->json)
+	} else if (!a->json)
 		printf("%s: %d schedule%s\n", path, f.n, f.n == 1 ? "" : "s");
 	for (int i = 0; i < f.n && rc == 0; i++)
 		rc = check_one(a, &f.v[i], f.crontab ? f.t.v[i].command : NULL,

@@ -798,7 +798,7 @@ void pd_enqueue_end_release(struct pd_enqueue_end *end)
 	free(end->result);
 	free(end->reason);
 	free(end->last_error);
-	free(end->stderr_line);
+	free(end->tail);
 	memset(end, 0, sizeof(*end));
 }
 
@@ -822,22 +822,20 @@ struct waiting {
  * attempt_rows (pendulum.job_attempts adds the job row's only while it is
  * in flight or SUCCEEDED).
  */
-/* The first line of a stderr tail (SQL expression T), blank lines before it skipped. */
-#define STDERR_LINE(T) "nullif(substring(ltrim(" T ", E'\\n') FROM '^[^\\n]*'), '')"
-
 static const char read_sql[] =
     "SELECT j.state, j.result::text, j.result_is_text, j.result #>> '{}', "
     "COALESCE(j.dead_reason, ''), COALESCE(j.last_error, ''), l.exit_code, l.signal, "
     "$2::boolean AND j.state = 'PENDING' AND NOT pendulum.served(j.queue, j.job_type), "
     "j.queue, j.job_type, j.max_attempts, f.list, COALESCE(l.stderr, '') "
     "FROM pendulum.jobs j LEFT JOIN pendulum.workflow_runs r ON r.job_id = j.id "
-    "LEFT JOIN LATERAL (SELECT exit_code, signal, " STDERR_LINE("stderr_tail") " AS stderr"
-    " FROM pendulum.attempt_rows "
+    "LEFT JOIN LATERAL (SELECT exit_code, signal,"
+    " substring(ltrim(stderr_tail, E'\\n') FROM '^[^\\n]*') AS stderr FROM pendulum.attempt_rows "
     " WHERE job_id = j.id AND j.state IN ('DEAD_LETTERED', 'CANCELLED') "
     " ORDER BY started_at DESC, lease_token DESC LIMIT 1) l ON true "
     "LEFT JOIN LATERAL (SELECT json_agg(json_build_object('attempt', a.attempt, "
     "  'outcome', a.outcome, 'exit_code', a.exit_code, 'signal', a.signal, "
-    "  'token', a.lease_token, 'next_ms', n.ms, 'stderr', " STDERR_LINE("a.stderr_tail") ", "
+    "  'token', a.lease_token, 'next_ms', n.ms,"
+    "  'stderr', substring(ltrim(a.stderr_tail, E'\\n') FROM '^[^\\n]*'), "
     "  'error', CASE WHEN a.lease_token = j.lease_token THEN j.last_error END, "
     "  'step', r.steps[1 + coalesce((SELECT min(s.step_index) FROM pendulum.workflow_steps s "
     "   WHERE s.run_id = r.id AND s.lease_token > a.lease_token), r.position)]) "
@@ -933,7 +931,7 @@ static int report_failures(struct waiting *st, const char *list, int max_attempt
 		f.max_attempts = max_attempts;
 		f.cause = cause;
 		f.step = step;
-		f.stderr_line = line;
+		f.tail = line;
 		f.next_ms = member_int(&j, t, "next_ms", -1);
 		st->w->failed(st->w->ctx, st->id, &f);
 		st->seen = member_int(&j, t, "token", st->seen);
@@ -993,7 +991,7 @@ static int read_job(struct pd_db *db, struct waiting *st, struct pd_enqueue_end 
 		end->cancelled = js == PD_JOB_CANCELLED;
 		end->reason = pd_xstrdup(PQgetvalue(r, 0, 4));
 		end->last_error = pd_xstrdup(PQgetvalue(r, 0, 5));
-		end->stderr_line = pd_xstrdup(PQgetvalue(r, 0, 13));
+		end->tail = pd_xstrdup(PQgetvalue(r, 0, 13));
 		end->status = 1;
 		if (!PQgetisnull(r, 0, 6) && atoi(PQgetvalue(r, 0, 6)) > 0)
 			end->status = atoi(PQgetvalue(r, 0, 6));

@@ -52,7 +52,7 @@ struct pd_handler {
 	char *concurrency_key;	/* concurrency_key: the default limit key of its jobs
 				   (pd-enqueue; a workflow step's: the run's job while at
 				   the step), NULL: none */
-	struct pd_hooks hooks; /* hooks: its own (owned by whoever built it); NULL each: none */
+	struct pd_hooks hooks;	/* hooks: its own (owned by whoever built it); NULL each: none */
 };
 
 /* The bytes of h's stdout kept as the result: its own result_limit, else dflt. */

@@ -286,7 +286,6 @@ static struct pd_hold *fin_add(struct pd_holdings *hs, struct pd_hold *x)
 /* The handler for a process with no handler (cannot happen: the claim filters on types). */
 static const struct pd_handler no_handler = {(char *)"?", (char *)"exit 70", NULL, -1, {0}, 0};
 
-
 struct pd_hold *pd_holdings_start(struct pd_holdings *hs, struct pd_hold *x, int i)
 {
 	struct pd_hold *r = &hs->run[i];

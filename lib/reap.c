@@ -525,8 +525,7 @@ int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, const char *h
 	int due = now >= *next_prune;
 
 	if (pd_reap_pass_prune(db, ret, hooks, due ? PD_REAP_WORKER_BATCHES : 0, PD_PRUNE_BATCH,
-			       next_ms,
-			       requeued, dead, &p, e) < 0)
+			       next_ms, requeued, dead, &p, e) < 0)
 		return -1;
 	if (due)
 		*next_prune = now + (p.more ? 0 : PD_REAP_PRUNE_EVERY_MS);
