@@ -70,4 +70,6 @@ LANGUAGE sql SET search_path = pendulum, pg_temp AS $$
     SELECT (SELECT count(*) FROM h) + 0 * (SELECT count(*) FROM w)
 $$;
 
-GRANT EXECUTE ON FUNCTION pendulum.hook_jobs(jsonb) TO pendulum_worker;
+-- The engine's (workers and the reap pass), not the tenants'.
+REVOKE EXECUTE ON FUNCTION pendulum.hook_jobs(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pendulum.hook_jobs(jsonb) TO pendulum_worker, pendulum_admin;
