@@ -203,7 +203,7 @@ void pd_hold_claimed(struct pd_hold *x, const struct pd_claimed *c,
 	x->stream = hi >= 0 && stream_of ? stream_of[hi] : -1;
 }
 
-/* A hook job's on a worker without the command for it: a retryable failure saying so. */
+/* A hook job's handler where the worker has no command for it: fails, retryable, saying so. */
 static const struct pd_handler no_hook = {
     (char *)"pd:hook",
     (char *)"echo \"no hook command for this event and job type on this worker\" >&2; exit 1",
