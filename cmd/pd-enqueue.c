@@ -206,6 +206,9 @@ static int check_names(const struct opts *o, struct pd_err *e)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (pd_name_check(names[i].what, names[i].v, e) < 0)
 			return -1;
+	if (s->type && strcmp(s->type, PD_HOOK_TYPE) == 0)
+		return pd_errf(e, PD_EX_DATAERR, "invalid TYPE: %s is reserved for hook jobs",
+			       PD_HOOK_TYPE);
 	return pd_concurrency_key_check("--key", s->concurrency_key, e);
 }
 
@@ -327,23 +330,39 @@ static void warn_unserved(void *ctx, long long id, const char *queue, const char
 }
 
 /*
+ * "; stderr: LINE" into out (n bytes) for the first line of an attempt's
+ * stderr tail, shown (pd_text_show), or "" when there is none.
+ */
+static const char *stderr_note(char *out, size_t n, const char *line)
+{
+	char shown[PD_TEXT_SHOW_MAX + 1];
+
+	if (line == NULL || *line == '\0')
+		return "";
+	snprintf(out, n, "; stderr: %s", pd_text_show(shown, sizeof(shown), line, strlen(line)));
+	return out;
+}
+
+/*
  * --wait's line for a failed attempt that is tried again: ctx names the job.
- * "pd-enqueue: job 42: attempt 3 of 25 failed: exit 7; next try in 4s";
- * a snoozed one: "pd-enqueue: job 42: attempt 1 of 25 snoozed; next try in 30s".
+ * "pd-enqueue: job 42: attempt 3 of 25 failed: exit 7; stderr: no route to
+ * host; next try in 4s"; a snoozed one: "pd-enqueue: job 42: attempt 1 of
+ * 25 snoozed; next try in 30s".
  */
 static void report_failed(void *ctx, long long id, const struct pd_enqueue_failure *f)
 {
-	char d[PD_DUR_MAX] = "";
+	char d[PD_DUR_MAX] = "", note[PD_TEXT_SHOW_MAX + 16];
 
 	(void)id;
 	/* whole seconds from 1 s on: the backoff's jitter is noise here */
 	if (f->next_ms > 0)
 		pd_dur_format(f->next_ms >= 1000 ? (f->next_ms + 999) / 1000 * 1000 : f->next_ms, d,
 			      sizeof(d));
-	fprintf(stderr, "%s: %s: %s%s%sattempt %d of %d %s%s%s%s\n", pd_progname(),
+	fprintf(stderr, "%s: %s: %s%s%sattempt %d of %d %s%s%s%s%s\n", pd_progname(),
 		(const char *)ctx, f->step ? "step '" : "", f->step ? f->step : "",
 		f->step ? "' " : "", f->attempt, f->max_attempts,
 		f->snoozed ? "snoozed" : "failed: ", f->snoozed ? "" : f->cause,
+		f->snoozed ? "" : stderr_note(note, sizeof(note), f->tail),
 		f->next_ms < 0	  ? ""
 		: f->next_ms == 0 ? "; next try now"
 				  : "; next try in ",
@@ -366,6 +385,7 @@ static int wait_job(struct pd_db *db, const struct opts *o, long long id, const 
 {
 	struct pd_enqueue_waiting w = PD_ENQUEUE_WAITING_INIT;
 	struct pd_enqueue_end end;
+	char note[PD_TEXT_SHOW_MAX + 16];
 	int status, rc;
 
 	w.timeout_ms = o->wait_timeout_ms;
@@ -393,9 +413,10 @@ static int wait_job(struct pd_db *db, const struct opts *o, long long id, const 
 		if (!end.result_is_text)
 			putchar('\n');
 	} else if (!end.succeeded) {
-		fprintf(stderr, "%s: %s %s: %s%s%s\n", pd_progname(), what,
+		fprintf(stderr, "%s: %s %s: %s%s%s%s\n", pd_progname(), what,
 			end.cancelled ? "cancelled" : "dead-lettered", end.reason,
-			*end.last_error ? ": " : "", end.last_error);
+			*end.last_error ? ": " : "", end.last_error,
+			stderr_note(note, sizeof(note), end.tail));
 	}
 	status = end.status;
 	pd_enqueue_end_release(&end);

@@ -88,10 +88,12 @@ int main(int argc, char **argv)
 			printf("pruned %lld rows of finished history\n", st.pruned);
 		rc = pd_cli_finish_stdout();
 	}
+	pd_reaper_cfg_release(&r);
 	pd_app_release(&a);
 	return rc;
 fail:
 	pd_die_msg(e.msg);
+	pd_reaper_cfg_release(&r);
 	pd_app_release(&a);
 	return e.code;
 }

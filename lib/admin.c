@@ -497,6 +497,8 @@ static const char dlq_sql[] =
     "SELECT j.*, t.total FROM (SELECT count(*) AS total FROM pendulum.jobs WHERE" FILTER ") t "
     "LEFT JOIN LATERAL (SELECT id, job_type, queue, tenant_id, attempt || '/' || max_attempts,"
     " replay_count, " SECS("now() - finished_at") " AS dead_for, dead_reason, last_error,"
+    " (SELECT substring(ltrim(a.stderr_tail, E'\\n') FROM '^[^\\n]*') FROM pendulum.attempt_rows a"
+    "  WHERE a.job_id = jobs.id AND a.lease_token = jobs.lease_token),"
     " attempt,"
     " max_attempts, " ISO("created_at") ", " ISO("finished_at")
     " FROM pendulum.jobs WHERE" FILTER " ORDER BY finished_at DESC NULLS LAST, id DESC"
@@ -513,6 +515,7 @@ static const struct pd_col dlq_cols[] = {
     {"dead_for_s", "dead_for", 'd', 'b'},
     {"dead_reason", "reason", 's', 'b'},
     {"last_error", "error", 's', 'b'},
+    {"stderr", NULL, 's', 'b'}, /* the first line of the last attempt's stderr tail */
     {"attempt", NULL, 'n', 'j'},
     {"max_attempts", NULL, 'n', 'j'},
     {"created_at", NULL, 's', 'j'},

@@ -102,8 +102,10 @@ void pd_config_release(struct pd_config *c)
 		free(c->handlers[i].concurrency_key);
 		free_strv(c->handlers[i].exec_argv);
 		free_strv(c->handlers[i].pass_env);
+		pd_hooks_release(&c->handlers[i].hooks);
 	}
 	free(c->handlers);
+	pd_hooks_release(&c->hooks);
 	for (int i = 0; i < c->relay.ntopics; i++) {
 		free(c->relay.topics[i].name);
 		free(c->relay.topics[i].run);
@@ -543,6 +545,45 @@ static int dec_key(const struct pd_ydoc *d, const struct pd_ynode *v, struct pd_
 	return 0;
 }
 
+/*
+ * hooks: at n, into hs: a mapping of on_dead_letter, on_failure and
+ * on_success, each a command as a handler's (a mapping with run or exec,
+ * and timeout) or a string (run). Each command becomes a handler named
+ * "hook EVENT" (in messages).
+ */
+static int dec_hooks(const struct pd_ydoc *d, const struct pd_ynode *n, struct pd_hooks *hs,
+		     struct pd_err *e)
+{
+	static const char *const keys[PD_HOOK_NEVENTS + 1] = {"on_dead_letter", "on_failure",
+							      "on_success", NULL};
+	static const char *const known[] = {"run", "exec", "timeout", NULL};
+
+	if (pd_y_map(d, n, CODE, e) < 0 || pd_y_check_keys(d, n, keys, CODE, e) < 0)
+		return -1;
+	for (int ev = 0; ev < PD_HOOK_NEVENTS; ev++) {
+		const struct pd_ynode *v = pd_y_get(n, keys[ev]);
+		struct pd_handler *h;
+		const char *s;
+
+		if (v == NULL)
+			continue;
+		h = hs->on[ev] = pd_xcalloc(1, sizeof(*h));
+		h->name = pd_xstrdup(keys[ev]);
+		h->timeout_ms = -1;
+		if (v->type == PD_Y_SCALAR) {
+			if (nonempty(d, v, "a command", &s, e) < 0)
+				return -1;
+			h->run = pd_xstrdup(s);
+			continue;
+		}
+		if (pd_y_map(d, v, CODE, e) < 0 || pd_y_check_keys(d, v, known, CODE, e) < 0 ||
+		    one_of(d, v, v, run_exec, "hook", keys[ev], e) < 0 ||
+		    dec_command(d, v, h, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Decodes one entry of a mapping: key, value, and the element to fill. */
 typedef int (*entry_fn)(struct pd_config *c, const struct pd_ynode *key, const struct pd_ynode *n,
 			void *elem, struct pd_err *e);
@@ -589,7 +630,8 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 {
 	static const char *const known[] = {
 	    "run",	    "exec",	"timeout",	   "terminal_exit_codes", "mode",
-	    "result_limit", "pass_env", "concurrency_key", "max_snoozes",	  NULL};
+	    "result_limit", "pass_env", "concurrency_key", "max_snoozes",	  "hooks",
+	    NULL};
 	const struct pd_ydoc *d = &c->doc;
 	const struct pd_ynode *v;
 	struct pd_handler *h = elem;
@@ -602,6 +644,10 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 		return pd_y_errf(d, key, CODE, e, "a handler's job type must not be empty");
 	if (name_ok(d, key, "a handler's job type", key->value, e) < 0)
 		return -1;
+	if (strcmp(key->value, PD_HOOK_TYPE) == 0)
+		return pd_y_errf(d, key, CODE, e,
+				 "job type '%s' is reserved for hook jobs: set hooks: instead",
+				 PD_HOOK_TYPE);
 	if (pd_y_check_keys(d, n, known, CODE, e) < 0 ||
 	    one_of(d, key, n, run_exec, "handler", key->value, e) < 0 ||
 	    dec_command(d, n, h, e) < 0)
@@ -631,6 +677,8 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 		return -1;
 	if ((v = pd_y_get(n, "max_snoozes")) != NULL &&
 	    pd_y_int(d, v, 1, 1000000, &h->max_snoozes, CODE, e) < 0)
+		return -1;
+	if ((v = pd_y_get(n, "hooks")) != NULL && dec_hooks(d, v, &h->hooks, e) < 0)
 		return -1;
 	return dec_key(d, pd_y_get(n, "concurrency_key"), h, e);
 }
@@ -820,6 +868,11 @@ static int dec_workflow(struct pd_config *c, const struct pd_ynode *key, const s
 
 ENTRIES_SECTION(dec_workflows, flows, nflows, dec_workflow)
 
+static int dec_global_hooks(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	return dec_hooks(&c->doc, n, &c->hooks, e);
+}
+
 static const struct section {
 	const char *key;
 	int (*decode)(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e);
@@ -835,6 +888,7 @@ static const struct section {
     {"handlers", dec_handlers},
     {"relay", dec_relay},
     {"workflows", dec_workflows},
+    {"hooks", dec_global_hooks},
     /* Later: {"cron", dec_cron}. */
 };
 

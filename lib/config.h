@@ -82,6 +82,7 @@ struct pd_config {
 	} relay;
 	struct pd_handler *handlers; /* in file order */
 	int nhandlers;
+	struct pd_hooks hooks; /* hooks: the global ones (a handler's own come first) */
 	struct pd_flow *flows; /* workflows:, in file order */
 	int nflows;
 	struct pd_ydoc doc; /* kept so later modules can read their own sections */

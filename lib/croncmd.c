@@ -667,6 +667,28 @@ int pd_croncmd_apply(struct pd_subcall *k, struct pd_err *e)
 	return rc;
 }
 
+/* A line for each MAILTO address of t (once each): whether failures are mailed, and how. */
+static void print_mailto(const struct pd_crontab *t)
+{
+	char sendmail[512];
+	int mail = pd_sendmail_find(sendmail, sizeof(sendmail));
+
+	for (int i = 0; i < t->n; i++) {
+		const char *to = pd_crontab_mailto(&t->v[i]);
+		int seen = 0;
+
+		for (int k = 0; to && k < i && !seen; k++)
+			seen = pd_crontab_mailto(&t->v[k]) &&
+			       strcmp(pd_crontab_mailto(&t->v[k]), to) == 0;
+		if (to == NULL || seen)
+			continue;
+		if (mail)
+			printf("MAILTO=%s: failures mailed through %s\n", to, sendmail);
+		else
+			printf("MAILTO=%s: no sendmail on this machine: not mailed\n", to);
+	}
+}
+
 int pd_croncmd_check_file(struct pd_subcall *k, struct pd_err *e)
 {
 	struct pd_app *a = k->a;
@@ -684,10 +706,11 @@ int pd_croncmd_check_file(struct pd_subcall *k, struct pd_err *e)
 			rc = pd_app_load(a, e);
 			break;
 		}
-	if (!a->json && rc == 0 && f.crontab)
+	if (!a->json && rc == 0 && f.crontab) {
 		printf("%s: %d schedule%s; host zone %s (from %s)\n", path, f.n,
 		       f.n == 1 ? "" : "s", f.t.zone, f.t.zone_from);
-	else if (!a->json && rc == 0)
+		print_mailto(&f.t);
+	} else if (!a->json && rc == 0)
 		printf("%s: %d schedule%s\n", path, f.n, f.n == 1 ? "" : "s");
 	for (int i = 0; i < f.n && rc == 0; i++)
 		rc = check_one(a, path, &f.v[i], f.crontab ? f.t.v[i].command : NULL,

@@ -14,6 +14,8 @@ static void add_version(struct pd_cronserve *c, const struct pd_crontab *t)
 {
 	struct pd_handler *h = pd_xcalloc((size_t)t->n + 1, sizeof(*h));
 	int nh = 0;
+	char sendmail[512];
+	int mail = pd_sendmail_find(sendmail, sizeof(sendmail));
 
 	c->tabs = pd_xrealloc(c->tabs, (size_t)(c->n + 1) * sizeof(*c->tabs));
 	c->hv = pd_xrealloc(c->hv, (size_t)(c->n + 1) * sizeof(*c->hv));
@@ -30,6 +32,11 @@ static void add_version(struct pd_cronserve *c, const struct pd_crontab *t)
 		h[nh].timeout_ms = en->s.timeout_ms;
 		h[nh].mode = PD_HANDLER_PROCESS;
 		h[nh].env = en->env;
+		if (pd_crontab_mailto(en) != NULL && mail)
+			h[nh].hooks.on[PD_HOOK_FAILURE] = pd_crontab_mail_hook(t, en, sendmail);
+		else if (pd_crontab_mailto(en) != NULL)
+			pd_log(PD_LOG_WARN, "MAILTO: no sendmail on this machine: not mailed",
+			       "file=%s line=%d", t->path, en->s.line);
 		nh++;
 	}
 	c->ext.handlers = h;
@@ -131,6 +138,8 @@ int pd_cronserve_apply(struct pd_cronserve *c, struct pd_db *db, struct pd_err *
 void pd_cronserve_release(struct pd_cronserve *c)
 {
 	for (int i = 0; i < c->n; i++) {
+		for (int k = 0; k < c->tabs[i].n; k++)
+			pd_hooks_release(&c->hv[i][k].hooks);
 		pd_crontab_release(&c->tabs[i]);
 		free(c->hv[i]);
 	}

@@ -611,3 +611,69 @@ struct pd_sched *pd_crontab_scheds(const struct pd_crontab *t)
 		v[i] = t->v[i].s;
 	return v;
 }
+
+const char *pd_crontab_mailto(const struct pd_crontab_entry *en)
+{
+	const char *v = NULL;
+
+	for (int i = 0; i < en->nenv; i++)
+		if (strncmp(en->env[i], "MAILTO=", 7) == 0)
+			v = en->env[i] + 7;
+	return v && *v ? v : NULL;
+}
+
+int pd_sendmail_find(char *out, size_t n)
+{
+	static const char *const fixed[] = {"/usr/sbin/sendmail", "/usr/lib/sendmail"};
+	const char *path = getenv("PATH");
+
+	while (path && *path) {
+		size_t len = strcspn(path, ":");
+
+		if (len > 0 && (size_t)snprintf(out, n, "%.*s/sendmail", (int)len, path) < n &&
+		    access(out, X_OK) == 0)
+			return 1;
+		path += len + (path[len] == ':');
+	}
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		if (access(fixed[i], X_OK) == 0) {
+			snprintf(out, n, "%s", fixed[i]);
+			return 1;
+		}
+	return 0;
+}
+
+/*
+ * The mail hook's script: $1 sendmail, $2 the address, $3 what the job is.
+ * The job's JSON comes on stdin (jsonb's text: "id" is its first key).
+ */
+static const char mail_script[] =
+    "j=$(cat); id=$(printf '%s\\n' \"$j\" | sed -n 's/^{\"id\": \\([0-9]*\\).*/\\1/p');"
+    " { printf 'To: %s\\nSubject: pendulum: job %s %s failed\\n\\n%s\\n' \"$2\" \"$id\" \"$3\""
+    " \"$j\"; } | \"$1\" -t";
+
+struct pd_handler *pd_crontab_mail_hook(const struct pd_crontab *t,
+					const struct pd_crontab_entry *en, const char *sendmail)
+{
+	const char *to = pd_crontab_mailto(en);
+	struct pd_buf what = PD_BUF_INIT;
+	struct pd_handler *h;
+	char **argv;
+
+	if (to == NULL)
+		return NULL;
+	pd_buf_printf(&what, "%s (%s line %d)", en->s.type, t->path, en->s.line);
+	argv = pd_xcalloc(8, sizeof(*argv));
+	argv[0] = pd_xstrdup("/bin/sh");
+	argv[1] = pd_xstrdup("-c");
+	argv[2] = pd_xstrdup(mail_script);
+	argv[3] = pd_xstrdup("sh");
+	argv[4] = pd_xstrdup(sendmail);
+	argv[5] = pd_xstrdup(to);
+	argv[6] = pd_buf_detach(&what);
+	h = pd_xcalloc(1, sizeof(*h));
+	h->name = pd_xstrdup("MAILTO");
+	h->exec_argv = argv;
+	h->timeout_ms = -1;
+	return h;
+}

@@ -34,6 +34,11 @@
  *
  * The payload is {}: the command lives in the file on the worker's host,
  * never in the database. '%' in a command has no special meaning.
+ *
+ * MAILTO=addr (in effect for the lines after it, as any assignment) makes
+ * the failures of those lines' jobs mailed to addr through sendmail, as an
+ * on_failure hook (pendulum.yaml(5) hooks:) of the worker that serves the
+ * file: pd_crontab_mail_hook. MAILTO="" (or none) mails nothing.
  */
 #ifndef PD_CRONTAB_H
 #define PD_CRONTAB_H
@@ -41,6 +46,7 @@
 #include <stddef.h>
 
 #include "err.h"
+#include "handler.h"
 #include "sched.h"
 
 #define PD_CRONTAB_TYPE_PREFIX "crontab."
@@ -101,6 +107,26 @@ void pd_crontab_release(struct pd_crontab *t);
 
 /* The schedules of t as an array (malloc'd, pointing into t) for pd_sched_apply. */
 struct pd_sched *pd_crontab_scheds(const struct pd_crontab *t);
+
+/* The MAILTO address in effect for en, or NULL (none, or MAILTO=""). */
+const char *pd_crontab_mailto(const struct pd_crontab_entry *en);
+
+/*
+ * The sendmail to mail through into out: the first "sendmail" on $PATH
+ * that is executable, else /usr/sbin/sendmail or /usr/lib/sendmail. 1
+ * found, 0 none on this machine.
+ */
+int pd_sendmail_find(char *out, size_t n);
+
+/*
+ * The on_failure hook of en's jobs in t when en has a MAILTO and sendmail
+ * is the sendmail found (pd_sendmail_find): a command (an exec'd sh -c)
+ * that mails the job's JSON (its stdin) to the address with sendmail -t,
+ * the subject naming the job (id and type) and the file's line. A new
+ * handler (pd_hooks_release frees it), or NULL when en has no MAILTO.
+ */
+struct pd_handler *pd_crontab_mail_hook(const struct pd_crontab *t,
+					const struct pd_crontab_entry *en, const char *sendmail);
 
 /* "crontab.SCOPE." of t into out. */
 void pd_crontab_prefix(const struct pd_crontab *t, char *out, size_t n);

@@ -800,6 +800,7 @@ void pd_enqueue_end_release(struct pd_enqueue_end *end)
 	free(end->result);
 	free(end->reason);
 	free(end->last_error);
+	free(end->tail);
 	memset(end, 0, sizeof(*end));
 }
 
@@ -828,14 +829,16 @@ static const char read_sql[] =
     "SELECT j.state, j.result::text, j.result_is_text, j.result #>> '{}', "
     "COALESCE(j.dead_reason, ''), COALESCE(j.last_error, ''), l.exit_code, l.signal, "
     "$2::boolean AND j.state = 'PENDING' AND NOT pendulum.served(j.queue, j.job_type), "
-    "j.queue, j.job_type, j.max_attempts, f.list, j.progress "
+    "j.queue, j.job_type, j.max_attempts, f.list, j.progress, COALESCE(l.stderr, '') "
     "FROM pendulum.jobs j LEFT JOIN pendulum.workflow_runs r ON r.job_id = j.id "
-    "LEFT JOIN LATERAL (SELECT exit_code, signal FROM pendulum.attempt_rows "
+    "LEFT JOIN LATERAL (SELECT exit_code, signal,"
+    " substring(ltrim(stderr_tail, E'\\n') FROM '^[^\\n]*') AS stderr FROM pendulum.attempt_rows "
     " WHERE job_id = j.id AND j.state IN ('DEAD_LETTERED', 'CANCELLED') "
     " ORDER BY started_at DESC, lease_token DESC LIMIT 1) l ON true "
     "LEFT JOIN LATERAL (SELECT json_agg(json_build_object('attempt', a.attempt, "
     "  'outcome', a.outcome, 'exit_code', a.exit_code, 'signal', a.signal, "
-    "  'token', a.lease_token, 'next_ms', n.ms, "
+    "  'token', a.lease_token, 'next_ms', n.ms,"
+    "  'stderr', substring(ltrim(a.stderr_tail, E'\\n') FROM '^[^\\n]*'), "
     "  'error', CASE WHEN a.lease_token = j.lease_token THEN j.last_error END, "
     "  'step', r.steps[1 + coalesce((SELECT min(s.step_index) FROM pendulum.workflow_steps s "
     "   WHERE s.run_id = r.id AND s.lease_token > a.lease_token), r.position)]) "
@@ -916,12 +919,14 @@ static int report_failures(struct waiting *st, const char *list, int max_attempt
 	for (int t = 1; t < j.ntok; t = pd_json_skip(&j, t)) {
 		struct pd_enqueue_failure f = {0};
 		int o = pd_json_get(&j, t, "outcome"), er = pd_json_get(&j, t, "error");
-		int sp = pd_json_get(&j, t, "step");
+		int sp = pd_json_get(&j, t, "step"), se = pd_json_get(&j, t, "stderr");
 		char *outcome = o >= 0 ? pd_json_str(&j, o) : pd_xstrdup("failed");
 		char *error =
 		    er >= 0 && j.tok[er].type == PD_JSON_STRING ? pd_json_str(&j, er) : NULL;
 		char *step =
 		    sp >= 0 && j.tok[sp].type == PD_JSON_STRING ? pd_json_str(&j, sp) : NULL;
+		char *line =
+		    se >= 0 && j.tok[se].type == PD_JSON_STRING ? pd_json_str(&j, se) : NULL;
 		char cause[512];
 
 		failure_cause(outcome, member_int(&j, t, "exit_code", -1),
@@ -930,6 +935,7 @@ static int report_failures(struct waiting *st, const char *list, int max_attempt
 		f.max_attempts = max_attempts;
 		f.cause = cause;
 		f.step = step;
+		f.tail = line;
 		f.next_ms = member_int(&j, t, "next_ms", -1);
 		f.snoozed = strcmp(outcome, "snoozed") == 0;
 		st->w->failed(st->w->ctx, st->id, &f);
@@ -937,6 +943,7 @@ static int report_failures(struct waiting *st, const char *list, int max_attempt
 		free(outcome);
 		free(error);
 		free(step);
+		free(line);
 	}
 	pd_json_release(&j);
 	return 0;
@@ -995,6 +1002,7 @@ static int read_job(struct pd_db *db, struct waiting *st, struct pd_enqueue_end 
 		end->cancelled = js == PD_JOB_CANCELLED;
 		end->reason = pd_xstrdup(PQgetvalue(r, 0, 4));
 		end->last_error = pd_xstrdup(PQgetvalue(r, 0, 5));
+		end->tail = pd_xstrdup(PQgetvalue(r, 0, 14));
 		end->status = 1;
 		if (!PQgetisnull(r, 0, 6) && atoi(PQgetvalue(r, 0, 6)) > 0)
 			end->status = atoi(PQgetvalue(r, 0, 6));

@@ -187,6 +187,7 @@ struct pd_enqueue_end {
 	int result_is_text;
 	char *reason;	  /* dead_reason, "" if none */
 	char *last_error; /* "" if none */
+	char *tail;	  /* the first line of the last attempt's stderr tail, "" if none */
 	int status;	  /* the exit status to report: 0, the last attempt's exit status,
 			     128 + its signal, or 1 */
 };
@@ -203,6 +204,7 @@ struct pd_enqueue_failure {
 			      "lease expired ...": the job's last_error for its latest
 			      attempt, else made from the attempt row */
 	const char *step;  /* a workflow run's job: the step it ran, or NULL */
+	const char *tail;  /* the first line of its stderr tail, or NULL */
 	long long next_ms; /* until the next try from now when that is ahead, else how
 			      long after the failure it came; -1: not known */
 	int snoozed;	   /* the handler snoozed it (no attempt used): cause is moot */

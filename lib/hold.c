@@ -209,6 +209,48 @@ void pd_hold_claimed(struct pd_hold *x, const struct pd_claimed *c,
 	x->stream = hi >= 0 && stream_of ? stream_of[hi] : -1;
 }
 
+/* A hook job's handler where the worker has no command for it: fails, retryable, saying so. */
+static const struct pd_handler no_hook = {
+    (char *)"pd:hook",
+    (char *)"echo \"no hook command for this event and job type on this worker\" >&2; exit 1",
+    NULL,
+    -1,
+    {0},
+    0};
+
+void pd_hold_hooks(struct pd_hold *x, const struct pd_handler *handlers, int nhandlers,
+		   const struct pd_hooks *global)
+{
+	struct pd_json j = PD_JSON_INIT;
+	struct pd_err e = PD_ERR_INIT;
+	char *event = NULL, *type = NULL;
+	int ev = -1;
+
+	x->hooks = pd_hook_mask(handlers, nhandlers, global, x->job.type);
+	if (strcmp(x->job.type, PD_HOOK_TYPE) != 0)
+		return;
+	x->stream = -1;
+	x->h = &no_hook;
+	if (pd_json_parse(&j, x->job.payload, strlen(x->job.payload), &e) < 0)
+		return;
+	if (j.ntok > 0 && j.tok[0].type == PD_JSON_OBJECT) {
+		int te = pd_json_get(&j, 0, "event"), tt = pd_json_get(&j, 0, "type");
+
+		event = te >= 0 ? pd_json_str(&j, te) : NULL;
+		type = tt >= 0 ? pd_json_str(&j, tt) : NULL;
+	}
+	if (event && type && (ev = pd_hook_event_parse(event)) >= 0) {
+		const struct pd_handler *h =
+		    pd_hook_find(handlers, nhandlers, global, type, (enum pd_hook_event)ev);
+
+		if (h != NULL)
+			x->h = h;
+	}
+	free(event);
+	free(type);
+	pd_json_release(&j);
+}
+
 struct pd_hold *pd_holdings_ready_add(struct pd_holdings *hs, struct pd_hold *x)
 {
 	struct pd_hold *r;

@@ -99,6 +99,7 @@ struct pd_hold {
 	long long since_us;	    /* RUNNING: pd_now_us() at its start */
 	struct pd_pool_exit exit;   /* FINISHED: how its handler ended, its result judged */
 	int out_is_text;	    /* exit.out is the handler's text as a JSON string */
+	unsigned hooks; /* the hook events (1 << enum pd_hook_event) its outcome may fire */
 };
 
 /*
@@ -158,6 +159,16 @@ int pd_holdings_unsent(const struct pd_holdings *hs);
 void pd_hold_claimed(struct pd_hold *x, const struct pd_claimed *c,
 		     const struct pd_handler *handlers, int nhandlers, const int *stream_of,
 		     const struct pd_flow *flows, int nflows);
+
+/*
+ * The hooks of entry x (pd_hold_claimed's): the events its outcome fires
+ * (pd_hook_mask over handlers[0..nhandlers) and global); for a hook job
+ * (PD_HOOK_TYPE), its handler: the command for its payload's event and
+ * job type (pd_hook_find), or NULL when this worker has none (a process
+ * that fails, retryable, saying so).
+ */
+void pd_hold_hooks(struct pd_hold *x, const struct pd_handler *handlers, int nhandlers,
+		   const struct pd_hooks *global);
 
 /* x (a new entry) CLAIMED: appended to the ready ones. */
 struct pd_hold *pd_holdings_ready_add(struct pd_holdings *hs, struct pd_hold *x);

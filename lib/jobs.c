@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "handler.h"
 #include "job.h"
 #include "jobs.h"
 #include "json.h"
@@ -263,6 +264,40 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 		pd_leases_free(l, nl);
 	}
 	return 0;
+}
+
+int pd_jobs_reap_hooks(struct pd_db *db, const struct pd_lease *l, int n, const char *hooks,
+		       int *made, struct pd_err *e)
+{
+	static const char sql[] =
+	    "SELECT pendulum.hook_jobs(coalesce(jsonb_agg(jsonb_build_object('id', j.id,"
+	    " 'token', x.token, 'events', coalesce($3::jsonb -> 'types' -> j.job_type,"
+	    "  $3::jsonb -> 'types' -> '*', '[]'::jsonb) || ($3::jsonb -> 'global'))), '[]'))"
+	    " FROM unnest($1::bigint[], $2::bigint[]) AS x(id, token)"
+	    " JOIN pendulum.jobs j ON j.id = x.id";
+	struct pd_buf ids = PD_BUF_INIT, tokens = PD_BUF_INIT;
+	long long *v = pd_xcalloc((size_t)(n > 0 ? 2 * n : 1), sizeof(*v));
+	const char *params[3];
+	char *count = NULL;
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		v[i] = l[i].id;
+		v[n + i] = l[i].token;
+	}
+	pd_db_id_array(&ids, v, n);
+	pd_db_id_array(&tokens, v + n, n);
+	params[0] = ids.data;
+	params[1] = tokens.data;
+	params[2] = hooks;
+	rc = pd_db_value(db, sql, 3, params, &count, e);
+	if (rc == 0 && made)
+		*made = count ? atoi(count) : 0;
+	free(count);
+	free(v);
+	pd_buf_release(&ids);
+	pd_buf_release(&tokens);
+	return rc;
 }
 
 int pd_worker_register(struct pd_db *db, const char *id, const char *host, int pid,
@@ -653,6 +688,43 @@ static void outcome_json(struct pd_buf *b, const struct pd_job_outcome *x)
 	pd_buf_putc(b, '}');
 }
 
+/*
+ * The hook jobs of the outcomes just written (sql/025): $1 a JSON array of
+ * {id, token, events}, sent after finish_sql in the same transaction.
+ */
+static const char hooks_sql[] = "SELECT pendulum.hook_jobs($1::jsonb)";
+
+/*
+ * x's hook events as a JSON object of hooks_sql's batch, when it has any
+ * that its outcome may make: dead_letter for a failure or a release (an
+ * at-most-once job's is a dead letter), failure for a failure, success for a
+ * success; the database keeps those its new state fits.
+ */
+static void hooks_json(struct pd_buf *b, const struct pd_job_outcome *x)
+{
+	const char *kind = finish_kind(&x->o);
+	int failed = strcmp(kind, "retry") == 0 || strcmp(kind, "dead") == 0;
+	const int fits[PD_HOOK_NEVENTS] = {
+	    [PD_HOOK_DEAD_LETTER] = failed || strcmp(kind, "release") == 0,
+	    [PD_HOOK_FAILURE] = failed,
+	    [PD_HOOK_SUCCESS] = strcmp(kind, "succeeded") == 0,
+	};
+	int n = 0;
+
+	for (int ev = 0; ev < PD_HOOK_NEVENTS; ev++) {
+		if (!(x->o.hooks & 1u << ev) || !fits[ev])
+			continue;
+		if (n++ == 0)
+			pd_buf_printf(b, "%s{\"id\":%lld,\"token\":%lld,\"events\":[",
+				      b->len ? "," : "[", x->id, x->token);
+		else
+			pd_buf_putc(b, ',');
+		pd_buf_printf(b, "\"%s\"", pd_hook_event_name((enum pd_hook_event)ev));
+	}
+	if (n > 0)
+		pd_buf_puts(b, "]}");
+}
+
 static const char *const flow_acts[] = {NULL, "step", "park", "unpark"};
 
 /* x's run write as a JSON object of flow_sql's batch (the columns of its f). */
@@ -702,10 +774,10 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 	struct pd_buf lost_attempts = PD_BUF_INIT, lost_ago = PD_BUF_INIT;
 	struct pd_buf start_ids = PD_BUF_INIT, start_tokens = PD_BUF_INIT;
 	struct pd_buf beat_ids = PD_BUF_INIT, beat_tokens = PD_BUF_INIT, flows = PD_BUF_INIT;
-	struct pd_buf notes = PD_BUF_INIT;
+	struct pd_buf notes = PD_BUF_INIT, hooks = PD_BUF_INIT;
 	struct claim_args ca;
 	char lease[24], inflight[16];
-	const char *fp[2], *lp[5], *bp[5], *sp[2], *wp[1], *np[1];
+	const char *fp[2], *lp[5], *bp[5], *sp[2], *wp[1], *np[1], *hp[1];
 	int n = 0, rc;
 
 	s->fenced = 0;
@@ -760,6 +832,14 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 		s->fi = n;
 		st[n++] =
 		    (struct pd_db_stmt){"pd_finish", finish_sql, 2, fp, PGRES_TUPLES_OK, NULL};
+		for (int i = 0; i < s->n; i++)
+			if (s->items[i].kind == PD_TRIP_OUTCOME)
+				hooks_json(&hooks, &s->items[i].out);
+	}
+	if (hooks.len > 0) {
+		pd_buf_putc(&hooks, ']');
+		hp[0] = hooks.data;
+		st[n++] = (struct pd_db_stmt){"pd_hooks", hooks_sql, 1, hp, PGRES_TUPLES_OK, NULL};
 	}
 	if (s->nlost > 0) {
 		pd_trip_array(&lost_ids, s, PD_TRIP_LOST, PD_TRIP_ID);
@@ -800,6 +880,7 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 	pd_buf_release(&batch);
 	pd_buf_release(&flows);
 	pd_buf_release(&notes);
+	pd_buf_release(&hooks);
 	pd_buf_release(&start_ids);
 	pd_buf_release(&start_tokens);
 	pd_buf_release(&lost_ids);

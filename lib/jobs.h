@@ -89,6 +89,7 @@ struct pd_outcome {
 	 */
 	long long started_ago_ms;
 	struct pd_flow_write flow; /* zeroed: not a workflow job's */
+	unsigned hooks; /* the events (1 << enum pd_hook_event) the worker has a hook for */
 };
 
 /* One job's outcome in a batch. */
@@ -108,8 +109,10 @@ struct pd_job_outcome {
  * (jobs.progress, each fenced by its own token; before the outcomes, so
  * that a job's last note is stored with its end), the outcomes (each
  * fenced by its own token; the fenced-off ones counted in writes_fenced by
- * the same statement, and BLOCKED jobs unblocked by the successes),
- * lease_lost attempt records, the heartbeat (extend the leases, mark the
+ * the same statement, and BLOCKED jobs unblocked by the successes), the
+ * hook jobs of the outcomes written (pendulum.hook_jobs, sql/025: one per
+ * event the outcome's hooks name and its new state fits), lease_lost
+ * attempt records, the heartbeat (extend the leases, mark the
  * worker seen; each beat item's held set), and a claim of up to claim jobs,
  * straight into RUNNING with claim_start, else LEASED. Each part is skipped
  * when empty (the heartbeat unless beat). Statements are prepared once per
@@ -172,7 +175,7 @@ struct pd_trip {
 	int nclaimed;
 	int fenced; /* outcomes fenced off */
 	/* private to lib/jobs: the pipeline in flight */
-	struct pd_db_stmt st[7];
+	struct pd_db_stmt st[8];
 	int nst, fi, bi, ci;
 };
 
@@ -215,6 +218,16 @@ void pd_leases_free(struct pd_lease *l, int n);
  */
 int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_lease **out, int *n,
 			struct pd_err *e);
+
+/*
+ * The hook jobs (sql/025, pendulum.hook_jobs) of the leases l[0..n) that
+ * pd_jobs_reap_leases gave back in this transaction (the caller's BEGIN):
+ * for each, the events that hooks (pd_hooks_json's JSON) has for its job's
+ * type; a dead letter fires dead_letter and failure, a job given back
+ * PENDING failure. *made (may be NULL): how many hook jobs were made.
+ */
+int pd_jobs_reap_hooks(struct pd_db *db, const struct pd_lease *l, int n, const char *hooks,
+		       int *made, struct pd_err *e);
 
 /*
  * The leases that have expired and are not given back yet, at most the 1000

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "dur.h"
+#include "handler.h"
 #include "jobspec.h"
 #include "text.h"
 
@@ -179,6 +180,8 @@ static int parse_string(const struct pd_json *j, int t, const char *key, const c
 		return -1;
 	if (strcmp(key, "concurrency_key") == 0 && pd_concurrency_key_check("name", v, e) < 0)
 		return -1;
+	if (strcmp(key, "type") == 0 && strcmp(v, PD_HOOK_TYPE) == 0)
+		return pd_errf(e, PD_EX_DATAERR, "%s is reserved for hook jobs", PD_HOOK_TYPE);
 	if (strcmp(key, "delivery") == 0 && strcmp(v, "at-least-once") != 0 &&
 	    strcmp(v, "at-most-once") != 0)
 		return pd_errf(e, PD_EX_DATAERR, "expected \"at-least-once\" or \"at-most-once\"");

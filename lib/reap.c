@@ -416,12 +416,40 @@ static int same_lease(const struct pd_lease *a, const struct pd_lease *b)
 }
 
 /*
+ * pd_jobs_reap_leases, and with hooks (not empty) the hook jobs of what it
+ * gave back, in one transaction.
+ */
+static int reap_with_hooks(struct pd_db *db, const char *hooks, int *requeued, int *dead,
+			   struct pd_lease **out, int *n, struct pd_err *e)
+{
+	struct pd_err ignored = PD_ERR_INIT;
+	int made = 0;
+
+	if (hooks == NULL || *hooks == '\0')
+		return pd_jobs_reap_leases(db, requeued, dead, out, n, e);
+	if (pd_db_exec(db, "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL, e) < 0)
+		return -1;
+	if (pd_jobs_reap_leases(db, requeued, dead, out, n, e) < 0 ||
+	    (*n > 0 && pd_jobs_reap_hooks(db, *out, *n, hooks, &made, e) < 0) ||
+	    pd_db_exec(db, "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL, e) < 0) {
+		pd_db_exec(db, "ROLLBACK", 0, NULL, PGRES_COMMAND_OK, NULL, &ignored);
+		pd_leases_free(*out, *n);
+		*out = NULL;
+		*n = *requeued = *dead = 0;
+		return -1;
+	}
+	if (made > 0)
+		pd_log(PD_LOG_INFO, "hook jobs of expired leases", "made=%d", made);
+	return 0;
+}
+
+/*
  * The sweep, and when a lease has expired, the leftovers and the reap.
  * *next_ms: when the next pass is due for the leases (pd_jobs_sweep's; 0
  * after a reap: what is left is known at the next pass).
  */
-static int reap_leases(struct pd_db *db, long long *next_ms, int *requeued, int *dead,
-		       struct pd_err *e)
+static int reap_leases(struct pd_db *db, const char *hooks, long long *next_ms, int *requeued,
+		       int *dead, struct pd_err *e)
 {
 	struct pd_lease *before = NULL, *after = NULL, *late;
 	int nb = 0, na = 0, nl = 0, rc;
@@ -435,7 +463,7 @@ static int reap_leases(struct pd_db *db, long long *next_ms, int *requeued, int 
 	if (pd_jobs_expired(db, &before, &nb, e) < 0)
 		return -1;
 	pd_reap_leftovers(before, nb);
-	rc = pd_jobs_reap_leases(db, requeued, dead, &after, &na, e);
+	rc = reap_with_hooks(db, hooks, requeued, dead, &after, &na, e);
 	/* Leases that expired between the two statements. */
 	late = pd_xcalloc((size_t)(na > 0 ? na : 1), sizeof(*late));
 	for (int i = 0; i < na; i++) {
@@ -499,14 +527,15 @@ static int late_starts(struct pd_db *db, long long *next_ms, struct pd_err *e)
 	return 0;
 }
 
-int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, int prune_batches,
-		       int batch, long long *next_ms, int *requeued, int *dead,
+
+int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, const char *hooks,
+		       int prune_batches, int batch, long long *next_ms, int *requeued, int *dead,
 		       struct pd_prune_report *pruned, struct pd_err *e)
 {
 	struct pd_prune_opts o = {.batch = batch, .max_batches = prune_batches};
 
 	memset(pruned, 0, sizeof(*pruned));
-	if (reap_leases(db, next_ms, requeued, dead, e) < 0)
+	if (reap_leases(db, hooks, next_ms, requeued, dead, e) < 0)
 		return -1;
 	if (late_starts(db, next_ms, e) < 0)
 		return -1;
@@ -518,15 +547,16 @@ int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, int pru
 	return 0;
 }
 
-int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, long long *next_prune,
-		 long long *next_ms, int *requeued, int *dead, struct pd_err *e)
+int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, const char *hooks,
+		 long long *next_prune, long long *next_ms, int *requeued, int *dead,
+		 struct pd_err *e)
 {
 	long long now = pd_now_ms();
 	struct pd_prune_report p;
 	int due = now >= *next_prune;
 
-	if (pd_reap_pass_prune(db, ret, due ? PD_REAP_WORKER_BATCHES : 0, PD_PRUNE_BATCH, next_ms,
-			       requeued, dead, &p, e) < 0)
+	if (pd_reap_pass_prune(db, ret, hooks, due ? PD_REAP_WORKER_BATCHES : 0, PD_PRUNE_BATCH,
+			       next_ms, requeued, dead, &p, e) < 0)
 		return -1;
 	if (due)
 		*next_prune = now + (p.more ? 0 : PD_REAP_PRUNE_EVERY_MS);

@@ -50,10 +50,13 @@ struct pd_err;
  * due for the leases and the start deadlines (the earliest expiry or
  * deadline; 0 after a reap: soon; -1 nothing leased and no deadline). A
  * pass with nothing expired and no prune due is two statements. -1 with e
- * filled on a database error.
+ * filled on a database error. hooks: the caller's hook events
+ * (pd_hooks_json), or NULL or "" for none: with hooks, the leases are given
+ * back and their hook jobs made in one transaction (pd_jobs_reap_hooks).
  */
-int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, long long *next_prune,
-		 long long *next_ms, int *requeued, int *dead, struct pd_err *e);
+int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, const char *hooks,
+		 long long *next_prune, long long *next_ms, int *requeued, int *dead,
+		 struct pd_err *e);
 
 /*
  * pd_reap_pass as a worker runs it also prunes finished history (lib/prune)
@@ -72,8 +75,8 @@ int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, long long *ne
  * (0 batches: no pruning), what they deleted in *pruned (logged when
  * anything was).
  */
-int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, int prune_batches,
-		       int batch, long long *next_ms, int *requeued, int *dead,
+int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, const char *hooks,
+		       int prune_batches, int batch, long long *next_ms, int *requeued, int *dead,
 		       struct pd_prune_report *pruned, struct pd_err *e);
 
 #endif

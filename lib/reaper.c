@@ -26,7 +26,23 @@ void pd_reaper_settle(struct pd_reaper_cfg *r, const struct pd_config *cfg)
 {
 	if (r->interval_ms < 0)
 		r->interval_ms = cfg->reaper.interval_ms;
+	struct pd_buf b = PD_BUF_INIT;
+
 	r->retention = cfg->retention;
+	pd_hooks_json(&b, cfg->handlers, cfg->nhandlers, &cfg->hooks);
+	r->hooks = b.len ? pd_buf_detach(&b) : NULL;
+	pd_buf_release(&b);
+}
+
+void pd_reaper_cfg_release(struct pd_reaper_cfg *r)
+{
+	free(r->hooks);
+	r->hooks = NULL;
+}
+
+static void cfg_free(void *p)
+{
+	pd_reaper_cfg_release(p);
 }
 
 /*
@@ -50,8 +66,8 @@ static int pass(struct pd_db *db, const struct pd_reaper_cfg *cfg, struct pd_rea
 	struct pd_prune_report p;
 	long long now = pd_now_ms();
 	int due = !cfg->once && now >= *next_prune;
-	int rc = pd_reap_pass_prune(db, &cfg->retention, due ? PRUNE_BATCHES : 0, PRUNE_BATCH,
-				    next_ms, requeued, dead, &p, e);
+	int rc = pd_reap_pass_prune(db, &cfg->retention, cfg->hooks, due ? PRUNE_BATCHES : 0,
+				    PRUNE_BATCH, next_ms, requeued, dead, &p, e);
 
 	if (rc == 0 && due)
 		*next_prune = now + (p.more ? 0 : PD_REAP_PRUNE_EVERY_MS);
@@ -152,7 +168,9 @@ int pd_reaper_run(const struct pd_reaper_cfg *cfg, struct pd_db *db, struct pd_r
 		pd_log(PD_LOG_INFO, "reaper stopped", NULL);
 	}
 	pd_daemon_close(&r.d);
+	if (r.own)
+		pd_reaper_cfg_release(r.own);
 	free(r.own);
-	pd_reload_keep_release(&r.kept, NULL);
+	pd_reload_keep_release(&r.kept, cfg_free);
 	return rc;
 }

@@ -29,6 +29,7 @@ struct pd_reaper_cfg {
 	long long interval_ms;	       /* between the starts of two passes */
 	int once;		       /* one pass on the connection given, no loop */
 	struct pd_retention retention; /* the file's (retention:), set by pd_reaper_settle */
+	char *hooks; /* the file's hook events (pd_hooks_json; owned), set by pd_reaper_settle */
 	/* the flags alone, settled over the file again on SIGHUP; NULL: no reload */
 	const struct pd_reaper_cfg *flags;
 	struct pd_config_source source; /* where SIGHUP reads the file (lib/reload) */
@@ -44,6 +45,9 @@ struct pd_reaper_stats {
 
 /* Every field unset. */
 void pd_reaper_cfg_init(struct pd_reaper_cfg *r);
+
+/* Free what pd_reaper_settle set. */
+void pd_reaper_cfg_release(struct pd_reaper_cfg *r);
 
 /* Flags over the file (cfg) over the defaults. */
 void pd_reaper_settle(struct pd_reaper_cfg *r, const struct pd_config *cfg);

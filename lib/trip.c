@@ -101,6 +101,7 @@ static void outcome_of(const struct pd_trip_ask *a, struct pd_hold *f, struct pd
 	o->stderr_tail = ex->tail.len && f->fate != PD_HOLD_FATE_FAILURE ? ex->tail.data : NULL;
 	o->error = ex->error.len ? ex->error.data : NULL;
 	o->kind = pd_exit_verdict(ex->cls);
+	o->hooks = f->hooks;
 	switch (o->kind) {
 	case PD_VERDICT_DONE:
 		o->result = ex->out.len ? ex->out.data : NULL; /* judge_result settled it */

@@ -49,6 +49,8 @@ struct worker {
 	const char **types; /* the claim's filter; NULL: any type */
 	int ntypes;
 	char **flow_types; /* the workflow job types in types (owned), NULL-terminated */
+	/* the hook events of the settings (pd_hooks_json), for the reap pass */
+	struct pd_buf hooks;
 	long long next_claim, next_beat, next_reap, next_due, next_ext;
 	long long next_prune; /* the reap pass prunes from then on (pd_reap_pass) */
 	long long poll_ms;    /* the claim poll's interval now (pd_idle_poll) */

@@ -66,6 +66,7 @@ int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struc
 
 	pd_engine_cfg_settle(&w->engine, &cfg->worker.engine);
 	merge_handlers(w, cfg);
+	w->hooks = &cfg->hooks;
 	w->flows = cfg->flows;
 	w->nflows = cfg->nflows;
 	w->retry = cfg->retry;
@@ -95,8 +96,19 @@ int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struc
 			       w->heartbeat_ms, w->lease_ms);
 	if (w->engine.poll_ms <= 0)
 		return pd_errf(e, PD_EX_USAGE, "the poll interval must be longer than 0");
-	for (int i = 0; i < w->nhandlers; i++)
+	for (int i = 0; i < w->nhandlers; i++) {
+		if (strcmp(w->handlers[i].name, PD_HOOK_TYPE) == 0)
+			return pd_errf(e, PD_EX_USAGE, "job type '%s' is reserved for hook jobs",
+				       PD_HOOK_TYPE);
 		if (pd_handler_check(&w->handlers[i], "handler", e) < 0)
+			return -1;
+		for (int ev = 0; ev < PD_HOOK_NEVENTS; ev++)
+			if (w->handlers[i].hooks.on[ev] &&
+			    pd_handler_check(w->handlers[i].hooks.on[ev], "hook", e) < 0)
+				return -1;
+	}
+	for (int ev = 0; ev < PD_HOOK_NEVENTS; ev++)
+		if (w->hooks->on[ev] && pd_handler_check(w->hooks->on[ev], "hook", e) < 0)
 			return -1;
 	for (int i = 0; i < w->nflows; i++)
 		for (int k = 0; k < w->flows[i].nsteps; k++)
@@ -539,6 +551,19 @@ static void claim_types_free(struct worker *w)
 	w->ntypes = 0;
 }
 
+/* cfg has a hook command: a global one or a handler's. */
+static int has_hooks(const struct pd_worker_cfg *cfg)
+{
+	for (int ev = 0; ev < PD_HOOK_NEVENTS; ev++) {
+		if (cfg->hooks && cfg->hooks->on[ev])
+			return 1;
+		for (int i = 0; i < cfg->nhandlers; i++)
+			if (cfg->handlers[i].hooks.on[ev])
+				return 1;
+	}
+	return 0;
+}
+
 /*
  * The claim's type filter from the current settings: the workflows' job
  * types and the handlers' types, or none (NULL) when a '*' handler takes
@@ -549,7 +574,7 @@ static void claim_types(struct worker *w)
 	const struct pd_worker_cfg *cfg = w->cfg;
 
 	claim_types_free(w);
-	w->types = pd_xcalloc((size_t)(cfg->nhandlers + cfg->nflows) + 1, sizeof(*w->types));
+	w->types = pd_xcalloc((size_t)(cfg->nhandlers + cfg->nflows) + 2, sizeof(*w->types));
 	w->flow_types = pd_xcalloc((size_t)cfg->nflows + 1, sizeof(*w->flow_types));
 	for (int i = 0; i < cfg->nflows; i++) {
 		struct pd_buf t = PD_BUF_INIT;
@@ -566,6 +591,9 @@ static void claim_types(struct worker *w)
 		}
 		w->types[w->ntypes++] = cfg->handlers[i].name;
 	}
+	if (w->types && has_hooks(cfg))
+		w->types[w->ntypes++] = PD_HOOK_TYPE; /* served: this worker has hook commands */
+	pd_hooks_json(&w->hooks, cfg->handlers, cfg->nhandlers, cfg->hooks);
 }
 
 /* Ready jobs (claimed ahead, not started) take the new handler for their type, if any. */
@@ -575,9 +603,9 @@ static void ready_rehold(struct worker *w)
 		struct pd_hold *r = &w->hs.ready[k];
 		const struct pd_handler *h;
 
-		if (r->plan != NULL)
+		if (r->plan != NULL || strcmp(r->job.type, PD_HOOK_TYPE) == 0)
 			continue; /* a workflow job: planned on the definition it was claimed under
-				   */
+				   (a hook job: its command as claimed) */
 		h = pd_handler_find(w->cfg->handlers, w->cfg->nhandlers, r->job.type);
 		if (h == NULL)
 			continue; /* no longer handled here: it runs on the old handler */
@@ -702,6 +730,7 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 		pd_strv_free(w.stream_env[k]);
 	free(w.stream_env);
 	claim_types_free(&w);
+	pd_buf_release(&w.hooks);
 	if (w.own) {
 		pd_worker_cfg_release(w.own);
 		free(w.own);

@@ -67,6 +67,8 @@ struct pd_worker_cfg {
 	int nqueues;
 	const struct pd_handler *handlers; /* the first match for a type wins */
 	int nhandlers;
+	/* the file's global hooks: (pd_worker_settle), or NULL */
+	const struct pd_hooks *hooks;
 	const struct pd_flow *flows; /* workflows: their runs' jobs are claimed too */
 	int nflows;
 	struct pd_engine_cfg

@@ -230,6 +230,7 @@ static void take_claimed(struct worker *w, const struct pd_claimed *c, int claim
 
 	pd_hold_claimed(&x, c, w->cfg->handlers, w->cfg->nhandlers, w->stream_of, w->cfg->flows,
 			w->cfg->nflows);
+	pd_hold_hooks(&x, w->cfg->handlers, w->cfg->nhandlers, w->cfg->hooks);
 	if (x.plan && x.plan->action != PD_FLOW_RUN) {
 		pd_holdings_no_run(&w->hs, &x, pd_now_us());
 		w->d.idle = 0;
@@ -397,8 +398,8 @@ int pd_worksync_reap(struct worker *w, long long now, struct pd_err *e)
 	int requeued, dead;
 	long long next_ms;
 
-	if (pd_reap_pass(w->d.db, &w->cfg->retention, &w->next_prune, &next_ms, &requeued, &dead,
-			 e) < 0)
+	if (pd_reap_pass(w->d.db, &w->cfg->retention, w->hooks.data, &w->next_prune, &next_ms,
+			 &requeued, &dead, e) < 0)
 		return pd_daemon_db_failed(&w->d, e);
 	if (requeued || dead)
 		pd_log(PD_LOG_INFO, "expired leases given back", "requeued=%d dead=%d", requeued,

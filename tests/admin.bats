@@ -306,9 +306,9 @@ jobs_ids() {
 	make_job PENDING >/dev/null
 	run --separate-stderr pd-admin dlq list
 	[ "$status" -eq 0 ]
-	[[ "${lines[0]}" == "ID "*"TYPE "*"QUEUE "*"DEAD_FOR "*"REASON "*"ERROR" ]]
-	[[ "${lines[1]}" == "$new "*"b "*"q2 "*"1m"*"terminal exit code  exit 65" ]]
-	[[ "${lines[2]}" == "$old "*"a "*"q1 "*"2h"*"terminal exit code  exit 65" ]]
+	[[ "${lines[0]}" == "ID "*"TYPE "*"QUEUE "*"DEAD_FOR "*"REASON "*"ERROR "*"STDERR" ]]
+	[[ "${lines[1]}" == "$new "*"b "*"q2 "*"1m"*"terminal exit code  exit 65"* ]]
+	[[ "${lines[2]}" == "$old "*"a "*"q1 "*"2h"*"terminal exit code  exit 65"* ]]
 	[ "${lines[3]}" = "1-2 of 2 dead letters" ]
 	run --separate-stderr pd-admin --json dlq list --queue q1
 	[ "$status" -eq 0 ]

@@ -75,6 +75,9 @@ setup_file() {
 	printf '# pd: workflow=wf\n0 * * * * -\n' >"$T/crontab-ok-flow"
 	sed 's|type: t|type: "workflow:wf"|' "$T/sched-ok.yaml" >"$T/sched-flow-timeout.yaml"
 	printf '    timeout: 1m\n' >>"$T/sched-flow-timeout.yaml"
+	printf 'handlers:\n  t: {run: cat}\nhooks:\n  on_dead: {run: cat}\n' >"$T/hooks-key.yaml"
+	printf 'handlers:\n  t:\n    run: cat\n    hooks: {on_failure: {run: cat, bogus: 1}}\n' >"$T/hook-key.yaml"
+	printf 'handlers:\n  pd:hook: {run: cat}\n' >"$T/hook-handler.yaml"
 
 	# Rows of every kind for the checksum to guard and the commands to miss.
 	pd-enqueue t '{"fixture": 1}' >"$T/job.id"
@@ -244,6 +247,8 @@ row() {
 	row key-long 65 "--key" "" pd-enqueue --key "$LONG_NAME" t '{}'
 	row ndjson-key-reserved 65 "line 2" $'{"type":"t"}\n{"type":"t","concurrency_key":"type:t"}\n' pd-enqueue --ndjson
 	row ndjson-key-number 65 "concurrency_key" $'{"type":"t","concurrency_key":1}\n' pd-enqueue --ndjson
+	row type-reserved 65 "pd:hook" "" pd-enqueue pd:hook '{}'
+	row ndjson-type-reserved 65 "pd:hook" $'{"type":"pd:hook"}\n' pd-enqueue --ndjson
 	row ndjson-key-empty 65 "concurrency_key" $'{"type":"t","concurrency_key":""}\n' pd-enqueue --ndjson
 	row start-by-bad 64 "--start-by" "" pd-enqueue --start-by soon t '{}'
 	row start-by-before-run-at 65 "start deadline" "" pd-enqueue --delay 1h --start-by 10m t '{}'
@@ -320,6 +325,10 @@ row() {
 	printf 'handlers:\n  t:\n    run: cat\n    max_snoozes: 0\n' >"$T/handler-snoozes-0.yaml"
 	row config-max-snoozes-neg 78 "max_snoozes" "" pd-worker -c "$T/snoozes-neg.yaml" --handler t=cat
 	row config-handler-max-snoozes-0 78 "max_snoozes" "" pd-worker -c "$T/handler-snoozes-0.yaml"
+	row config-hooks-key 78 "hooks-key.yaml:4:" "" pd-worker -c "$T/hooks-key.yaml"
+	row config-hook-key 78 "bogus" "" pd-worker -c "$T/hook-key.yaml"
+	row config-hook-handler 78 "reserved" "" pd-worker -c "$T/hook-handler.yaml"
+	row handler-reserved 64 "reserved" "" pd-worker --handler pd:hook=cat
 	rows_end
 }
 

@@ -114,7 +114,7 @@ commits() {
 	start_bg waiter pd-enqueue --wait --wait-timeout 60s bad '{}'
 	wait_for 20 grep -q 'attempt 1 of 25 failed' "$BATS_FILE_TMPDIR/waiter.log"
 	alive "$(bg_pid waiter)"
-	grep -E '^pd-enqueue: job [0-9]+: attempt 1 of 25 failed: exit 7; next try (in [0-9hms]+|now)$' \
+	grep -E '^pd-enqueue: job [0-9]+: attempt 1 of 25 failed: exit 7; stderr: nope; next try (in [0-9hms]+|now)$' \
 		"$BATS_FILE_TMPDIR/waiter.log"
 	[ "$(grep -c failed "$BATS_FILE_TMPDIR/waiter.log")" -eq 1 ]
 }

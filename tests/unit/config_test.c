@@ -1015,6 +1015,61 @@ static void test_retention(void)
 	    "2:14: 'succeeded': expected a duration, got a sequence", "retention: a sequence");
 }
 
+/* hooks: top level and per handler, the lookup by event and type, and the JSON the reap pass takes.
+ */
+static void test_hooks(void)
+{
+	struct pd_config c;
+	struct pd_buf b = PD_BUF_INIT;
+	const struct pd_handler *h;
+
+	good(&c,
+	     "hooks:\n"
+	     "  on_dead_letter: {run: page}\n"
+	     "  on_success: log-ok\n"
+	     "handlers:\n"
+	     "  t:\n"
+	     "    run: cat\n"
+	     "    hooks:\n"
+	     "      on_dead_letter: {exec: [own, x], timeout: 5s}\n"
+	     "  u: {run: cat}\n",
+	     "hooks: top level and a handler's");
+	h = pd_hook_find(c.handlers, c.nhandlers, &c.hooks, "t", PD_HOOK_DEAD_LETTER);
+	ok(h && h->exec_argv && strcmp(h->exec_argv[0], "own") == 0 && h->timeout_ms == 5000,
+	   "  the handler's own on_dead_letter wins");
+	h = pd_hook_find(c.handlers, c.nhandlers, &c.hooks, "u", PD_HOOK_DEAD_LETTER);
+	is_str(h ? h->run : NULL, "page", "  another type gets the top level's");
+	h = pd_hook_find(c.handlers, c.nhandlers, &c.hooks, "t", PD_HOOK_SUCCESS);
+	is_str(h ? h->run : NULL, "log-ok",
+	       "  an event the handler does not name: the top level's");
+	ok(pd_hook_find(c.handlers, c.nhandlers, &c.hooks, "t", PD_HOOK_FAILURE) == NULL,
+	   "  an event nobody names: none");
+	is_int(pd_hook_mask(c.handlers, c.nhandlers, &c.hooks, "t"),
+	       (1u << PD_HOOK_DEAD_LETTER) | (1u << PD_HOOK_SUCCESS), "  the events of t");
+	is_int(pd_hook_mask(c.handlers, c.nhandlers, &c.hooks, PD_HOOK_TYPE), 0,
+	       "  a hook job fires none");
+	pd_hooks_json(&b, c.handlers, c.nhandlers, &c.hooks);
+	is_str(b.data,
+	       "{\"types\":{\"t\":[\"dead_letter\"],\"u\":[]},\"global\":[\"dead_letter\","
+	       "\"success\"]}",
+	       "  as JSON for the reap pass");
+	pd_config_release(&c);
+	good(&c, "handlers:\n  t: {run: cat}\n", "no hooks");
+	pd_hooks_json(&b, c.handlers, c.nhandlers, &c.hooks);
+	is_int((int)b.len, 0, "  no JSON");
+	pd_config_release(&c);
+	pd_buf_release(&b);
+	bad("hooks:\n  on_dead: {run: x}\n", "2:3: unknown key 'on_dead' in 'hooks'",
+	    "hooks: an unknown event");
+	bad("hooks:\n  on_failure: {run: x, exec: y}\n",
+	    "2:15: hook 'on_failure' has both "
+	    "'run' and 'exec': set exactly one",
+	    "hooks: run and exec");
+	bad("handlers:\n  pd:hook: {run: x}\n",
+	    "2:3: job type 'pd:hook' is reserved for hook jobs: set hooks: instead",
+	    "a handler for pd:hook");
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -1034,6 +1089,7 @@ int main(void)
 	test_yaml();
 	test_engine_settle();
 	test_retention();
+	test_hooks();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		diag("could not remove the temporary directory");
