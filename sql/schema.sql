@@ -33,8 +33,49 @@ CREATE TYPE pendulum.job_input AS (
 	delivery text,
 	traceparent text,
 	depends_on bigint[],
-	concurrency_key text
+	concurrency_key text,
+	start_by timestamp with time zone,
+	start_within interval
 );
+
+--
+-- Name: cancel_late_starts(integer); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.cancel_late_starts(lim integer DEFAULT 1000, OUT cancelled integer, OUT next_ms bigint) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+DECLARE
+    v_ids bigint[];
+BEGIN
+    v_ids := ARRAY(SELECT j.id FROM pendulum.jobs j
+                    WHERE j.start_by IS NOT NULL AND j.state = 'PENDING'
+                      AND j.lease_token IS NULL AND j.start_by <= now()
+                    ORDER BY j.start_by LIMIT lim
+                      FOR UPDATE SKIP LOCKED);
+    cancelled := 0;
+    IF cardinality(v_ids) > 0 THEN
+        -- A new statement after the locks: the rows as they are now.
+        WITH c AS (
+            UPDATE pendulum.jobs j
+               SET state = 'CANCELLED', finished_at = now(),
+                   dead_reason = 'start deadline passed', last_error = 'start deadline passed'
+             WHERE j.id = ANY (v_ids) AND j.state = 'PENDING' AND j.lease_token IS NULL
+            RETURNING j.id)
+        SELECT ARRAY(SELECT c.id FROM c) INTO v_ids;
+        cancelled := cardinality(v_ids);
+        PERFORM pendulum.fail_dependents(v_ids, 'CANCELLED');
+    END IF;
+    -- (greatest() skips a NULL: none due stays NULL only with the CASE)
+    next_ms := (SELECT CASE WHEN m.due IS NOT NULL
+                            THEN greatest(0, ceil(extract(epoch FROM m.due - now()) * 1000))
+                       END::bigint
+                  FROM (SELECT min(j.start_by) AS due FROM pendulum.jobs j
+                         WHERE j.start_by IS NOT NULL AND j.state = 'PENDING'
+                           AND j.lease_token IS NULL) m);
+END
+$$;
 
 --
 -- Name: check_concurrency_key(text, text); Type: FUNCTION; Schema: pendulum; Owner: -
@@ -129,6 +170,12 @@ CREATE TABLE pendulum.jobs (
     notify_done boolean DEFAULT false NOT NULL,
     concurrency_key text,
     parked_on text,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    snoozes integer DEFAULT 0 NOT NULL,
+    progress text,
+    progress_at timestamp with time zone,
+    start_by timestamp with time zone,
     CONSTRAINT jobs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT jobs_check CHECK (((job_type <> ''::text) AND (queue <> ''::text) AND (tenant_id <> ''::text))),
     CONSTRAINT jobs_delivery_check CHECK ((delivery = ANY (ARRAY['at-least-once'::text, 'at-most-once'::text]))),
@@ -159,6 +206,42 @@ COMMENT ON COLUMN pendulum.jobs.concurrency_key IS 'The limit key this job count
 --
 
 COMMENT ON COLUMN pendulum.jobs.parked_on IS 'PENDING and held back by this limit key (over its concurrency or rate, or paused); NULL: claimable.';
+
+--
+-- Name: COLUMN jobs.cancel_requested_at; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON COLUMN pendulum.jobs.cancel_requested_at IS 'LEASED or RUNNING: when an operator first asked to cancel it (pd-admin job cancel); NULL: not asked.';
+
+--
+-- Name: COLUMN jobs.cancel_reason; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON COLUMN pendulum.jobs.cancel_reason IS 'The reason of the latest cancel request; it becomes dead_reason when the job is CANCELLED.';
+
+--
+-- Name: COLUMN jobs.snoozes; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON COLUMN pendulum.jobs.snoozes IS 'How many times a handler snoozed the job (attempts refunded); capped by max_snoozes.';
+
+--
+-- Name: COLUMN jobs.progress; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON COLUMN pendulum.jobs.progress IS 'The latest progress note of the job''s handler (PD_PROGRESS_FD); NULL: none this attempt.';
+
+--
+-- Name: COLUMN jobs.progress_at; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON COLUMN pendulum.jobs.progress_at IS 'When the worker stored progress.';
+
+--
+-- Name: COLUMN jobs.start_by; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON COLUMN pendulum.jobs.start_by IS 'Never claimed after this instant: cancelled (start deadline passed) if still PENDING and never claimed then; NULL: no deadline.';
 
 --
 -- Name: claim_jobs(text[], text[], integer, text, interval, boolean); Type: FUNCTION; Schema: pendulum; Owner: -
@@ -372,7 +455,7 @@ BEGIN
                        row_number() OVER (ORDER BY z.run_at, z.id) AS rn
                   FROM (SELECT x.id, x.concurrency_key, x.job_type, x.run_at FROM pendulum.jobs x
                          WHERE x.queue = v_q[i] AND x.state = 'PENDING' AND x.parked_on IS NULL
-                           AND x.priority = v_p AND x.tenant_id = u.t AND x.run_at <= now()
+                           AND x.priority = v_p AND x.tenant_id = u.t AND x.run_at <= now() AND (x.start_by IS NULL OR x.start_by > now() OR x.lease_token IS NOT NULL)
                            AND (claim_jobs_fair.types IS NULL
                                 OR x.job_type = ANY (claim_jobs_fair.types))
                          ORDER BY x.run_at, x.id
@@ -420,7 +503,7 @@ BEGIN
                    x.job_type, x.parked_on
               FROM pendulum.jobs x
              WHERE x.parked_on = pk.k AND x.state = 'PENDING'
-               AND x.queue = ANY (v_q) AND x.run_at <= now()
+               AND x.queue = ANY (v_q) AND x.run_at <= now() AND (x.start_by IS NULL OR x.start_by > now() OR x.lease_token IS NOT NULL)
                AND (claim_jobs_fair.types IS NULL OR x.job_type = ANY (claim_jobs_fair.types))
              ORDER BY x.priority DESC, x.run_at, x.id
              LIMIT claim_jobs_fair.n
@@ -597,7 +680,7 @@ $$;
 
 CREATE FUNCTION pendulum.name_problem(field text, value text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN CASE WHEN (value IS NULL) THEN NULL::text WHEN (octet_length(value) > 200) THEN format('invalid %s: %s bytes, at most 200'::text, field, octet_length(value)) WHEN (value ~ '[\x01-\x1f\x7f-\x9f]'::text) THEN format('invalid %s: control character U+%s at character %s'::text, field, lpad(upper(to_hex(ascii("substring"(value, '[\x01-\x1f\x7f-\x9f]'::text)))), 4, '0'::text), POSITION(("substring"(value, '[\x01-\x1f\x7f-\x9f]'::text)) IN (value))) ELSE NULL::text END;
+    RETURN CASE WHEN (value IS NULL) THEN NULL::text WHEN (octet_length(value) > 200) THEN format('invalid %s: %s bytes, at most 200'::text, field, octet_length(value)) WHEN (value ~ '[\x01-\x1f\x7f-\x9f]'::text) THEN format('invalid %s: control character U+%s at character %s'::text, field, lpad(upper(to_hex(ascii("substring"(value, '[\x01-\x1f\x7f-\x9f]'::text)))), 4, '0'::text), POSITION(("substring"(value, '[\x01-\x1f\x7f-\x9f]'::text)) IN (value))) WHEN ((field = 'type'::text) AND (value = 'pd:hook'::text)) THEN 'invalid type: pd:hook is reserved for hook jobs'::text ELSE NULL::text END;
 
 --
 -- Name: concurrency_key_problem(text, text); Type: FUNCTION; Schema: pendulum; Owner: -
@@ -637,6 +720,46 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+--
+-- Name: cron_enqueue(bigint, timestamp with time zone, text); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.cron_enqueue(schedule_id bigint, run_at timestamp with time zone, idempotency_key text, OUT id bigint, OUT created boolean) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+DECLARE
+    s     pendulum.cron_schedules;
+    v_run bigint;
+BEGIN
+    SELECT * INTO STRICT s FROM pendulum.cron_schedules c WHERE c.id = cron_enqueue.schedule_id;
+    IF s.job_type LIKE 'workflow:%' THEN
+        v_run := pendulum.start_workflow(
+            tenant => s.tenant_id, name => substr(s.job_type, length('workflow:') + 1),
+            input => s.payload, queue => s.queue, priority => s.priority,
+            idempotency_key => cron_enqueue.idempotency_key, max_attempts => s.max_attempts,
+            run_at => cron_enqueue.run_at, concurrency_key => s.concurrency_key);
+        -- A run this transaction inserted is new; one the key named was there before.
+        SELECT r.job_id, r.xmin = pg_current_xact_id()::xid INTO id, created
+          FROM pendulum.workflow_runs r WHERE r.id = v_run;
+        RETURN;
+    END IF;
+    SELECT e.id, e.created INTO id, created
+      FROM pendulum.enqueue_ex(tenant => s.tenant_id, job_type => s.job_type,
+                               payload => s.payload, queue => s.queue, priority => s.priority,
+                               run_at => cron_enqueue.run_at,
+                               idempotency_key => cron_enqueue.idempotency_key,
+                               max_attempts => s.max_attempts, timeout => s.timeout,
+                               concurrency_key => s.concurrency_key) e;
+END
+$$;
+
+--
+-- Name: FUNCTION cron_enqueue(schedule_id bigint, run_at timestamp with time zone, idempotency_key text, OUT id bigint, OUT created boolean); Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON FUNCTION pendulum.cron_enqueue(schedule_id bigint, run_at timestamp with time zone, idempotency_key text, OUT id bigint, OUT created boolean) IS 'An occurrence of a schedule: its job, or for type workflow:NAME a run of NAME (sql/027); id is the job (the run''s job), created false when the key existed.';
 
 --
 -- Name: delete_jobs(bigint[], text, boolean); Type: FUNCTION; Schema: pendulum; Owner: -
@@ -735,23 +858,23 @@ END
 $$;
 
 --
--- Name: enqueue(text, text, jsonb, text, integer, timestamp with time zone, interval, text, integer, interval, text, text, bigint[], text); Type: FUNCTION; Schema: pendulum; Owner: -
+-- Name: enqueue(text, text, jsonb, text, integer, timestamp with time zone, interval, text, integer, interval, text, text, bigint[], text, timestamp with time zone); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
-CREATE FUNCTION pendulum.enqueue(tenant text, job_type text, payload jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, timeout interval DEFAULT NULL::interval, delivery text DEFAULT 'at-least-once'::text, traceparent text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[], concurrency_key text DEFAULT NULL::text) RETURNS bigint
+CREATE FUNCTION pendulum.enqueue(tenant text, job_type text, payload jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, timeout interval DEFAULT NULL::interval, delivery text DEFAULT 'at-least-once'::text, traceparent text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[], concurrency_key text DEFAULT NULL::text, start_by timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS bigint
     LANGUAGE sql
     SET search_path TO 'pendulum', 'pg_temp'
     AS $$
     SELECT (pendulum.enqueue_ex(tenant, job_type, payload, queue, priority, run_at, delay,
                                 idempotency_key, max_attempts, timeout, delivery, traceparent,
-                                depends_on, concurrency_key)).id
+                                depends_on, concurrency_key, start_by)).id
 $$;
 
 --
--- Name: enqueue_ex(text, text, jsonb, text, integer, timestamp with time zone, interval, text, integer, interval, text, text, bigint[], text); Type: FUNCTION; Schema: pendulum; Owner: -
+-- Name: enqueue_ex(text, text, jsonb, text, integer, timestamp with time zone, interval, text, integer, interval, text, text, bigint[], text, timestamp with time zone); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
-CREATE FUNCTION pendulum.enqueue_ex(tenant text, job_type text, payload jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, timeout interval DEFAULT NULL::interval, delivery text DEFAULT 'at-least-once'::text, traceparent text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[], concurrency_key text DEFAULT NULL::text, OUT id bigint, OUT created boolean) RETURNS record
+CREATE FUNCTION pendulum.enqueue_ex(tenant text, job_type text, payload jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, timeout interval DEFAULT NULL::interval, delivery text DEFAULT 'at-least-once'::text, traceparent text DEFAULT NULL::text, depends_on bigint[] DEFAULT NULL::bigint[], concurrency_key text DEFAULT NULL::text, start_by timestamp with time zone DEFAULT NULL::timestamp with time zone, OUT id bigint, OUT created boolean) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pendulum', 'pg_temp'
     AS $$
@@ -762,6 +885,10 @@ DECLARE
     v_run_at timestamptz := COALESCE(enqueue_ex.run_at, now()) + COALESCE(enqueue_ex.delay, interval '0');
 BEGIN
     PERFORM pendulum.check_name('tenant', enqueue_ex.tenant), pendulum.check_name('queue', enqueue_ex.queue), pendulum.check_name('type', enqueue_ex.job_type), pendulum.check_name('idempotency_key', enqueue_ex.idempotency_key), pendulum.check_concurrency_key('concurrency_key', enqueue_ex.concurrency_key);
+    IF enqueue_ex.start_by <= v_run_at THEN
+        RAISE EXCEPTION 'start_by: %', pendulum.start_by_problem(enqueue_ex.start_by, v_run_at)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF enqueue_ex.depends_on IS NOT NULL AND cardinality(enqueue_ex.depends_on) > 0 THEN
         SELECT x INTO v_missing FROM unnest(enqueue_ex.depends_on) x
          WHERE NOT EXISTS (SELECT 1 FROM pendulum.jobs d WHERE d.id = x) LIMIT 1;
@@ -776,12 +903,13 @@ BEGIN
     END IF;
     INSERT INTO pendulum.jobs AS j (tenant_id, queue, job_type, payload, priority, state, run_at,
                                     max_attempts, timeout, delivery, idempotency_key, traceparent,
-                                    depends_on, concurrency_key)
+                                    depends_on, concurrency_key, start_by)
     VALUES (COALESCE(tenant, 'default'), COALESCE(enqueue_ex.queue, 'default'), enqueue_ex.job_type,
             COALESCE(enqueue_ex.payload, '{}'), COALESCE(enqueue_ex.priority, 0), v_state, v_run_at,
             COALESCE(enqueue_ex.max_attempts, 25), enqueue_ex.timeout,
             COALESCE(enqueue_ex.delivery, 'at-least-once'), enqueue_ex.idempotency_key,
-            enqueue_ex.traceparent, enqueue_ex.depends_on, enqueue_ex.concurrency_key)
+            enqueue_ex.traceparent, enqueue_ex.depends_on, enqueue_ex.concurrency_key,
+            enqueue_ex.start_by)
     ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING j.id INTO id;
     IF id IS NOT NULL THEN
@@ -835,16 +963,17 @@ CREATE FUNCTION pendulum.enqueue_many_ex(jobs jsonb) RETURNS TABLE(ord integer, 
                COALESCE(s.run_at, now()) + COALESCE(s.delay, interval '0') AS run_at,
                COALESCE(s.max_attempts, 25) AS max_attempts, s.timeout,
                COALESCE(s.delivery, 'at-least-once') AS delivery, s.idempotency_key,
-               s.traceparent, s.depends_on, s.concurrency_key
+               s.traceparent, s.depends_on, s.concurrency_key,
+               COALESCE(s.start_by, now() + s.start_within) AS start_by
         FROM pendulum.enqueue_parse(jobs) s
     ),
     plain AS (
         INSERT INTO pendulum.jobs (id, tenant_id, queue, job_type, payload, priority, state,
                                    run_at, max_attempts, timeout, delivery, traceparent,
-                                   depends_on, concurrency_key)
+                                   depends_on, concurrency_key, start_by)
         SELECT s.id, s.tenant_id, s.queue, s.job_type, s.payload, s.priority, s.state,
                s.run_at, s.max_attempts, s.timeout, s.delivery, s.traceparent, s.depends_on,
-               s.concurrency_key
+               s.concurrency_key, s.start_by
         FROM src s WHERE s.idempotency_key IS NULL
     ),
     firsts AS MATERIALIZED (
@@ -855,10 +984,10 @@ CREATE FUNCTION pendulum.enqueue_many_ex(jobs jsonb) RETURNS TABLE(ord integer, 
     keyed AS (
         INSERT INTO pendulum.jobs AS j (id, tenant_id, queue, job_type, payload, priority, state,
                                         run_at, max_attempts, timeout, delivery, idempotency_key,
-                                        traceparent, depends_on, concurrency_key)
+                                        traceparent, depends_on, concurrency_key, start_by)
         SELECT s.id, s.tenant_id, s.queue, s.job_type, s.payload, s.priority, s.state,
                s.run_at, s.max_attempts, s.timeout, s.delivery, s.idempotency_key,
-               s.traceparent, s.depends_on, s.concurrency_key
+               s.traceparent, s.depends_on, s.concurrency_key, s.start_by
         FROM firsts s
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING j.id, j.queue, j.state
@@ -960,6 +1089,14 @@ END
 $_$;
 
 --
+-- Name: start_by_problem(timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.start_by_problem(start_by timestamp with time zone, run_at timestamp with time zone) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN format('start deadline %s is not after the job''s run_at %s (it could never start)'::text, to_char((start_by AT TIME ZONE 'UTC'::text), 'YYYY-MM-DD"T"HH24:MI:SS"Z"'::text), to_char((run_at AT TIME ZONE 'UTC'::text), 'YYYY-MM-DD"T"HH24:MI:SS"Z"'::text));
+
+--
 -- Name: string_key_problem(jsonb, text); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
@@ -988,7 +1125,9 @@ CREATE FUNCTION pendulum.enqueue_parse(jobs jsonb) RETURNS SETOF pendulum.job_in
      c.delivery,
      c.traceparent,
      c.depends_on,
-     c.concurrency_key
+     c.concurrency_key,
+     c.start_by,
+     c.start_within
     FROM ( SELECT v.ord,
              v.j,
              v.known,
@@ -1006,6 +1145,8 @@ CREATE FUNCTION pendulum.enqueue_parse(jobs jsonb) RETURNS SETOF pendulum.job_in
              v.traceparent,
              v.depends_on,
              v.concurrency_key,
+             v.start_by,
+             v.start_within,
                  CASE
                      WHEN (jsonb_typeof(v.j) <> 'object'::text) THEN 'expected an object {"type": ..., "payload": ...}'::text
                      WHEN ((v.j - v.known) <> '{}'::jsonb) THEN format('unknown key ''%s'''::text, ( SELECT min(k.k) AS min
@@ -1040,11 +1181,16 @@ CREATE FUNCTION pendulum.enqueue_parse(jobs jsonb) RETURNS SETOF pendulum.job_in
                      CASE
                          WHEN ((jsonb_typeof((v.j -> 'depends_on'::text)) <> 'null'::text) AND (v.depends_on IS NULL)) THEN 'key ''depends_on'': expected an array of job ids'::text
                          ELSE NULL::text
+                     END,
+                     CASE
+                         WHEN ((jsonb_typeof((v.j -> 'start_by'::text)) <> 'null'::text) AND (v.start_by IS NULL) AND (v.start_within IS NULL)) THEN format('key ''start_by'': invalid start deadline %s: expected a duration (a number with ms, s, m, h or d) or an ISO 8601 time with Z or an offset'::text, (v.j -> 'start_by'::text))
+                         WHEN (COALESCE(v.start_by, (now() + v.start_within)) <= (COALESCE(v.run_at, now()) + COALESCE(v.delay, '00:00:00'::interval))) THEN ('key ''start_by'': '::text || pendulum.start_by_problem(COALESCE(v.start_by, (now() + v.start_within)), (COALESCE(v.run_at, now()) + COALESCE(v.delay, '00:00:00'::interval))))
+                         ELSE NULL::text
                      END)
                  END AS problem
             FROM ( SELECT (e.ord)::integer AS ord,
                      e.j,
-                     '{type,payload,tenant,queue,priority,run_at,delay,idempotency_key,max_attempts,timeout,delivery,traceparent,depends_on,concurrency_key}'::text[] AS known,
+                     '{type,payload,tenant,queue,priority,run_at,delay,idempotency_key,max_attempts,timeout,delivery,traceparent,depends_on,concurrency_key,start_by}'::text[] AS known,
                      (e.j ->> 'tenant'::text) AS tenant_id,
                      (e.j ->> 'queue'::text) AS queue,
                      (e.j ->> 'type'::text) AS job_type,
@@ -1083,7 +1229,15 @@ CREATE FUNCTION pendulum.enqueue_parse(jobs jsonb) RETURNS SETOF pendulum.job_in
                                 FROM jsonb_array_elements_text((e.j -> 'depends_on'::text)) x(value))
                              ELSE NULL::bigint[]
                          END AS depends_on,
-                     (e.j ->> 'concurrency_key'::text) AS concurrency_key
+                     (e.j ->> 'concurrency_key'::text) AS concurrency_key,
+                         CASE
+                             WHEN (jsonb_typeof((e.j -> 'start_by'::text)) = 'string'::text) THEN pendulum.parse_instant((e.j ->> 'start_by'::text))
+                             ELSE NULL::timestamp with time zone
+                         END AS start_by,
+                         CASE
+                             WHEN ((jsonb_typeof((e.j -> 'start_by'::text)) = ANY (ARRAY['string'::text, 'number'::text])) AND ((jsonb_typeof((e.j -> 'start_by'::text)) = 'number'::text) OR (pendulum.parse_instant((e.j ->> 'start_by'::text)) IS NULL))) THEN pendulum.parse_duration((e.j ->> 'start_by'::text))
+                             ELSE NULL::interval
+                         END AS start_within
                     FROM jsonb_array_elements(enqueue_parse.jobs) WITH ORDINALITY e(j, ord)
                   OFFSET 0) v
           OFFSET 0) c
@@ -1128,16 +1282,17 @@ CREATE FUNCTION pendulum.enqueue_staged() RETURNS TABLE(ord integer, id bigint, 
                COALESCE(s.run_at, now()) + COALESCE(s.delay, interval '0') AS run_at,
                COALESCE(s.max_attempts, 25) AS max_attempts, s.timeout,
                COALESCE(s.delivery, 'at-least-once') AS delivery, s.idempotency_key,
-               s.traceparent, s.depends_on, s.concurrency_key
+               s.traceparent, s.depends_on, s.concurrency_key,
+               COALESCE(s.start_by, now() + s.start_within) AS start_by
         FROM pg_temp.pendulum_stage s
     ),
     plain AS (
         INSERT INTO pendulum.jobs (id, tenant_id, queue, job_type, payload, priority, state,
                                    run_at, max_attempts, timeout, delivery, traceparent,
-                                   depends_on, concurrency_key)
+                                   depends_on, concurrency_key, start_by)
         SELECT s.id, s.tenant_id, s.queue, s.job_type, s.payload, s.priority, s.state,
                s.run_at, s.max_attempts, s.timeout, s.delivery, s.traceparent, s.depends_on,
-               s.concurrency_key
+               s.concurrency_key, s.start_by
         FROM src s WHERE s.idempotency_key IS NULL
     ),
     firsts AS MATERIALIZED (
@@ -1148,10 +1303,10 @@ CREATE FUNCTION pendulum.enqueue_staged() RETURNS TABLE(ord integer, id bigint, 
     keyed AS (
         INSERT INTO pendulum.jobs AS j (id, tenant_id, queue, job_type, payload, priority, state,
                                         run_at, max_attempts, timeout, delivery, idempotency_key,
-                                        traceparent, depends_on, concurrency_key)
+                                        traceparent, depends_on, concurrency_key, start_by)
         SELECT s.id, s.tenant_id, s.queue, s.job_type, s.payload, s.priority, s.state,
                s.run_at, s.max_attempts, s.timeout, s.delivery, s.idempotency_key,
-               s.traceparent, s.depends_on, s.concurrency_key
+               s.traceparent, s.depends_on, s.concurrency_key, s.start_by
         FROM firsts s
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING j.id, j.queue, j.state
@@ -1245,6 +1400,70 @@ $$;
 --
 
 COMMENT ON FUNCTION pendulum.fill_tenant() IS 'An attempt, step or fire inserted without tenant_id gets its job''s, run''s or schedule''s (sql/019).';
+
+--
+-- Name: finish_cancel_asked(jsonb); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.finish_cancel_asked(batch jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+    SELECT CASE WHEN NOT EXISTS (
+                SELECT 1 FROM jsonb_array_elements(batch) AS b(e)
+                  JOIN pendulum.jobs j ON j.id = (b.e->>'id')::bigint
+                 WHERE j.cancel_requested_at IS NOT NULL
+                   AND j.lease_token = (b.e->>'token')::bigint
+                   AND b.e->>'kind' IN ('retry', 'release', 'advance', 'wait', 'snooze'))
+           THEN batch
+           ELSE (SELECT jsonb_agg(CASE WHEN j.cancel_requested_at IS NOT NULL
+                                        AND b.e->>'kind' IN ('retry', 'release', 'advance', 'wait', 'snooze')
+                                       THEN b.e || '{"kind": "cancel"}'::jsonb ELSE b.e END
+                                  ORDER BY b.ord)
+                   FROM jsonb_array_elements(batch) WITH ORDINALITY AS b(e, ord)
+                   LEFT JOIN pendulum.jobs j
+                     ON j.id = (b.e->>'id')::bigint AND j.lease_token = (b.e->>'token')::bigint)
+           END
+$$;
+
+--
+-- Name: hook_jobs(jsonb); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.hook_jobs(batch jsonb) RETURNS bigint
+    LANGUAGE sql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+    WITH b AS (
+        SELECT DISTINCT b.id, b.token, ev.event
+        FROM jsonb_to_recordset(batch) AS b(id bigint, token bigint, events text[])
+        CROSS JOIN LATERAL unnest(b.events) AS ev(event)
+    ), h AS (
+        INSERT INTO pendulum.jobs AS n (tenant_id, queue, job_type, payload, idempotency_key)
+        SELECT j.tenant_id, j.queue, 'pd:hook',
+               jsonb_build_object('event', b.event, 'id', j.id, 'type', j.job_type,
+                                  'queue', j.queue, 'tenant', j.tenant_id, 'state', j.state,
+                                  'attempt', j.attempt, 'max_attempts', j.max_attempts,
+                                  'exit_code', j.exit_code, 'error', j.last_error,
+                                  'dead_reason', j.dead_reason, 'stderr_tail', a.stderr_tail,
+                                  'payload', j.payload),
+               'pd:hook:' || b.event || ':' || j.id || ':' || b.token
+        FROM b
+        JOIN pendulum.jobs j ON j.id = b.id AND j.lease_token = b.token
+         AND j.xmin = pg_current_xact_id()::xid
+         AND j.job_type <> 'pd:hook'
+         AND CASE b.event WHEN 'dead_letter' THEN j.state = 'DEAD_LETTERED'
+                          WHEN 'failure' THEN j.state IN ('PENDING', 'DEAD_LETTERED')
+                          WHEN 'success' THEN j.state = 'SUCCEEDED'
+                          ELSE false END
+        LEFT JOIN pendulum.attempt_rows a ON a.job_id = j.id AND a.lease_token = b.token
+        ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING n.queue
+    ), w AS (
+        SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT DISTINCT queue FROM h) q
+    )
+    SELECT (SELECT count(*) FROM h) + 0 * (SELECT count(*) FROM w)
+$$;
 
 --
 -- Name: job_by_key(text, text); Type: FUNCTION; Schema: pendulum; Owner: -
@@ -1561,6 +1780,21 @@ BEGIN
     RETURNING o.id INTO v_id;
     PERFORM pg_notify('pendulum_outbox', outbox_record.topic);
     RETURN v_id;
+END
+$$;
+
+--
+-- Name: progress_reset(); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.progress_reset() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+BEGIN
+    NEW.progress := NULL;
+    NEW.progress_at := NULL;
+    RETURN NEW;
 END
 $$;
 
@@ -1882,10 +2116,29 @@ END
 $$;
 
 --
--- Name: start_workflow(text, text, jsonb, text, integer, text, integer, text[], timestamp with time zone, interval, text); Type: FUNCTION; Schema: pendulum; Owner: -
+-- Name: snooze_cap(jsonb); Type: FUNCTION; Schema: pendulum; Owner: -
 --
 
-CREATE FUNCTION pendulum.start_workflow(tenant text, name text, input jsonb DEFAULT 'null'::jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, steps text[] DEFAULT NULL::text[], run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, concurrency_key text DEFAULT NULL::text) RETURNS bigint
+CREATE FUNCTION pendulum.snooze_cap(batch jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pendulum', 'pg_temp'
+    AS $$
+    SELECT CASE WHEN NOT batch @> '[{"kind": "snooze"}]' THEN batch
+    ELSE (SELECT coalesce(jsonb_agg(CASE WHEN j.snoozes >= (b.e->>'max_snoozes')::integer
+                      THEN b.e || jsonb_build_object('kind', 'retry', 'outcome', 'failed',
+                           'error', format('snoozed %s times (max_snoozes)', j.snoozes))
+                      ELSE b.e END ORDER BY b.i), '[]'::jsonb)
+            FROM jsonb_array_elements(batch) WITH ORDINALITY AS b(e, i)
+            LEFT JOIN pendulum.jobs j
+              ON b.e->>'kind' = 'snooze' AND j.id = (b.e->>'id')::bigint)
+    END
+$$;
+
+--
+-- Name: start_workflow(text, text, jsonb, text, integer, text, integer, text[], timestamp with time zone, interval, text, timestamp with time zone); Type: FUNCTION; Schema: pendulum; Owner: -
+--
+
+CREATE FUNCTION pendulum.start_workflow(tenant text, name text, input jsonb DEFAULT 'null'::jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 25, steps text[] DEFAULT NULL::text[], run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, concurrency_key text DEFAULT NULL::text, start_by timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pendulum', 'pg_temp'
     AS $$
@@ -1903,7 +2156,7 @@ BEGIN
                                  jsonb_build_object('run', v_run), coalesce(queue, 'default'),
                                  coalesce(priority, 0), run_at, delay, idempotency_key,
                                  coalesce(max_attempts, 25), NULL, 'at-least-once', NULL, NULL,
-                                 start_workflow.concurrency_key);
+                                 start_workflow.concurrency_key, start_workflow.start_by);
     IF NOT v_job.created THEN
         SELECT r.id INTO v_run FROM pendulum.workflow_runs r WHERE r.job_id = v_job.id;
         IF v_run IS NULL THEN
@@ -2050,7 +2303,7 @@ CREATE TABLE pendulum.attempt_rows (
     signal integer,
     stderr_tail text,
     tenant_id text NOT NULL,
-    CONSTRAINT attempt_rows_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'terminal'::text, 'timeout'::text, 'could_not_start'::text, 'lease_expired'::text, 'lease_lost'::text, 'released'::text, 'claim_lost'::text])))
+    CONSTRAINT attempt_rows_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'terminal'::text, 'timeout'::text, 'could_not_start'::text, 'lease_expired'::text, 'lease_lost'::text, 'released'::text, 'claim_lost'::text, 'cancelled'::text, 'snoozed'::text])))
 );
 
 --
@@ -2853,6 +3106,12 @@ CREATE INDEX jobs_running_idx ON pendulum.jobs USING btree (queue, tenant_id, jo
 CREATE INDEX jobs_running_key_idx ON pendulum.jobs USING btree (concurrency_key) WHERE ((state = ANY (ARRAY['LEASED'::text, 'RUNNING'::text])) AND (concurrency_key IS NOT NULL));
 
 --
+-- Name: jobs_start_by_idx; Type: INDEX; Schema: pendulum; Owner: -
+--
+
+CREATE INDEX jobs_start_by_idx ON pendulum.jobs USING btree (start_by) WHERE ((start_by IS NOT NULL) AND (state = 'PENDING'::text) AND (lease_token IS NULL));
+
+--
 -- Name: outbox_claim_idx; Type: INDEX; Schema: pendulum; Owner: -
 --
 
@@ -2899,6 +3158,12 @@ CREATE TRIGGER cron_schedules_changed AFTER INSERT OR UPDATE OF next_fire_at, en
 --
 
 CREATE TRIGGER jobs_notify_done AFTER UPDATE OF state ON pendulum.jobs FOR EACH ROW WHEN ((new.notify_done AND (new.state = ANY (ARRAY['SUCCEEDED'::text, 'DEAD_LETTERED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION pendulum.notify_done();
+
+--
+-- Name: jobs jobs_progress_reset; Type: TRIGGER; Schema: pendulum; Owner: -
+--
+
+CREATE TRIGGER jobs_progress_reset BEFORE UPDATE OF lease_token ON pendulum.jobs FOR EACH ROW WHEN (((old.progress IS NOT NULL) AND (new.lease_token IS DISTINCT FROM old.lease_token))) EXECUTE FUNCTION pendulum.progress_reset();
 
 --
 -- Name: outbox outbox_head_deleted; Type: TRIGGER; Schema: pendulum; Owner: -
