@@ -629,9 +629,9 @@ static int dec_handler(struct pd_config *c, const struct pd_ynode *key, const st
 		       void *elem, struct pd_err *e)
 {
 	static const char *const known[] = {
-	    "run",	    "exec",	"timeout",	   "terminal_exit_codes", "mode",
-	    "result_limit", "pass_env", "concurrency_key", "max_snoozes",	  "hooks",
-	    NULL};
+	    "run",	   "exec",	   "timeout",  "terminal_exit_codes",
+	    "mode",	   "result_limit", "pass_env", "concurrency_key",
+	    "max_snoozes", "hooks",	   NULL};
 	const struct pd_ydoc *d = &c->doc;
 	const struct pd_ynode *v;
 	struct pd_handler *h = elem;

@@ -18,9 +18,8 @@ struct out {
 
 /* The outcomes pendulum.job_attempts allows, each exported even at zero. */
 static const char *const outcomes[] = {
-    "succeeded",       "failed",	"terminal",   "timeout",
-    "could_not_start", "lease_expired", "lease_lost", "released",
-    "claim_lost",      "snoozed",	"cancelled",	NULL,
+    "succeeded",  "failed",   "terminal",   "timeout", "could_not_start", "lease_expired",
+    "lease_lost", "released", "claim_lost", "snoozed", "cancelled",	  NULL,
 };
 
 void pd_metrics_label(struct pd_buf *b, const char *v)

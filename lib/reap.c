@@ -527,7 +527,6 @@ static int late_starts(struct pd_db *db, long long *next_ms, struct pd_err *e)
 	return 0;
 }
 
-
 int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, const char *hooks,
 		       int prune_batches, int batch, long long *next_ms, int *requeued, int *dead,
 		       struct pd_prune_report *pruned, struct pd_err *e)

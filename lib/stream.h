@@ -151,10 +151,10 @@ struct pd_stream_answer {
 	const char *result; /* the raw JSON text of "result", or NULL (absent or null) */
 	size_t result_len;
 	char *error; /* failed: malloc'd text (a string unescaped, else its JSON) */
-	/* a progress line (neither "result" nor "error" nor "snooze"): malloc'd, as error; else NULL */
+	/* a progress line (no "result", "error" or "snooze"): malloc'd; else NULL */
 	char *progress;
-	int snooze;  /* "snooze" present and not null: put off snooze_ms, or failed
-			with error naming the bad duration */
+	int snooze; /* "snooze" present and not null: put off snooze_ms, or failed
+		       with error naming the bad duration */
 	long long snooze_ms;
 };
 
