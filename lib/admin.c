@@ -662,6 +662,46 @@ int pd_admin_dlq_delete(struct pd_db *db, const long long *ids, int nids, const 
 	return rc;
 }
 
+/*
+ * A purge of dead letters older than older_ms (or, dry_run, their count):
+ * sql takes $1 the age in ms and $2 the filter (by, NULL: none) and returns
+ * the count; the report names what was purged (noun, "s" added when not
+ * one) and the filter.
+ */
+static int purge(struct pd_db *db, const char *sql, long long older_ms, const char *by,
+		 const char *filter, const char *noun, int dry_run, const struct pd_fmt *fmt,
+		 struct pd_buf *out, struct pd_err *e)
+{
+	char ms[24], secs[32], age[32], *n = NULL;
+	const char *params[2] = {ms, filter};
+	long long k;
+
+	snprintf(ms, sizeof(ms), "%lld", older_ms);
+	if (pd_db_value(db, sql, 2, params, &n, e) < 0)
+		return -1;
+	k = n ? strtoll(n, NULL, 10) : 0;
+	if (fmt->json) {
+		const struct pd_col cols[] = {
+		    {"purged", NULL, 'n', 'b'},
+		    {"older_than_s", NULL, 'n', 'b'},
+		    {by, NULL, 's', 'b'},
+		    {"dry_run", NULL, 'b', 'b'},
+		};
+		const char *row[4] = {n ? n : "0", secs, filter, dry_run ? "t" : "f"};
+
+		snprintf(secs, sizeof(secs), "%.3f", (double)older_ms / 1000);
+		pd_render(cols, 4, row, 1, fmt, out);
+	} else {
+		pd_render_age((double)older_ms / 1000, age, sizeof(age));
+		pd_buf_printf(out, "%s %lld %s%s%s%s%s%s that died more than %s ago\n",
+			      dry_run ? "would purge" : "purged", k, noun, k == 1 ? "" : "s",
+			      filter ? " of " : "", filter ? by : "", filter ? " " : "",
+			      filter ? filter : "", age);
+	}
+	free(n);
+	return 0;
+}
+
 int pd_admin_dlq_purge(struct pd_db *db, long long older_ms, const char *queue, int dry_run,
 		       const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
@@ -676,33 +716,8 @@ int pd_admin_dlq_purge(struct pd_db *db, long long older_ms, const char *queue, 
 					OLD "), 'DEAD_LETTERED')";
 /* clang-format on */
 #undef OLD
-	char ms[24], secs[32], age[32], *n = NULL;
-	const char *params[2] = {ms, queue};
-
-	snprintf(ms, sizeof(ms), "%lld", older_ms);
-	if (pd_db_value(db, dry_run ? count_sql : purge_sql, 2, params, &n, e) < 0)
-		return -1;
-	if (fmt->json) {
-		static const struct pd_col cols[] = {
-		    {"purged", NULL, 'n', 'b'},
-		    {"older_than_s", NULL, 'n', 'b'},
-		    {"queue", NULL, 's', 'b'},
-		    {"dry_run", NULL, 'b', 'b'},
-		};
-		const char *row[4] = {n ? n : "0", secs, queue, dry_run ? "t" : "f"};
-
-		snprintf(secs, sizeof(secs), "%.3f", (double)older_ms / 1000);
-		pd_render(cols, 4, row, 1, fmt, out);
-	} else {
-		long long k = n ? strtoll(n, NULL, 10) : 0;
-
-		pd_render_age((double)older_ms / 1000, age, sizeof(age));
-		pd_buf_printf(out, "%s %lld dead letter%s%s%s that died more than %s ago\n",
-			      dry_run ? "would purge" : "purged", k, k == 1 ? "" : "s",
-			      queue ? " of queue " : "", queue ? queue : "", age);
-	}
-	free(n);
-	return 0;
+	return purge(db, dry_run ? count_sql : purge_sql, older_ms, "queue", queue, "dead letter",
+		     dry_run, fmt, out, e);
 }
 
 int pd_admin_queues(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
@@ -981,35 +996,8 @@ int pd_admin_outbox_purge(struct pd_db *db, long long older_ms, const char *topi
 	    " SELECT count(*) + 0 * (SELECT count(*) FROM n) FROM d";
 /* clang-format on */
 #undef OLD
-	char ms[24], secs[32], age[32], *n = NULL;
-	const char *params[2] = {ms, topic};
-	long long k;
-
-	snprintf(ms, sizeof(ms), "%lld", older_ms);
-	if (pd_db_value(db, dry_run ? count_sql : purge_sql, 2, params, &n, e) < 0)
-		return -1;
-	k = n ? strtoll(n, NULL, 10) : 0;
-	if (fmt->json) {
-		static const struct pd_col cols[] = {
-		    {"purged", NULL, 'n', 'b'},
-		    {"older_than_s", NULL, 'n', 'b'},
-		    {"topic", NULL, 's', 'b'},
-		    {"dry_run", NULL, 'b', 'b'},
-		};
-		const char *row[4] = {n ? n : "0", secs, topic, dry_run ? "t" : "f"};
-
-		snprintf(secs, sizeof(secs), "%.3f", (double)older_ms / 1000);
-		pd_render(cols, 4, row, 1, fmt, out);
-	} else {
-		pd_render_age((double)older_ms / 1000, age, sizeof(age));
-		pd_buf_printf(out,
-			      "%s %lld dead-lettered outbox message%s%s%s that died more than %s "
-			      "ago\n",
-			      dry_run ? "would purge" : "purged", k, k == 1 ? "" : "s",
-			      topic ? " of topic " : "", topic ? topic : "", age);
-	}
-	free(n);
-	return 0;
+	return purge(db, dry_run ? count_sql : purge_sql, older_ms, "topic", topic,
+		     "dead-lettered outbox message", dry_run, fmt, out, e);
 }
 #undef OUTBOX_WAKE
 
