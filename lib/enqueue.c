@@ -969,7 +969,7 @@ static int read_job(struct pd_db *db, struct waiting *st, struct pd_enqueue_end 
 	snprintf(seen, sizeof(seen), "%lld", st->w->failed ? st->seen : -1);
 	if (exec_named(db, "pd_enqueue_read_job", read_sql, 3, params, &r, e) < 0)
 		return -1;
-	if (PQntuples(r) != 1 || PQnfields(r) != 14) {
+	if (PQntuples(r) != 1 || PQnfields(r) != 15) {
 		PQclear(r);
 		return pd_errf(e, PD_EX_NOTFOUND, "job %lld not found", st->id);
 	}
