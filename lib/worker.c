@@ -66,7 +66,7 @@ int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struc
 
 	pd_engine_cfg_settle(&w->engine, &cfg->worker.engine);
 	merge_handlers(w, cfg);
-	w->hooks = &cfg->hooks;
+	w->hooks = cfg->hooks;
 	w->flows = cfg->flows;
 	w->nflows = cfg->nflows;
 	w->retry = cfg->retry;
@@ -108,7 +108,7 @@ int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struc
 				return -1;
 	}
 	for (int ev = 0; ev < PD_HOOK_NEVENTS; ev++)
-		if (w->hooks->on[ev] && pd_handler_check(w->hooks->on[ev], "hook", e) < 0)
+		if (w->hooks.on[ev] && pd_handler_check(w->hooks.on[ev], "hook", e) < 0)
 			return -1;
 	for (int i = 0; i < w->nflows; i++)
 		for (int k = 0; k < w->flows[i].nsteps; k++)
@@ -555,7 +555,7 @@ static void claim_types_free(struct worker *w)
 static int has_hooks(const struct pd_worker_cfg *cfg)
 {
 	for (int ev = 0; ev < PD_HOOK_NEVENTS; ev++) {
-		if (cfg->hooks && cfg->hooks->on[ev])
+		if (cfg->hooks.on[ev])
 			return 1;
 		for (int i = 0; i < cfg->nhandlers; i++)
 			if (cfg->handlers[i].hooks.on[ev])
@@ -593,7 +593,7 @@ static void claim_types(struct worker *w)
 	}
 	if (w->types && has_hooks(cfg))
 		w->types[w->ntypes++] = PD_HOOK_TYPE; /* served: this worker has hook commands */
-	pd_hooks_json(&w->hooks, cfg->handlers, cfg->nhandlers, cfg->hooks);
+	pd_hooks_json(&w->hooks, cfg->handlers, cfg->nhandlers, &cfg->hooks);
 }
 
 /* Ready jobs (claimed ahead, not started) take the new handler for their type, if any. */

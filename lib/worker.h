@@ -67,8 +67,11 @@ struct pd_worker_cfg {
 	int nqueues;
 	const struct pd_handler *handlers; /* the first match for a type wins */
 	int nhandlers;
-	/* the file's global hooks: (pd_worker_settle), or NULL */
-	const struct pd_hooks *hooks;
+	/*
+	 * the file's global hooks (pd_worker_settle): a copy, as a reload moves
+	 * the config struct; the commands it points to are the config's
+	 */
+	struct pd_hooks hooks;
 	const struct pd_flow *flows; /* workflows: their runs' jobs are claimed too */
 	int nflows;
 	struct pd_engine_cfg

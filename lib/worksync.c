@@ -230,7 +230,7 @@ static void take_claimed(struct worker *w, const struct pd_claimed *c, int claim
 
 	pd_hold_claimed(&x, c, w->cfg->handlers, w->cfg->nhandlers, w->stream_of, w->cfg->flows,
 			w->cfg->nflows);
-	pd_hold_hooks(&x, w->cfg->handlers, w->cfg->nhandlers, w->cfg->hooks);
+	pd_hold_hooks(&x, w->cfg->handlers, w->cfg->nhandlers, &w->cfg->hooks);
 	if (x.plan && x.plan->action != PD_FLOW_RUN) {
 		pd_holdings_no_run(&w->hs, &x, pd_now_us());
 		w->d.idle = 0;

@@ -165,7 +165,7 @@ type_of() {
 	wait_for 10 sql_is "SELECT count(*) FROM pendulum.cron_schedules WHERE name = 'added'" 1
 	wait_for 10 sql_is "SELECT count(*) FROM pendulum.cron_schedules" 4
 	pd-enqueue crontab.jobs.added '{}' >/dev/null
-	wait_for 10 lines_at_least "$D/ran" 1
+	wait_for 30 lines_at_least "$D/ran" 1
 	[ "$(cat "$D/ran")" = "added hello world" ]
 	# a file that no longer parses is refused: the worker goes on with the old one
 	echo '99 * * * * x' >>"$D/jobs"
