@@ -551,19 +551,6 @@ static void claim_types_free(struct worker *w)
 	w->ntypes = 0;
 }
 
-/* cfg has a hook command: a global one or a handler's. */
-static int has_hooks(const struct pd_worker_cfg *cfg)
-{
-	for (int ev = 0; ev < PD_HOOK_NEVENTS; ev++) {
-		if (cfg->hooks.on[ev])
-			return 1;
-		for (int i = 0; i < cfg->nhandlers; i++)
-			if (cfg->handlers[i].hooks.on[ev])
-				return 1;
-	}
-	return 0;
-}
-
 /*
  * The claim's type filter from the current settings: the workflows' job
  * types and the handlers' types, or none (NULL) when a '*' handler takes
@@ -591,9 +578,10 @@ static void claim_types(struct worker *w)
 		}
 		w->types[w->ntypes++] = cfg->handlers[i].name;
 	}
-	if (w->types && has_hooks(cfg))
-		w->types[w->ntypes++] = PD_HOOK_TYPE; /* served: this worker has hook commands */
+	/* empty: no hook command, global or a handler's */
 	pd_hooks_json(&w->hooks, cfg->handlers, cfg->nhandlers, &cfg->hooks);
+	if (w->types && w->hooks.len > 0)
+		w->types[w->ntypes++] = PD_HOOK_TYPE; /* served: this worker has hook commands */
 }
 
 /* Ready jobs (claimed ahead, not started) take the new handler for their type, if any. */
