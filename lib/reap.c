@@ -609,7 +609,7 @@ void pd_reap_lead_reset(struct pd_reap_lead *l)
 
 long long pd_reap_grace(const struct pd_reap_lead *l)
 {
-	return l->lease_ms / 3;
+	return l->lease_ms / 3 < PD_REAP_GRACE_MAX_MS ? l->lease_ms / 3 : PD_REAP_GRACE_MAX_MS;
 }
 
 /*

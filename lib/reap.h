@@ -48,13 +48,17 @@
  * leftovers of those whose worker ran on its own host and is gone. The
  * holder gives back the leases of its own host's workers at once (their
  * leftovers killed first, as before), those of other hosts only once they
- * have been expired for a grace of a third of its role lease
+ * have been expired for a grace of a third of its role lease, at most 2 s
  * (pd_reap_grace): the time for a candidate of that host to wake and kill
- * them first. The trade-off: a dead worker's jobs on another host wait
- * that grace longer to go back; a busy fleet's standbys wake about once
- * per job lease (the earliest expiry moves on with each heartbeat), not
- * only once per role lease; and a host without a live candidate (every
- * worker there --no-reap, or frozen) keeps its leftovers, as before.
+ * them first (it wakes at the earliest lease expiry it read at its last
+ * turn). The trade-off: a dead worker's jobs on another host wait that
+ * grace longer to go back; a busy fleet's standbys wake about once per job
+ * lease (the earliest expiry moves on with each heartbeat), not only once
+ * per role lease; a lease claimed after a standby's last turn that expires
+ * before its next (a lease much shorter than the role's) may be given back
+ * before that host's candidates look, and then its leftovers live on until
+ * they end; and a host without a live candidate (every worker there
+ * --no-reap, or frozen) keeps its leftovers, as before.
  */
 #ifndef PD_REAP_H
 #define PD_REAP_H
@@ -133,7 +137,11 @@ void pd_reap_lead_init(struct pd_reap_lead *l, const char *holder, long long lea
 /* After a reconnect: the next standing is logged again; a holder passes at once. */
 void pd_reap_lead_reset(struct pd_reap_lead *l);
 
-/* The grace another host's leases get (see above): a third of the role lease. */
+/*
+ * The grace another host's leases get (see above): a third of the role
+ * lease, at most PD_REAP_GRACE_MAX_MS.
+ */
+#define PD_REAP_GRACE_MAX_MS 2000
 long long pd_reap_grace(const struct pd_reap_lead *l);
 
 /*

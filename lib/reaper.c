@@ -117,8 +117,9 @@ static int held_pass(void *ctx, long long grace_ms, long long *due_ms, struct pd
 
 /*
  * A turn (pd_reap_turn: the pass when this reaper holds the role, else
- * standing by): at once after each (re)connect, then when the turn says,
- * an interval later at the latest.
+ * standing by): at once after each (re)connect, then when the turn says
+ * (the holder: an interval later at the latest; a standby: when the
+ * holder's role or a job lease expires).
  */
 static int on_period(struct pd_daemon *d, struct pd_err *e)
 {
@@ -129,7 +130,7 @@ static int on_period(struct pd_daemon *d, struct pd_err *e)
 	r->lead.lease_ms = PD_REAPER_ROLE_LEASES * r->cfg->interval_ms;
 	if (pd_reap_turn(&r->lead, d->db, held_pass, r, &next_ms, e) < 0)
 		return pd_daemon_db_failed(d, e); /* lost: reconnect and pass again */
-	d->next_period = pd_deadline_min(d->next_period, pd_now_ms() + next_ms);
+	d->next_period = pd_now_ms() + next_ms; /* a standby's may be past the interval */
 	return 0;
 }
 
@@ -186,6 +187,8 @@ static int reload_apply(void *arg, const struct pd_config *c, struct pd_buf *sum
 	r->d.period_ms = next->interval_ms;
 	if (soon < r->d.next_period)
 		r->d.next_period = soon;
+	if (soon < r->lead.pass_at)
+		r->lead.pass_at = soon; /* the holder's pass too */
 	pd_buf_printf(summary, "interval_ms=%lld", next->interval_ms);
 	return 0;
 }

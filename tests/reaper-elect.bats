@@ -126,7 +126,8 @@ pid_handler() {
 	start_worker h -j 1 --lease 2s --heartbeat 500ms --poll 200ms --handler 't=sleep 30'
 	wait_for 10 holds h
 	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
-	start_worker s -j 1 --lease 2s --heartbeat 500ms --poll 200ms --handler 'u=true'
+	# s's role lease (6 s) outlasts h's passes (every 2 s at most)
+	start_worker s -j 1 --lease 6s --heartbeat 500ms --poll 200ms --handler 'u=true'
 	wait_for 10 logged s 'msg="reaper on standby'
 	kill -STOP "$(bg_pid h)"
 	wait_for 6 holds s
@@ -140,6 +141,17 @@ pid_handler() {
 	wait_for 10 logged h 'lease lost'
 	run ! logged h 'expired leases given back'
 	holds s
+	# s frozen in turn: h gives back nothing while s's role lasts, then takes over
+	kill -STOP "$(bg_pid s)"
+	expires=$(sql "SELECT expires_at FROM pendulum.leaders WHERE role = 'reaper'")
+	late=$(sql "INSERT INTO pendulum.jobs (job_type, state, lease_owner, lease_token, lease_expires_at, attempt)
+	            VALUES ('x', 'RUNNING', 'elsewhere:1:0000', nextval('pendulum.lease_token_seq'),
+	                    now() - interval '1 s', 1) RETURNING id")
+	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $late" PENDING
+	[ "$(sql "SELECT finished_at >= '$expires' FROM pendulum.job_attempts WHERE job_id = $late")" = t ]
+	holds h
+	kill -CONT "$(bg_pid s)"
+	wait_for 10 logged s 'msg="reaper role lost'
 }
 
 @test "a clean stop resigns: a standby takes the role at once, not a lease later" {
