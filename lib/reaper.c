@@ -130,7 +130,7 @@ static int on_period(struct pd_daemon *d, struct pd_err *e)
 	r->lead.lease_ms = PD_REAPER_ROLE_LEASES * r->cfg->interval_ms;
 	if (pd_reap_turn(&r->lead, d->db, held_pass, r, &next_ms, e) < 0)
 		return pd_daemon_db_failed(d, e); /* lost: reconnect and pass again */
-	d->next_period = pd_now_ms() + next_ms; /* a standby's may be past the interval */
+	d->next_period = pd_now_ms() + next_ms;	  /* a standby's may be past the interval */
 	return 0;
 }
 
