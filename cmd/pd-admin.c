@@ -179,7 +179,7 @@ static void help(void)
 	       "      --quiet             log warnings and errors only\n"
 	       "  -v, --verbose           log debug messages\n"
 	       "  -h, --help              show this help\n"
-	       "  -V, --version           show the version\n\nCommands:\n");
+	       "  -V, --version           show the version\nCommands:\n");
 	for (const struct pd_subcmd *c = commands; c->name; c++)
 		printf("  %-35s %s\n", c->usage, c->summary);
 	printf("Run 'pd-admin COMMAND --help' for a command's options. See pd-admin(1).\n");
