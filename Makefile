@@ -6,6 +6,7 @@
 #   make demo-flow  a durable workflow (examples/place-order) run step by step
 #   make fuzz       every libFuzzer target in tests/fuzz/ for FUZZ_SECONDS (10) each, clang
 #   make bench      performance figures beside their targets (never gates anything)
+#   make ha-check   through a primary failover: etcd + two-node Patroni (not in check)
 #   make lint       clang-format, shellcheck, mandoc -T lint, the layers of lib/
 #   make schema     regenerate sql/schema.sql (the schema in force) from a migrated database
 #   make install    PREFIX=/usr/local DESTDIR= (SYSTEMDUNITDIR, SYSCONFDIR)
@@ -53,6 +54,7 @@ MANS      := $(sort $(wildcard man/*.[1-9]))
 SYSD      := $(sort $(wildcard systemd/*.service systemd/*.timer))
 SCRIPTS   := $(shell grep -lE '^\#!.*(sh|bash)' scripts/* examples/*/*.sh .ci/run 2>/dev/null) $(wildcard tests/*.bash)
 BATS      := $(wildcard tests/*.bats)
+HA_BATS   := $(wildcard tests/ha/*.bats)
 FUZZ_SRC  := $(sort $(wildcard tests/fuzz/*_fuzz.c))
 FUZZERS   := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
@@ -154,11 +156,20 @@ demo-flow: deps all
 bench: deps all $(BENCH)
 	PD_BIN=$(abspath $(B))/bin PD_BENCH_BIN=$(abspath $(B))/bench sh scripts/bench
 
+# Through a primary failover: etcd and a two-node Patroni cluster on this
+# machine (scripts/ha), tests/ha/*.bats against the ASan build; about 2
+# minutes, so not part of make check (see README, Through a primary failover).
+ha-check: deps
+	sh scripts/deps ha
+	$(MAKE) -j$$(nproc) B=build-asan SANITIZE=1 CC=clang all
+	PD_BIN=$(abspath build-asan)/bin PD_TEST_TOOL=$(abspath build-asan)/tests/pd-test-tool \
+		PD_HA_REPORT=$(abspath build-asan)/ha-check.txt bats $(HA_BATS)
+
 lint:
 	clang-format --dry-run -Werror lib/*.[ch] cmd/*.c tests/unit/*.[ch] $(wildcard tests/helper/*.c tests/fuzz/*.[ch] bench/*.c)
 	shellcheck -S warning $(SCRIPTS)
 	# bats defines $$output, $$stderr, $$lines... for the tests that read them.
-	shellcheck -S warning -s bash -e SC2154,SC2034 $(BATS)
+	shellcheck -S warning -s bash -e SC2154,SC2034 $(BATS) $(HA_BATS)
 	mandoc -T lint -W warning $(MANS)
 	# lib/'s includes point only down the layers of lib/README.md.
 	sh scripts/layers
@@ -178,7 +189,7 @@ install: $(BINS)
 clean:
 	rm -rf build build-asan $(FUZZ_B)
 
-.PHONY: all deps fuzz fuzz-targets check verify-units unit demo demo-flow bench lint schema install clean
+.PHONY: all deps fuzz fuzz-targets check verify-units unit demo demo-flow bench ha-check lint schema install clean
 .SECONDARY:
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

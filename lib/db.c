@@ -11,6 +11,7 @@
 #include "log.h"
 
 static void flight_free(struct pd_db *db);
+static void flight_drop(struct pd_db *db);
 
 /* Describe conninfo for messages: "host=... port=... dbname=..." without secrets. */
 static void pd_db_describe(const char *conninfo, char *out, size_t n)
@@ -64,7 +65,13 @@ int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, s
 	pd_db_describe(conninfo, db->where, sizeof(db->where));
 	if (db->conn)
 		PQfinish(db->conn);
-	flight_free(db);
+	/*
+	 * A pipeline the old connection left in flight (its loss seen outside
+	 * pd_db_pipeline_collect) is abandoned: the results it had received
+	 * are the caller's statements', which are still there (the caller
+	 * reconnects), and its next pipeline would overwrite them.
+	 */
+	flight_drop(db);
 	db->nprepared = 0;
 	db->conn = PQconnectdbParams(keys, vals, 1);
 	if (db->conn == NULL)
@@ -367,6 +374,14 @@ static void flight_free(struct pd_db *db)
 	free(db->flight->sent);
 	free(db->flight);
 	db->flight = NULL;
+}
+
+/* The pipeline in flight abandoned: the results it had received cleared, then freed. */
+static void flight_drop(struct pd_db *db)
+{
+	if (db->flight)
+		pipeline_abandon(db->flight->v, db->flight->n);
+	flight_free(db);
 }
 
 int pd_db_pipeline_send(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e)

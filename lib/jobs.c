@@ -471,10 +471,14 @@ int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long
  * a dead letter: an all-success batch pays one scan of j), c the same for
  * the jobs CANCELLED here (kind cancel, or an outcome that would give a job
  * with a cancel request back to PENDING: pendulum.finish_cancel_asked,
- * sql/022), f the fenced-off
- * rows counted, n one wake-up per queue that got runnable work now. Each row
- * of the batch comes back with its new state (NULL: fenced) and, when
- * PENDING, the ms until its run_at; the last two columns are counts.
+ * sql/022), w the rows not written now because this very outcome was
+ * written before (its token's attempt already ended with a worker's outcome:
+ * the same batch sent again after a connection lost before its reply, whose
+ * commit went through; only the holder of a token writes an outcome for
+ * it), f the other fenced-off rows counted, n one wake-up per queue that got
+ * runnable work now. Each row of the batch comes back with its new state
+ * (NULL: not written now) and, when PENDING, the ms until its run_at; then
+ * three counts; the last column says whether it was written before (w).
  */
 static const char finish_sql[] =
     "WITH o AS ("
@@ -550,10 +554,18 @@ static const char finish_sql[] =
     "), c AS ("
     " SELECT pendulum.fail_dependents(ARRAY(SELECT id FROM j WHERE state = 'CANCELLED'),"
     "  'CANCELLED') AS n WHERE EXISTS (SELECT 1 FROM j WHERE state = 'CANCELLED')"
+    "), w AS ("
+    " SELECT o.id FROM o WHERE NOT EXISTS (SELECT 1 FROM j WHERE j.id = o.id"
+    "  AND j.lease_token = o.token) AND (EXISTS (SELECT 1 FROM pendulum.attempt_rows r"
+    "  WHERE r.job_id = o.id AND r.lease_token = o.token"
+    "  AND r.outcome NOT IN ('lease_expired', 'lease_lost', 'claim_lost'))"
+    "  OR EXISTS (SELECT 1 FROM pendulum.jobs x WHERE x.id = o.id AND x.lease_token = o.token"
+    "  AND x.state = 'SUCCEEDED'))"
     "), f AS ("
     " UPDATE pendulum.counters SET value = value + ((SELECT count(*) FROM o)"
-    "  - (SELECT count(*) FROM j))"
-    " WHERE name = 'writes_fenced' AND (SELECT count(*) FROM o) > (SELECT count(*) FROM j)"
+    "  - (SELECT count(*) FROM j) - (SELECT count(*) FROM w))"
+    " WHERE name = 'writes_fenced'"
+    "  AND (SELECT count(*) FROM o) > (SELECT count(*) FROM j) + (SELECT count(*) FROM w)"
     "), n AS ("
     " SELECT pg_notify('pendulum_jobs', q.queue) FROM (SELECT queue FROM u UNION"
     "  SELECT queue FROM j WHERE kind = 'release' AND state = 'PENDING' UNION"
@@ -561,7 +573,8 @@ static const char finish_sql[] =
     ") "
     "SELECT o.id, j.state, CASE WHEN j.state = 'PENDING' AND j.run_at < 'infinity'"
     "  THEN greatest(ceil(extract(epoch FROM j.run_at - now()) * 1000), 0)::bigint END,"
-    " (SELECT count(*) FROM n), (SELECT sum(n) FROM p), (SELECT sum(n) FROM c) "
+    " (SELECT count(*) FROM n), (SELECT sum(n) FROM p), (SELECT sum(n) FROM c),"
+    " o.id IN (SELECT id FROM w) "
     "FROM o LEFT JOIN j ON j.id = o.id AND j.lease_token = o.token";
 
 /*
@@ -936,12 +949,13 @@ int pd_jobs_sync_collect(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 				if (s->items[i].kind != PD_TRIP_OUTCOME || x->id != id)
 					continue;
 				x->applied = !PQgetisnull(r, row, 1);
+				x->written_before = *PQgetvalue(r, row, 6) == 't';
 				snprintf(x->state, sizeof(x->state), "%s",
 					 x->applied ? PQgetvalue(r, row, 1) : "");
 				x->due_in_ms = PQgetisnull(r, row, 2)
 						   ? -1
 						   : strtoll(PQgetvalue(r, row, 2), NULL, 10);
-				s->fenced += !x->applied;
+				s->fenced += !x->applied && !x->written_before;
 			}
 		}
 	}

@@ -97,7 +97,13 @@ struct pd_job_outcome {
 	long long id, token;
 	struct pd_outcome o;
 	/* set by pd_jobs_sync_collect */
-	int applied;	     /* 0: fenced off (the token no longer holds the lease) */
+	int applied; /* 0: not written now: fenced off, or written_before */
+	/*
+	 * not applied, not fenced: this outcome was written by an earlier send
+	 * whose reply the lost connection took (the token's attempt has ended
+	 * with a worker's outcome); not counted in writes_fenced
+	 */
+	int written_before;
 	char state[16];	     /* the job's new state when applied */
 	long long due_in_ms; /* PENDING: ms until its run_at; else -1 */
 };

@@ -140,6 +140,12 @@ static void log_outcome(const struct pd_claimed *j, const struct pd_job_outcome 
 	if (fw->run > 0) /* a workflow job: which run, and the step it was at */
 		snprintf(step, sizeof(step), " run=%lld step=%s", fw->run,
 			 fw->step_name ? pd_log_quote(name, sizeof(name), fw->step_name) : "-");
+	if (x->written_before) {
+		pd_log(PD_LOG_INFO,
+		       "job done: the outcome was written before the connection was lost",
+		       "job=%lld attempt=%d outcome=%s%s", j->id, j->attempt, x->o.outcome, step);
+		return;
+	}
 	if (!x->applied) {
 		pd_log(PD_LOG_WARN, "fenced: the lease was taken over, outcome not written",
 		       "job=%lld attempt=%d outcome=%s%s", j->id, j->attempt, x->o.outcome, step);

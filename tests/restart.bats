@@ -28,6 +28,9 @@ setup() {
 
 teardown() {
 	kill_all_bg
+	# never leave commits waiting for the ghost standby of the test below
+	psql -X -q -d "$PD_PG_URL" -c "ALTER SYSTEM RESET synchronous_standby_names" \
+		-c "SELECT pg_reload_conf()" >/dev/null || true
 }
 
 @test "a PostgreSQL restart under a running worker: it reconnects and every job finishes once" {
@@ -128,6 +131,35 @@ teardown() {
 	[ "$(lines "$LOG")" -eq 2 ]
 	[ "$(grep -c "^$amo " "$LOG")" -eq 0 ]
 	[ "$(fenced)" -eq "$before" ]
+	stop_worker w
+	[ "$(bg_status w)" -eq 0 ]
+}
+
+@test "an outcome whose commit the lost connection hid is written once, not counted fenced, when sent again" {
+	# The handler makes every commit wait for a synchronous standby that does
+	# not exist, then exits: its outcome commits here but no reply comes (as
+	# when a primary fails before its standby acknowledges). The restart
+	# cuts that connection; the worker sends the outcome again on the new one.
+	h=$BATS_TEST_TMPDIR/h.sh
+	cat >"$h" <<SH
+psql -X -q -d "$PD_PG_URL" -c "ALTER SYSTEM SET synchronous_standby_names = 'ghost'" -c "SELECT pg_reload_conf()"
+until [ "\$(psql -X -At -d "$PD_PG_URL" -c 'SHOW synchronous_standby_names')" = ghost ]; do sleep 0.02; done
+SH
+	start_worker w --lease 2s --heartbeat 1s --poll 200ms --no-reap \
+		--handler "t=$(counting_handler "$LOG" "sh '$h'")"
+	id=$(pd-enqueue t '{}')
+	wait_for 30 sql_is "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'
+	                    AND application_name = 'pd-worker'" 1
+	sql "ALTER SYSTEM RESET synchronous_standby_names" >/dev/null
+	sh "$PD_ROOT/scripts/pg" restart "$PD_PG_DIR"
+	wait_for 30 grep -q 'msg=reconnected' "$BATS_FILE_TMPDIR/w.log"
+	# sent again: found written before (or, wrongly, fenced)
+	wait_for 30 grep -Eq "(written before the connection was lost|fenced: ).*job=$id" "$BATS_FILE_TMPDIR/w.log"
+	[ "$(fenced)" -eq 0 ]
+	grep -q "written before the connection was lost.*job=$id" "$BATS_FILE_TMPDIR/w.log"
+	[ "$(job_state "$id")" = SUCCEEDED ]
+	[ "$(sql "SELECT string_agg(attempt || ':' || outcome, ' ') FROM pendulum.job_attempts WHERE job_id = $id")" = 1:succeeded ]
+	[ "$(lines "$LOG")" -eq 1 ]
 	stop_worker w
 	[ "$(bg_status w)" -eq 0 ]
 }
