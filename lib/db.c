@@ -43,6 +43,23 @@ static void first_line(const char *msg, char *out, size_t n)
 	out[len] = '\0';
 }
 
+/*
+ * Pooled or direct (see db.h): the server's own backend PID against the one
+ * libpq was given at start-up. Sets db->pooled and db->named.
+ */
+static int detect_pool(struct pd_db *db, struct pd_err *e)
+{
+	char *pid = NULL;
+
+	if (pd_db_value(db, "SELECT pg_backend_pid()", 0, NULL, &pid, e) < 0)
+		return -1;
+	db->pooled = pid == NULL || strtol(pid, NULL, 10) != (long)PQbackendPID(db->conn);
+	free(pid);
+	db->named = db->prepare == PD_DB_PREPARE_ON ||
+		    (db->prepare == PD_DB_PREPARE_AUTO && !db->pooled);
+	return 0;
+}
+
 int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, struct pd_err *e)
 {
 	/*
@@ -66,6 +83,7 @@ int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, s
 		PQfinish(db->conn);
 	flight_free(db);
 	db->nprepared = 0;
+	db->pooled = db->named = 0;
 	db->conn = PQconnectdbParams(keys, vals, 1);
 	if (db->conn == NULL)
 		pd_oom();
@@ -77,7 +95,26 @@ int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, s
 			       db->where, line);
 	}
 	/* Timestamps we print come from the server; keep them in UTC. */
-	return pd_db_exec(db, "SET TIME ZONE 'UTC'", 0, NULL, PGRES_COMMAND_OK, NULL, e);
+	if (pd_db_exec(db, "SET TIME ZONE 'UTC'", 0, NULL, PGRES_COMMAND_OK, NULL, e) < 0)
+		return -1;
+	return detect_pool(db, e);
+}
+
+int pd_db_pooled(const struct pd_db *db)
+{
+	return db->pooled;
+}
+
+int pd_db_prepare_parse(const char *s, enum pd_db_prepare *out)
+{
+	static const char *const names[] = {"auto", "on", "off"};
+
+	for (int i = 0; i < 3; i++)
+		if (strcmp(s, names[i]) == 0) {
+			*out = (enum pd_db_prepare)i;
+			return 0;
+		}
+	return -1;
 }
 
 int pd_db_ok(const struct pd_db *db)
@@ -386,13 +423,15 @@ int pd_db_pipeline_send(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd
 	f->sent = pd_xcalloc((size_t)(2 * n + 1), sizeof(*f->sent));
 	f->ok = 1;
 	for (int i = 0; i < n && ok; i++) {
-		if (v[i].name && !is_prepared(db, v[i].name)) {
-			ok = PQsendPrepare(db->conn, v[i].name, v[i].sql, v[i].n, NULL) == 1;
+		const char *name = db->named ? v[i].name : NULL;
+
+		if (name && !is_prepared(db, name)) {
+			ok = PQsendPrepare(db->conn, name, v[i].sql, v[i].n, NULL) == 1;
 			f->sent[f->nsent++] = (struct sent){i, 1};
 		}
-		if (ok && v[i].name)
-			ok = PQsendQueryPrepared(db->conn, v[i].name, v[i].n, v[i].params, NULL,
-						 NULL, 0) == 1;
+		if (ok && name)
+			ok = PQsendQueryPrepared(db->conn, name, v[i].n, v[i].params, NULL, NULL,
+						 0) == 1;
 		else if (ok)
 			ok = PQsendQueryParams(db->conn, v[i].sql, v[i].n, NULL, v[i].params, NULL,
 					       NULL, 0) == 1;
@@ -459,6 +498,25 @@ static int flight_take(struct pd_db *db, struct pd_db_flight *f, PGresult *r)
 	return 0;
 }
 
+/*
+ * The failed pipeline's error bad says a pooler moved the connection
+ * between server connections under named statements (db.h): with prepare
+ * auto, the connection turns to unnamed ones (logged) and 1 is returned.
+ */
+static int named_lost(struct pd_db *db, const PGresult *bad)
+{
+	const char *state = bad ? PQresultErrorField(bad, PG_DIAG_SQLSTATE) : NULL;
+
+	if (!db->named || db->prepare != PD_DB_PREPARE_AUTO || state == NULL ||
+	    (strcmp(state, "26000") != 0 && strcmp(state, "42P05") != 0))
+		return 0;
+	db->named = 0;
+	db->nprepared = 0;
+	pd_log(PD_LOG_WARN, "named statements lost between transactions: a pooler; using unnamed ones",
+	       "sqlstate=%s", state);
+	return 1;
+}
+
 int pd_db_pipeline_collect(struct pd_db *db, struct pd_err *e)
 {
 	struct pd_db_flight *f = db->flight;
@@ -487,6 +545,14 @@ int pd_db_pipeline_collect(struct pd_db *db, struct pd_err *e)
 	if (!done)
 		return 0;
 	PQexitPipelineMode(db->conn);
+	if (!f->ok && named_lost(db, f->bad)) {
+		struct pd_db_stmt *v = f->v;
+		int n = f->n;
+
+		pipeline_abandon(v, n);
+		flight_free(db);
+		return pd_db_pipeline_send(db, v, n, e) < 0 ? -1 : 0;
+	}
 	if (!f->ok) {
 		PGresult *bad = f->bad;
 

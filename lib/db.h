@@ -20,6 +20,15 @@
 
 #define PD_DB_MAX_PREPARED 32
 
+/*
+ * Whether pipelines use named (server-side prepared) statements: auto, on
+ * a direct connection only; on, always; off, never. A pooler in
+ * transaction mode (PgBouncer) hands each transaction whichever server
+ * connection is free, where a statement prepared by another client exists
+ * and this client's does not: named statements fail there (42P05, 26000).
+ */
+enum pd_db_prepare { PD_DB_PREPARE_AUTO, PD_DB_PREPARE_ON, PD_DB_PREPARE_OFF };
+
 struct pd_db {
 	PGconn *conn;
 	char *conninfo; /* as given; may hold a password: never log it */
@@ -29,18 +38,35 @@ struct pd_db {
 	const char *prepared[PD_DB_MAX_PREPARED]; /* statement names prepared on conn */
 	int nprepared;
 	struct pd_db_flight *flight; /* the pipeline sent and not yet collected, or NULL */
+	enum pd_db_prepare prepare;  /* the setting, kept across reconnects (the caller's) */
+	int pooled;		     /* the connection goes through a pooler (pd_db_connect) */
+	int named;		     /* pipelines use named statements on this connection */
 };
 
 #define PD_DB_INIT                                                                                 \
 	{                                                                                          \
-		NULL, NULL, NULL, "", {NULL}, 0, NULL                                              \
+		NULL, NULL, NULL, "", {NULL}, 0, NULL, PD_DB_PREPARE_AUTO, 0, 0                    \
 	}
 
 /*
  * Connect with application_name=appname. On failure fills e with code 69 and
  * one line naming the host or socket tried, without the password.
+ *
+ * Then sets the session's time zone to UTC (a pooler in transaction mode
+ * keeps it: PgBouncer tracks TimeZone and sets it on whichever server
+ * connection serves the client) and finds whether the connection is pooled:
+ * the backend PID the server reports for the session (pg_backend_pid())
+ * differs from the one libpq got at start-up (PQbackendPID) behind a pooler
+ * that hands its clients a key of its own, as PgBouncer does. That and
+ * db->prepare decide db->named.
  */
 int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, struct pd_err *e);
+
+/* 1 if the connection goes through a pooler (see pd_db_connect). */
+int pd_db_pooled(const struct pd_db *db);
+
+/* "auto", "on", "off" into *out: 0, or -1 for anything else. */
+int pd_db_prepare_parse(const char *s, enum pd_db_prepare *out);
 
 /* 1 if the connection is usable. */
 int pd_db_ok(const struct pd_db *db);
@@ -81,9 +107,11 @@ int pd_db_copy_put(struct pd_db *db, const char *data, size_t n, struct pd_err *
 int pd_db_copy_end(struct pd_db *db, int *line, struct pd_err *e);
 
 /*
- * One statement of a pipeline. With a name, it is prepared once per
- * connection (the name must be a string constant: it is kept) and executed
- * as prepared afterwards; without one it is sent as PQexecParams would.
+ * One statement of a pipeline. With a name, on a connection that uses named
+ * statements (db->named), it is prepared once per connection (the name must
+ * be a string constant: it is kept) and executed as prepared afterwards;
+ * without one, or on a connection that does not, it is sent as
+ * PQexecParams would (the unnamed statement, parsed each time).
  */
 struct pd_db_stmt {
 	const char *name;
@@ -106,6 +134,12 @@ struct pd_db_stmt {
  * must arrive (pd_db_await, or poll the socket for POLLIN), -1 with e filled
  * as pd_db_exec fills it: nothing was committed, every v[i].res is NULL (on
  * 69, the connection gone, whether the transaction committed is unknown).
+ * With prepare auto, a named statement the server says exists already
+ * (42P05) or does not exist (26000) means a pooler that moves the client
+ * between server connections and was not detected: the connection turns to
+ * unnamed statements for good (said in the log) and the pipeline, which
+ * committed nothing, is sent again (collect returns 0 then). With on, the
+ * error is the caller's.
  * One pipeline at a time is in flight; no other query may run until it is
  * collected. A new connection drops it.
  */
