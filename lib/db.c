@@ -55,8 +55,7 @@ static int detect_pool(struct pd_db *db, struct pd_err *e)
 		return -1;
 	db->pooled = pid == NULL || strtol(pid, NULL, 10) != (long)PQbackendPID(db->conn);
 	free(pid);
-	db->named = db->prepare == PD_DB_PREPARE_ON ||
-		    (db->prepare == PD_DB_PREPARE_AUTO && !db->pooled);
+	db->named = db->prepare == PD_PREPARE_ON || (db->prepare == PD_PREPARE_AUTO && !db->pooled);
 	return 0;
 }
 
@@ -105,16 +104,41 @@ int pd_db_pooled(const struct pd_db *db)
 	return db->pooled;
 }
 
-int pd_db_prepare_parse(const char *s, enum pd_db_prepare *out)
+int pd_db_listener(struct pd_db *db, struct pd_db *ls, struct pd_db **out, struct pd_err *e)
 {
-	static const char *const names[] = {"auto", "on", "off"};
+	*out = NULL;
+	if (!db->pooled) {
+		*out = db;
+		return 0;
+	}
+	if (db->listen_url == NULL || *db->listen_url == '\0')
+		return 0; /* poll-only */
+	ls->prepare = PD_PREPARE_OFF;
+	if (pd_db_connect(ls, db->listen_url, db->appname, e) < 0)
+		return -1;
+	if (ls->pooled)
+		return pd_errf(e, PD_EX_CONFIG,
+			       "listen_url (%s) goes through a pooler too: LISTEN needs a direct "
+			       "session to the server",
+			       ls->where);
+	*out = ls;
+	return 0;
+}
 
-	for (int i = 0; i < 3; i++)
-		if (strcmp(s, names[i]) == 0) {
-			*out = (enum pd_db_prepare)i;
-			return 0;
-		}
-	return -1;
+int pd_db_listen(struct pd_db *db, const char *channel, struct pd_err *e)
+{
+	struct pd_buf q = PD_BUF_INIT;
+	char *id = PQescapeIdentifier(db->conn, channel, strlen(channel));
+	int rc;
+
+	if (id == NULL)
+		return pd_errf(e, PD_EX_UNAVAILABLE, "LISTEN %s: %s", channel,
+			       PQerrorMessage(db->conn));
+	pd_buf_printf(&q, "LISTEN %s", id);
+	PQfreemem(id);
+	rc = pd_db_exec(db, q.data, 0, NULL, PGRES_COMMAND_OK, NULL, e);
+	pd_buf_release(&q);
+	return rc;
 }
 
 int pd_db_ok(const struct pd_db *db)
@@ -132,6 +156,10 @@ void pd_db_close(struct pd_db *db)
 	free(db->conninfo);
 	free(db->appname);
 	db->conninfo = db->appname = NULL;
+	if (db->listen_url)
+		pd_henv_wipe(db->listen_url, strlen(db->listen_url));
+	free(db->listen_url);
+	db->listen_url = NULL;
 }
 
 /* What a class (or a SQLSTATE: the longest match wins) means. */
@@ -507,12 +535,13 @@ static int named_lost(struct pd_db *db, const PGresult *bad)
 {
 	const char *state = bad ? PQresultErrorField(bad, PG_DIAG_SQLSTATE) : NULL;
 
-	if (!db->named || db->prepare != PD_DB_PREPARE_AUTO || state == NULL ||
+	if (!db->named || db->prepare != PD_PREPARE_AUTO || state == NULL ||
 	    (strcmp(state, "26000") != 0 && strcmp(state, "42P05") != 0))
 		return 0;
 	db->named = 0;
 	db->nprepared = 0;
-	pd_log(PD_LOG_WARN, "named statements lost between transactions: a pooler; using unnamed ones",
+	pd_log(PD_LOG_WARN,
+	       "named statements lost between transactions: a pooler; using unnamed ones",
 	       "sqlstate=%s", state);
 	return 1;
 }

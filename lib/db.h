@@ -16,18 +16,10 @@
 #include <libpq-fe.h>
 
 #include "buf.h"
+#include "config.h"
 #include "err.h"
 
 #define PD_DB_MAX_PREPARED 32
-
-/*
- * Whether pipelines use named (server-side prepared) statements: auto, on
- * a direct connection only; on, always; off, never. A pooler in
- * transaction mode (PgBouncer) hands each transaction whichever server
- * connection is free, where a statement prepared by another client exists
- * and this client's does not: named statements fail there (42P05, 26000).
- */
-enum pd_db_prepare { PD_DB_PREPARE_AUTO, PD_DB_PREPARE_ON, PD_DB_PREPARE_OFF };
 
 struct pd_db {
 	PGconn *conn;
@@ -38,14 +30,16 @@ struct pd_db {
 	const char *prepared[PD_DB_MAX_PREPARED]; /* statement names prepared on conn */
 	int nprepared;
 	struct pd_db_flight *flight; /* the pipeline sent and not yet collected, or NULL */
-	enum pd_db_prepare prepare;  /* the setting, kept across reconnects (the caller's) */
-	int pooled;		     /* the connection goes through a pooler (pd_db_connect) */
-	int named;		     /* pipelines use named statements on this connection */
+	enum pd_prepare prepare;     /* the setting (config.h), kept across reconnects */
+	char *listen_url; /* a direct session for LISTEN behind a pooler, or NULL; may hold a
+			     password: never log it (set before pd_db_connect; freed by close) */
+	int pooled;	  /* the connection goes through a pooler (pd_db_connect) */
+	int named;	  /* pipelines use named statements on this connection */
 };
 
 #define PD_DB_INIT                                                                                 \
 	{                                                                                          \
-		NULL, NULL, NULL, "", {NULL}, 0, NULL, PD_DB_PREPARE_AUTO, 0, 0                    \
+		NULL, NULL, NULL, "", {NULL}, 0, NULL, PD_PREPARE_AUTO, NULL, 0, 0                 \
 	}
 
 /*
@@ -65,8 +59,20 @@ int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, s
 /* 1 if the connection goes through a pooler (see pd_db_connect). */
 int pd_db_pooled(const struct pd_db *db);
 
-/* "auto", "on", "off" into *out: 0, or -1 for anything else. */
-int pd_db_prepare_parse(const char *s, enum pd_db_prepare *out);
+/*
+ * Where LISTEN may run for db, into *out: never through a pooler, whose
+ * server connections serve other clients between transactions (a LISTEN
+ * there hears for whoever holds that server connection next, or for no
+ * one). db itself when it is direct; behind a pooler, ls, connected here
+ * (again) to db->listen_url, which must be direct itself (else code 78
+ * naming it, without its password); behind a pooler without a listen_url,
+ * NULL: poll-only. Returns 0, or -1 with e filled (69 when the listen_url
+ * server is unreachable). ls starts as PD_DB_INIT and is the caller's to close.
+ */
+int pd_db_listener(struct pd_db *db, struct pd_db *ls, struct pd_db **out, struct pd_err *e);
+
+/* LISTEN on channel (an identifier, quoted here) on db: 0, or -1 with e filled. */
+int pd_db_listen(struct pd_db *db, const char *channel, struct pd_err *e);
 
 /* 1 if the connection is usable. */
 int pd_db_ok(const struct pd_db *db);
