@@ -407,6 +407,13 @@ enum flight_step {
 struct pd_db_flight {
 	struct pd_db_stmt *v; /* the caller's, until the pipeline is collected */
 	int n;
+	/*
+	 * The parameters sent, per statement: the caller's (valid only during
+	 * pd_db_pipeline_send), or copies in copy when a re-send may be needed
+	 * (named statements under prepare auto: named_lost).
+	 */
+	const char *const **params;
+	char *copy;
 	struct sent *sent;
 	int nsent, k;
 	enum flight_step step;
@@ -430,49 +437,105 @@ static void flight_free(struct pd_db *db)
 	if (db->flight->bad)
 		PQclear(db->flight->bad);
 	free(db->flight->sent);
+	free(db->flight->params);
+	free(db->flight->copy);
 	free(db->flight);
 	db->flight = NULL;
 }
 
-int pd_db_pipeline_send(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e)
+/* Copy every statement's parameters into f->copy, f->params pointing there. */
+static void flight_copy_params(struct pd_db_flight *f)
 {
-	struct pd_db_flight *f;
-	int ok = 1;
+	size_t len = 0, nptr = 0;
+	const char **ptr;
+	char *at;
 
-	for (int i = 0; i < n; i++)
-		v[i].res = NULL;
-	if (db->flight)
-		return pd_errf(e, PD_EX_SOFTWARE, "a pipeline is already in flight");
-	if (db->conn == NULL || PQenterPipelineMode(db->conn) != 1)
-		return fail(db, NULL, e);
-	f = pd_xcalloc(1, sizeof(*f));
-	f->v = v;
-	f->n = n;
-	f->sent = pd_xcalloc((size_t)(2 * n + 1), sizeof(*f->sent));
+	for (int i = 0; i < f->n; i++) {
+		nptr += (size_t)f->v[i].n;
+		for (int j = 0; j < f->v[i].n; j++)
+			if (f->v[i].params[j])
+				len += strlen(f->v[i].params[j]) + 1;
+	}
+	f->copy = pd_xmalloc(nptr * sizeof(char *) + len + 1);
+	ptr = (const char **)(void *)f->copy;
+	at = f->copy + nptr * sizeof(char *);
+	for (int i = 0; i < f->n; i++) {
+		f->params[i] = ptr;
+		for (int j = 0; j < f->v[i].n; j++) {
+			const char *p = f->v[i].params[j];
+
+			*ptr++ = p ? at : NULL;
+			if (p) {
+				size_t l = strlen(p) + 1;
+
+				memcpy(at, p, l);
+				at += l;
+			}
+		}
+	}
+}
+
+/* Send db->flight's statements, in pipeline mode, and the Sync: 0, or -1 with e (flight freed). */
+static int flight_send(struct pd_db *db, struct pd_err *e)
+{
+	struct pd_db_flight *f = db->flight;
+	int ok = PQenterPipelineMode(db->conn) == 1;
+
+	f->nsent = f->k = 0;
+	f->step = FLIGHT_RESULT;
 	f->ok = 1;
-	for (int i = 0; i < n && ok; i++) {
-		const char *name = db->named ? v[i].name : NULL;
+	for (int i = 0; i < f->n && ok; i++) {
+		const struct pd_db_stmt *v = &f->v[i];
+		const char *name = db->named ? v->name : NULL;
 
 		if (name && !is_prepared(db, name)) {
-			ok = PQsendPrepare(db->conn, name, v[i].sql, v[i].n, NULL) == 1;
+			ok = PQsendPrepare(db->conn, name, v->sql, v->n, NULL) == 1;
 			f->sent[f->nsent++] = (struct sent){i, 1};
 		}
 		if (ok && name)
-			ok = PQsendQueryPrepared(db->conn, name, v[i].n, v[i].params, NULL, NULL,
+			ok = PQsendQueryPrepared(db->conn, name, v->n, f->params[i], NULL, NULL,
 						 0) == 1;
 		else if (ok)
-			ok = PQsendQueryParams(db->conn, v[i].sql, v[i].n, NULL, v[i].params, NULL,
+			ok = PQsendQueryParams(db->conn, v->sql, v->n, NULL, f->params[i], NULL,
 					       NULL, 0) == 1;
 		if (ok)
 			f->sent[f->nsent++] = (struct sent){i, 0};
 	}
-	db->flight = f;
 	if (!ok || PQpipelineSync(db->conn) != 1) {
 		flight_free(db);
 		PQexitPipelineMode(db->conn);
 		return fail(db, NULL, e);
 	}
 	return 0;
+}
+
+int pd_db_pipeline_send(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e)
+{
+	struct pd_db_flight *f;
+	int rc;
+
+	for (int i = 0; i < n; i++)
+		v[i].res = NULL;
+	if (db->flight)
+		return pd_errf(e, PD_EX_SOFTWARE, "a pipeline is already in flight");
+	if (db->conn == NULL)
+		return fail(db, NULL, e);
+	f = pd_xcalloc(1, sizeof(*f));
+	f->v = v;
+	f->n = n;
+	f->sent = pd_xcalloc((size_t)(2 * n + 1), sizeof(*f->sent));
+	f->params = pd_xcalloc((size_t)n + 1, sizeof(*f->params));
+	if (db->named && db->prepare == PD_PREPARE_AUTO)
+		flight_copy_params(f);
+	else
+		for (int i = 0; i < n; i++)
+			f->params[i] = v[i].params;
+	db->flight = f;
+	rc = flight_send(db, e);
+	if (rc == 0 && f->copy == NULL)
+		for (int i = 0; i < n; i++)
+			f->params[i] = NULL; /* the caller's may go now */
+	return rc;
 }
 
 /* Take result r (NULL: the end of a query's results) of the pipeline in flight. */
@@ -574,13 +637,12 @@ int pd_db_pipeline_collect(struct pd_db *db, struct pd_err *e)
 	if (!done)
 		return 0;
 	PQexitPipelineMode(db->conn);
-	if (!f->ok && named_lost(db, f->bad)) {
-		struct pd_db_stmt *v = f->v;
-		int n = f->n;
-
-		pipeline_abandon(v, n);
-		flight_free(db);
-		return pd_db_pipeline_send(db, v, n, e) < 0 ? -1 : 0;
+	if (!f->ok && f->copy && named_lost(db, f->bad)) {
+		/* the same statements and parameters (f's copies), unnamed now */
+		pipeline_abandon(f->v, f->n);
+		PQclear(f->bad);
+		f->bad = NULL;
+		return flight_send(db, e) < 0 ? -1 : 0;
 	}
 	if (!f->ok) {
 		PGresult *bad = f->bad;

@@ -109,15 +109,21 @@ utc_second_below() {
 	[ "$(sql "SELECT state FROM pendulum.outbox")" = PUBLISHED ]
 	# every daemon still runs, none logged an error, each said how it connects
 	no_errors w1 w2 w3 cron relay reaper
+	# found pooled at connect: no named statement was ever tried (and lost) there
+	run grep -c 'named statements lost' "$BATS_FILE_TMPDIR"/{w1,w2,w3,cron,relay,reaper}.log
+	[[ "$output" != *:[1-9]* ]]
 	grep -q "msg=\"connection pooled: LISTEN on listen_url's own session\" statements=unnamed" "$BATS_FILE_TMPDIR/w1.log"
 	grep -q "msg=\"connection pooled: LISTEN on listen_url's own session\"" "$BATS_FILE_TMPDIR/relay.log"
 	grep -q 'msg="ticker active: holding the ticker role"' "$BATS_FILE_TMPDIR/cron.log"
 }
 
 @test "a NOTIFY wake-up through listen_url: picked up within 50 ms with --poll 5s" {
-	start_bg w "${listening[@]}" pd-worker --handler "t=true" --poll 5s --lease 2s
+	start_bg w "${listening[@]}" pd-worker --handler "t=env >'$D/env'" --poll 5s --lease 2s
 	wait_for 10 grep -q 'msg="worker started"' "$BATS_FILE_TMPDIR/w.log"
 	wait_for 10 sql_is "SELECT count(*) FROM pendulum.workers" 1
+	# listen_url, like the database URL, is kept from the handlers and /proc/PID/environ
+	run grep -c PD_LISTEN_URL "/proc/$(bg_pid w)/environ"
+	[ "$output" = 0 ]
 	for i in 1 2 3; do
 		id=$("${pooled[@]}" pd-enqueue t '{}')
 		wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
@@ -125,6 +131,9 @@ utc_second_below() {
 	run sql "SELECT max(extract(epoch FROM started_at - created_at) * 1000)::int FROM pendulum.jobs"
 	echo "slowest pickup: $output ms"
 	[ "$output" -lt 50 ]
+	[ -s "$D/env" ]
+	run grep -c -e PD_LISTEN_URL -e PD_DATABASE_URL "$D/env"
+	[ "$output" = 0 ]
 }
 
 @test "poll-only without listen_url: said once at start, jobs still run; a pooled listen_url is refused (78)" {
@@ -145,10 +154,10 @@ utc_second_below() {
 	start_bg w "${listening[@]}" pd-worker --handler "t=echo done" --poll 5s --lease 2s
 	wait_for 10 grep -q 'msg="worker started"' "$BATS_FILE_TMPDIR/w.log"
 	# --wait: LISTEN on listen_url; then poll-only (no listen_url): the same answer
-	run --separate-stderr "${listening[@]}" pd-enqueue --wait t '{"a": 1}'
+	run --separate-stderr "${listening[@]}" pd-enqueue --wait --wait-timeout 20s t '{"a": 1}'
 	[ "$status" -eq 0 ]
 	[ "$output" = 'done' ]
-	run --separate-stderr "${pooled[@]}" pd-enqueue --wait t '{"a": 2}'
+	run --separate-stderr "${pooled[@]}" pd-enqueue --wait --wait-timeout 20s t '{"a": 2}'
 	[ "$status" -eq 0 ]
 	[ "$output" = 'done' ]
 	id=$("${pooled[@]}" pd-enqueue t '{"a": 3}')
