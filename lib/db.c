@@ -592,7 +592,8 @@ static int flight_take(struct pd_db *db, struct pd_db_flight *f, PGresult *r)
 /*
  * The failed pipeline's error bad says a pooler moved the connection
  * between server connections under named statements (db.h): with prepare
- * auto, the connection turns to unnamed ones (logged) and 1 is returned.
+ * auto, the connection turns to unnamed ones (logged), and so do the
+ * reconnections after it (prepare becomes off), and 1 is returned.
  */
 static int named_lost(struct pd_db *db, const PGresult *bad)
 {
@@ -603,6 +604,7 @@ static int named_lost(struct pd_db *db, const PGresult *bad)
 		return 0;
 	db->named = 0;
 	db->nprepared = 0;
+	db->prepare = PD_PREPARE_OFF; /* and on the connections after this one */
 	pd_log(PD_LOG_WARN,
 	       "named statements lost between transactions: a pooler; using unnamed ones",
 	       "sqlstate=%s", state);

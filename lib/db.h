@@ -135,7 +135,8 @@ struct pd_db_stmt {
  * round trip.
  *
  * Send: 0, or -1 with e filled (nothing is in flight then); v must stay
- * valid until collected. Collect reads what has arrived without blocking:
+ * valid until collected, its parameters only until send returns (copied
+ * when a re-send may be needed, see below). Collect reads what has arrived without blocking:
  * 1 when every v[i].res is set (the caller PQclear()s them), 0 while more
  * must arrive (pd_db_await, or poll the socket for POLLIN), -1 with e filled
  * as pd_db_exec fills it: nothing was committed, every v[i].res is NULL (on
@@ -143,7 +144,8 @@ struct pd_db_stmt {
  * With prepare auto, a named statement the server says exists already
  * (42P05) or does not exist (26000) means a pooler that moves the client
  * between server connections and was not detected: the connection turns to
- * unnamed statements for good (said in the log) and the pipeline, which
+ * unnamed statements for good (said in the log; db->prepare becomes off,
+ * for the reconnections too) and the pipeline, which
  * committed nothing, is sent again (collect returns 0 then). With on, the
  * error is the caller's.
  * One pipeline at a time is in flight; no other query may run until it is
