@@ -253,6 +253,12 @@ static void source_keep(void *ctx, struct pd_config *c)
 
 	if (strcmp(was, c->database_url ? c->database_url : "") != 0)
 		pd_log(PD_LOG_WARN, "database_url not reloaded: it needs a restart", NULL);
+	if (strcmp(a->cfg.listen_url ? a->cfg.listen_url : "",
+		   c->listen_url ? c->listen_url : "") != 0 ||
+	    a->cfg.prepared_statements != c->prepared_statements)
+		pd_log(PD_LOG_WARN,
+		       "listen_url and prepared_statements not reloaded: they need a restart",
+		       NULL);
 	*old = a->cfg; /* a plain move: the config holds no pointer to itself */
 	a->retired = pd_xrealloc(a->retired, (size_t)(a->nretired + 1) * sizeof(*a->retired));
 	a->retired[a->nretired++] = old;
