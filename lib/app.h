@@ -111,7 +111,8 @@ struct pd_config_source;
  * again. The config the engine moves onto becomes a->cfg, with the log
  * level applied again (-v and -q still count); the one before is kept until
  * pd_app_release, since the engine's old settings may point into it. A
- * database_url that changed is logged: it needs a restart.
+ * database_url, listen_url or prepared_statements that changed is logged:
+ * it needs a restart.
  */
 void pd_app_source(struct pd_app *a, struct pd_config_source *src);
 

@@ -44,6 +44,22 @@ static void first_line(const char *msg, char *out, size_t n)
 	out[len] = '\0';
 }
 
+/*
+ * Pooled or direct (see db.h): the server's own backend PID against the one
+ * libpq was given at start-up. Sets db->pooled and db->named.
+ */
+static int detect_pool(struct pd_db *db, struct pd_err *e)
+{
+	char *pid = NULL;
+
+	if (pd_db_value(db, "SELECT pg_backend_pid()", 0, NULL, &pid, e) < 0)
+		return -1;
+	db->pooled = pid == NULL || strtol(pid, NULL, 10) != (long)PQbackendPID(db->conn);
+	free(pid);
+	db->named = db->prepare == PD_PREPARE_ON || (db->prepare == PD_PREPARE_AUTO && !db->pooled);
+	return 0;
+}
+
 int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, struct pd_err *e)
 {
 	/*
@@ -73,6 +89,7 @@ int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, s
 	 */
 	flight_drop(db);
 	db->nprepared = 0;
+	db->pooled = db->named = 0;
 	db->conn = PQconnectdbParams(keys, vals, 1);
 	if (db->conn == NULL)
 		pd_oom();
@@ -84,7 +101,51 @@ int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, s
 			       db->where, line);
 	}
 	/* Timestamps we print come from the server; keep them in UTC. */
-	return pd_db_exec(db, "SET TIME ZONE 'UTC'", 0, NULL, PGRES_COMMAND_OK, NULL, e);
+	if (pd_db_exec(db, "SET TIME ZONE 'UTC'", 0, NULL, PGRES_COMMAND_OK, NULL, e) < 0)
+		return -1;
+	return detect_pool(db, e);
+}
+
+int pd_db_pooled(const struct pd_db *db)
+{
+	return db->pooled;
+}
+
+int pd_db_listener(struct pd_db *db, struct pd_db *ls, struct pd_db **out, struct pd_err *e)
+{
+	*out = NULL;
+	if (!db->pooled) {
+		*out = db;
+		return 0;
+	}
+	if (db->listen_url == NULL || *db->listen_url == '\0')
+		return 0; /* poll-only */
+	ls->prepare = PD_PREPARE_OFF;
+	if (pd_db_connect(ls, db->listen_url, db->appname, e) < 0)
+		return -1;
+	if (ls->pooled)
+		return pd_errf(e, PD_EX_CONFIG,
+			       "listen_url (%s) goes through a pooler too: LISTEN needs a direct "
+			       "session to the server",
+			       ls->where);
+	*out = ls;
+	return 0;
+}
+
+int pd_db_listen(struct pd_db *db, const char *channel, struct pd_err *e)
+{
+	struct pd_buf q = PD_BUF_INIT;
+	char *id = PQescapeIdentifier(db->conn, channel, strlen(channel));
+	int rc;
+
+	if (id == NULL)
+		return pd_errf(e, PD_EX_UNAVAILABLE, "LISTEN %s: %s", channel,
+			       PQerrorMessage(db->conn));
+	pd_buf_printf(&q, "LISTEN %s", id);
+	PQfreemem(id);
+	rc = pd_db_exec(db, q.data, 0, NULL, PGRES_COMMAND_OK, NULL, e);
+	pd_buf_release(&q);
+	return rc;
 }
 
 int pd_db_ok(const struct pd_db *db)
@@ -102,6 +163,10 @@ void pd_db_close(struct pd_db *db)
 	free(db->conninfo);
 	free(db->appname);
 	db->conninfo = db->appname = NULL;
+	if (db->listen_url)
+		pd_henv_wipe(db->listen_url, strlen(db->listen_url));
+	free(db->listen_url);
+	db->listen_url = NULL;
 }
 
 /* What a class (or a SQLSTATE: the longest match wins) means. */
@@ -349,6 +414,13 @@ enum flight_step {
 struct pd_db_flight {
 	struct pd_db_stmt *v; /* the caller's, until the pipeline is collected */
 	int n;
+	/*
+	 * The parameters sent, per statement: the caller's (valid only during
+	 * pd_db_pipeline_send), or copies in copy when a re-send may be needed
+	 * (named statements under prepare auto: named_lost).
+	 */
+	const char *const **params;
+	char *copy;
 	struct sent *sent;
 	int nsent, k;
 	enum flight_step step;
@@ -372,6 +444,8 @@ static void flight_free(struct pd_db *db)
 	if (db->flight->bad)
 		PQclear(db->flight->bad);
 	free(db->flight->sent);
+	free(db->flight->params);
+	free(db->flight->copy);
 	free(db->flight);
 	db->flight = NULL;
 }
@@ -384,43 +458,99 @@ static void flight_drop(struct pd_db *db)
 	flight_free(db);
 }
 
-int pd_db_pipeline_send(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e)
+/* Copy every statement's parameters into f->copy, f->params pointing there. */
+static void flight_copy_params(struct pd_db_flight *f)
 {
-	struct pd_db_flight *f;
-	int ok = 1;
+	size_t len = 0, nptr = 0;
+	const char **ptr;
+	char *at;
 
-	for (int i = 0; i < n; i++)
-		v[i].res = NULL;
-	if (db->flight)
-		return pd_errf(e, PD_EX_SOFTWARE, "a pipeline is already in flight");
-	if (db->conn == NULL || PQenterPipelineMode(db->conn) != 1)
-		return fail(db, NULL, e);
-	f = pd_xcalloc(1, sizeof(*f));
-	f->v = v;
-	f->n = n;
-	f->sent = pd_xcalloc((size_t)(2 * n + 1), sizeof(*f->sent));
+	for (int i = 0; i < f->n; i++) {
+		nptr += (size_t)f->v[i].n;
+		for (int j = 0; j < f->v[i].n; j++)
+			if (f->v[i].params[j])
+				len += strlen(f->v[i].params[j]) + 1;
+	}
+	f->copy = pd_xmalloc(nptr * sizeof(char *) + len + 1);
+	ptr = (const char **)(void *)f->copy;
+	at = f->copy + nptr * sizeof(char *);
+	for (int i = 0; i < f->n; i++) {
+		f->params[i] = ptr;
+		for (int j = 0; j < f->v[i].n; j++) {
+			const char *p = f->v[i].params[j];
+
+			*ptr++ = p ? at : NULL;
+			if (p) {
+				size_t l = strlen(p) + 1;
+
+				memcpy(at, p, l);
+				at += l;
+			}
+		}
+	}
+}
+
+/* Send db->flight's statements, in pipeline mode, and the Sync: 0, or -1 with e (flight freed). */
+static int flight_send(struct pd_db *db, struct pd_err *e)
+{
+	struct pd_db_flight *f = db->flight;
+	int ok = PQenterPipelineMode(db->conn) == 1;
+
+	f->nsent = f->k = 0;
+	f->step = FLIGHT_RESULT;
 	f->ok = 1;
-	for (int i = 0; i < n && ok; i++) {
-		if (v[i].name && !is_prepared(db, v[i].name)) {
-			ok = PQsendPrepare(db->conn, v[i].name, v[i].sql, v[i].n, NULL) == 1;
+	for (int i = 0; i < f->n && ok; i++) {
+		const struct pd_db_stmt *v = &f->v[i];
+		const char *name = db->named ? v->name : NULL;
+
+		if (name && !is_prepared(db, name)) {
+			ok = PQsendPrepare(db->conn, name, v->sql, v->n, NULL) == 1;
 			f->sent[f->nsent++] = (struct sent){i, 1};
 		}
-		if (ok && v[i].name)
-			ok = PQsendQueryPrepared(db->conn, v[i].name, v[i].n, v[i].params, NULL,
-						 NULL, 0) == 1;
+		if (ok && name)
+			ok = PQsendQueryPrepared(db->conn, name, v->n, f->params[i], NULL, NULL,
+						 0) == 1;
 		else if (ok)
-			ok = PQsendQueryParams(db->conn, v[i].sql, v[i].n, NULL, v[i].params, NULL,
+			ok = PQsendQueryParams(db->conn, v->sql, v->n, NULL, f->params[i], NULL,
 					       NULL, 0) == 1;
 		if (ok)
 			f->sent[f->nsent++] = (struct sent){i, 0};
 	}
-	db->flight = f;
 	if (!ok || PQpipelineSync(db->conn) != 1) {
 		flight_free(db);
 		PQexitPipelineMode(db->conn);
 		return fail(db, NULL, e);
 	}
 	return 0;
+}
+
+int pd_db_pipeline_send(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e)
+{
+	struct pd_db_flight *f;
+	int rc;
+
+	for (int i = 0; i < n; i++)
+		v[i].res = NULL;
+	if (db->flight)
+		return pd_errf(e, PD_EX_SOFTWARE, "a pipeline is already in flight");
+	if (db->conn == NULL)
+		return fail(db, NULL, e);
+	f = pd_xcalloc(1, sizeof(*f));
+	f->v = v;
+	f->n = n;
+	f->sent = pd_xcalloc((size_t)(2 * n + 1), sizeof(*f->sent));
+	f->params = pd_xcalloc((size_t)n + 1, sizeof(*f->params));
+	if (db->named && db->prepare == PD_PREPARE_AUTO)
+		flight_copy_params(f);
+	else
+		for (int i = 0; i < n; i++)
+			f->params[i] = v[i].params;
+	db->flight = f;
+	rc = flight_send(db, e);
+	if (rc == 0 && f->copy == NULL)
+		for (int i = 0; i < n; i++)
+			f->params[i] = NULL; /* the caller's may go now */
+	return rc;
 }
 
 /* Take result r (NULL: the end of a query's results) of the pipeline in flight. */
@@ -474,6 +604,28 @@ static int flight_take(struct pd_db *db, struct pd_db_flight *f, PGresult *r)
 	return 0;
 }
 
+/*
+ * The failed pipeline's error bad says a pooler moved the connection
+ * between server connections under named statements (db.h): with prepare
+ * auto, the connection turns to unnamed ones (logged), and so do the
+ * reconnections after it (prepare becomes off), and 1 is returned.
+ */
+static int named_lost(struct pd_db *db, const PGresult *bad)
+{
+	const char *state = bad ? PQresultErrorField(bad, PG_DIAG_SQLSTATE) : NULL;
+
+	if (!db->named || db->prepare != PD_PREPARE_AUTO || state == NULL ||
+	    (strcmp(state, "26000") != 0 && strcmp(state, "42P05") != 0))
+		return 0;
+	db->named = 0;
+	db->nprepared = 0;
+	db->prepare = PD_PREPARE_OFF; /* and on the connections after this one */
+	pd_log(PD_LOG_WARN,
+	       "named statements lost between transactions: a pooler; using unnamed ones",
+	       "sqlstate=%s", state);
+	return 1;
+}
+
 int pd_db_pipeline_collect(struct pd_db *db, struct pd_err *e)
 {
 	struct pd_db_flight *f = db->flight;
@@ -502,6 +654,13 @@ int pd_db_pipeline_collect(struct pd_db *db, struct pd_err *e)
 	if (!done)
 		return 0;
 	PQexitPipelineMode(db->conn);
+	if (!f->ok && f->copy && named_lost(db, f->bad)) {
+		/* the same statements and parameters (f's copies), unnamed now */
+		pipeline_abandon(f->v, f->n);
+		PQclear(f->bad);
+		f->bad = NULL;
+		return flight_send(db, e) < 0 ? -1 : 0;
+	}
 	if (!f->ok) {
 		PGresult *bad = f->bad;
 

@@ -52,6 +52,8 @@ int pd_henv_passes(const char *var, const char *const *secret, const char *const
 		return 1;
 	if (l == 15 && strncmp(var, "PD_DATABASE_URL", 15) == 0)
 		return 0;
+	if (l == 13 && strncmp(var, "PD_LISTEN_URL", 13) == 0)
+		return 0;
 	if (strncmp(var, "PG", 2) == 0)
 		return 0;
 	return !named(var, secret);

@@ -4,12 +4,12 @@
  * daemon takes out of its own.
  *
  * The rule (pendulum.yaml(5), "secret_env"): a child gets the daemon's
- * environment without PD_DATABASE_URL, without every variable whose name
+ * environment without PD_DATABASE_URL and PD_LISTEN_URL, without every variable whose name
  * starts with "PG" (libpq's: PGPASSWORD, PGHOST, PGUSER, PGSERVICE,
  * PGPASSFILE...), and without the names the config lists under
  * secret_env:, except those the handler lists under pass_env:. A variable
  * the daemon withheld from its own environment at start-up
- * (pd_henv_withhold: PD_DATABASE_URL, PGPASSWORD) reaches a child only
+ * (pd_henv_withhold: PD_DATABASE_URL, PD_LISTEN_URL, PGPASSWORD) reaches a child only
  * through pass_env: too.
  */
 #ifndef PD_HENV_H

@@ -296,6 +296,19 @@ static void test_lookup(void)
 	ok(c.log_level == PD_LOG_ERROR && c.database_url && c.database_url[0] == '\0',
 	   "  is kept as ''");
 	pd_config_release(&c);
+	ok(c.prepared_statements == PD_PREPARE_AUTO && c.listen_url == NULL,
+	   "prepared_statements: auto and no listen_url by default");
+	pd_config_release(&c);
+	ok(load(&c, &e, "prepared_statements: on\nlisten_url: host=/run/pg dbname=x\n") == 0,
+	   "prepared_statements on, a listen_url");
+	ok(c.prepared_statements == PD_PREPARE_ON && c.listen_url &&
+	       strcmp(c.listen_url, "host=/run/pg dbname=x") == 0,
+	   "  on (a string, not a YAML boolean), the listen_url kept");
+	pd_config_release(&c);
+	ok(load(&c, &e, "prepared_statements: off\n") == 0 &&
+	       c.prepared_statements == PD_PREPARE_OFF,
+	   "prepared_statements off");
+	pd_config_release(&c);
 }
 
 static void test_errors(void)
@@ -379,6 +392,11 @@ static void test_errors(void)
 	    "log_level unknown");
 	bad("database_url: {host: x}\n", "1:15: 'database_url': expected a string, got a mapping",
 	    "database_url a mapping");
+	bad("prepared_statements: yes\n",
+	    "1:22: 'prepared_statements': expected auto, on or off, got 'yes'",
+	    "prepared_statements unknown");
+	bad("listen_url: [a]\n", "1:13: 'listen_url': expected a string, got a sequence",
+	    "listen_url a list");
 	bad("retry:\n  cap: -1s\n",
 	    "2:8: 'cap': invalid duration '-1s': expected a number with ms, s, m, h or d",
 	    "negative duration");

@@ -58,6 +58,8 @@ static void test_rule(void)
 
 	ok(pd_henv_passes("PGPASSWORD", NULL, NULL) == 0, "a bare name is judged too");
 	ok(pd_henv_passes("PD_DATABASE_URLX=1", NULL, NULL) == 1, "only the exact name");
+	ok(pd_henv_passes("PD_LISTEN_URL=host=/x", NULL, NULL) == 0, "PD_LISTEN_URL is withheld");
+	ok(pd_henv_passes("PD_LISTEN_URLX=1", NULL, NULL) == 1, "  only the exact name");
 	ok(pd_henv_passes("MY_TOKENX=1", secret, NULL) == 1, "secret_env: exact names");
 }
 
