@@ -765,10 +765,11 @@ int pd_admincmd_wait(struct pd_subcall *k, struct pd_err *e)
 		  shown_of = -1;
 	long long stop = x->timeout_ms >= 0 ? start + x->timeout_ms : -1;
 	int tty = isatty(STDERR_FILENO), quiet = k->a->verbosity < 0, timed_out = 0, rc;
+	struct pd_db ls = PD_DB_INIT, *ldb = NULL; /* where LISTEN runs: pd_db_listener */
 
-	if ((rc = parse_ids(k, &ids, e)) < 0 ||
+	if ((rc = parse_ids(k, &ids, e)) < 0 || (rc = pd_db_listener(db, &ls, &ldb, e)) < 0 ||
+	    (ldb && (rc = pd_db_listen(ldb, "pendulum_done", e)) < 0) ||
 	    (rc = pd_admin_wait_mark(db, ids, k->argc, e)) < 0 ||
-	    (rc = pd_db_exec(db, "LISTEN pendulum_done", 0, NULL, PGRES_COMMAND_OK, NULL, e)) < 0 ||
 	    (rc = pd_admin_wait_count(db, ids, k->argc, &x->f, 1, &w, e)) < 0)
 		goto out;
 	before = w.jobs - w.unfinished; /* ended before the wait began */
@@ -794,9 +795,9 @@ int pd_admincmd_wait(struct pd_subcall *k, struct pd_err *e)
 		}
 		/* a job named ended: read again, but not sooner than 250 ms after the last */
 		until = stop >= 0 && stop < last + 1000 ? stop : last + 1000;
-		rc = pd_enqueue_await(db, ids, k->argc, until, e);
+		rc = pd_enqueue_await(ldb, ids, k->argc, until, e);
 		if (rc > 0 && pd_now_ms() < last + 250)
-			rc = pd_enqueue_await(db, NULL, 0, last + 250, e);
+			rc = pd_enqueue_await(ldb, NULL, 0, last + 250, e);
 		if (rc < 0 || (rc = pd_admin_wait_count(db, ids, k->argc, &x->f, 0, &w, e)) < 0)
 			goto out;
 	}
@@ -829,6 +830,7 @@ int pd_admincmd_wait(struct pd_subcall *k, struct pd_err *e)
 		    w.dead_lettered + w.cancelled > 10 ? ", ..." : "");
 	}
 out:
+	pd_db_close(&ls);
 	free(ids);
 	return rc;
 }

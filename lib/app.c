@@ -163,6 +163,7 @@ void pd_app_init(struct pd_app *a)
 {
 	/* Before anything reads them or a child starts: see app.h. */
 	pd_henv_withhold("PD_DATABASE_URL");
+	pd_henv_withhold("PD_LISTEN_URL");
 	pd_henv_withhold("PGPASSWORD");
 	memset(a, 0, sizeof(*a));
 	pd_config_init(&a->cfg);
@@ -201,7 +202,13 @@ int pd_app_connect(struct pd_app *a, int check_schema, struct pd_err *e)
 			  : env && *env		? env
 			  : a->cfg.database_url ? a->cfg.database_url
 						: "";
+	/* listen_url: $PD_LISTEN_URL (withheld), else the file's; used only behind a pooler */
+	const char *lenv = pd_henv_held("PD_LISTEN_URL");
+	const char *listen = lenv && *lenv ? lenv : a->cfg.listen_url;
 
+	a->db.prepare = a->cfg.prepared_statements;
+	free(a->db.listen_url);
+	a->db.listen_url = listen ? pd_xstrdup(listen) : NULL;
 	if (pd_db_connect(&a->db, url, pd_progname(), e) < 0)
 		return -1;
 	if (check_schema && pd_migrate_check(&a->db, e) < 0)

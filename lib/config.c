@@ -116,6 +116,7 @@ void pd_config_release(struct pd_config *c)
 	pd_flows_free(c->flows, c->nflows);
 	free_strv(c->worker.queues);
 	free(c->database_url);
+	free(c->listen_url);
 	free_strv(c->secret_env);
 	free(c->path);
 	pd_ydoc_release(&c->doc);
@@ -395,6 +396,34 @@ static int dec_database_url(struct pd_config *c, const struct pd_ynode *n, struc
 	free(c->database_url);
 	c->database_url = pd_xstrdup(s);
 	return 0;
+}
+
+static int dec_listen_url(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	const char *s;
+
+	if (pd_y_str(&c->doc, n, &s, CODE, e) < 0)
+		return -1;
+	free(c->listen_url);
+	c->listen_url = pd_xstrdup(s);
+	return 0;
+}
+
+static int dec_prepared_statements(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	static const char *const names[] = {"auto", "on", "off"}; /* enum pd_prepare's order */
+	const char *s;
+	char desc[160];
+
+	if (pd_y_str(&c->doc, n, &s, CODE, e) < 0)
+		return -1;
+	for (int i = 0; i < 3; i++)
+		if (strcmp(s, names[i]) == 0) {
+			c->prepared_statements = (enum pd_prepare)i;
+			return 0;
+		}
+	return pd_y_errf(&c->doc, n, CODE, e, "%s: expected auto, on or off, got '%s'",
+			 pd_y_describe(n, desc, sizeof(desc)), s);
 }
 
 static int dec_max_payload(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
@@ -878,6 +907,8 @@ static const struct section {
 	int (*decode)(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e);
 } sections[] = {
     {"database_url", dec_database_url},
+    {"listen_url", dec_listen_url},
+    {"prepared_statements", dec_prepared_statements},
     {"max_payload", dec_max_payload},
     {"log_level", dec_log_level},
     {"secret_env", dec_secret_env},

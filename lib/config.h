@@ -55,9 +55,20 @@ struct pd_retention {
 /* max_payload's default: 1 MiB. */
 #define PD_MAX_PAYLOAD_DEFAULT (1024 * 1024)
 
+/*
+ * prepared_statements: whether pipelines use named (server-side prepared)
+ * statements (lib/db). auto: on a direct connection only; on: always; off:
+ * never. A pooler in transaction mode (PgBouncer) hands each transaction
+ * whichever server connection is free, where a statement prepared by
+ * another client exists and this client's does not.
+ */
+enum pd_prepare { PD_PREPARE_AUTO, PD_PREPARE_ON, PD_PREPARE_OFF };
+
 struct pd_config {
-	char *path;	       /* file read, or NULL */
-	char *database_url;    /* NULL unset */
+	char *path;	    /* file read, or NULL */
+	char *database_url; /* NULL unset */
+	char *listen_url;   /* a direct session for LISTEN behind a pooler; NULL unset */
+	enum pd_prepare prepared_statements;
 	char **secret_env;     /* secret_env: names withheld from children (lib/henv); NULL: none */
 	int log_level;	       /* enum pd_log_level, -1 unset */
 	long long max_payload; /* bytes: the largest payload (or input, or signal) taken */

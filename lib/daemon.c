@@ -12,7 +12,7 @@
 #include "log.h"
 #include "sig.h"
 
-#define OWN_FDS		2    /* the signalfd and the database socket */
+#define OWN_FDS		3    /* the signalfd, the database socket, the listen session's */
 #define STATUS_EVERY_MS 1000 /* at most one STATUS= a second */
 
 /* Tell the service manager state; a failure is logged at debug and otherwise ignored. */
@@ -108,24 +108,39 @@ int pd_daemon_db_failed(struct pd_daemon *d, const struct pd_err *e)
 	return pd_link_failed(&d->link, e);
 }
 
-/* LISTEN on every channel, then the engine's on_connect. */
+/* At the first connect behind a pooler: what that means here, once. */
+static void log_pooled(const struct pd_daemon *d)
+{
+	const char *mode = d->db->named ? "named (prepared_statements: on)" : "unnamed";
+
+	if (!pd_db_pooled(d->db))
+		return;
+	if (d->ldb != NULL)
+		pd_log(PD_LOG_INFO, "connection pooled: LISTEN on listen_url's own session",
+		       "statements=%s", mode);
+	else if (d->ops->kind.listen != NULL)
+		pd_log(PD_LOG_INFO,
+		       "connection pooled and no listen_url: poll-only, no LISTEN wake-ups",
+		       "statements=%s", mode);
+	else
+		pd_log(PD_LOG_INFO, "connection pooled", "statements=%s", mode);
+}
+
+/*
+ * LISTEN on every channel, where pd_db_listener says (the main connection
+ * when direct, listen_url's session behind a pooler, else nowhere), then
+ * the engine's on_connect.
+ */
 static int after_connect(struct pd_daemon *d, int first, struct pd_err *e)
 {
-	for (const char *const *ch = d->ops->kind.listen; ch && *ch; ch++) {
-		struct pd_buf q = PD_BUF_INIT;
-		char *id = PQescapeIdentifier(d->db->conn, *ch, strlen(*ch));
-		int rc;
-
-		if (id == NULL)
-			return pd_errf(e, PD_EX_UNAVAILABLE, "LISTEN %s: %s", *ch,
-				       PQerrorMessage(d->db->conn));
-		pd_buf_printf(&q, "LISTEN %s", id);
-		PQfreemem(id);
-		rc = pd_db_exec(d->db, q.data, 0, NULL, PGRES_COMMAND_OK, NULL, e);
-		pd_buf_release(&q);
-		if (rc < 0)
+	d->ldb = NULL;
+	if (d->ops->kind.listen && pd_db_listener(d->db, &d->lsn, &d->ldb, e) < 0)
+		return -1;
+	if (first)
+		log_pooled(d);
+	for (const char *const *ch = d->ops->kind.listen; d->ldb && ch && *ch; ch++)
+		if (pd_db_listen(d->ldb, *ch, e) < 0)
 			return -1;
-	}
 	if (d->ops->on_connect && d->ops->on_connect(d, first, e) < 0)
 		return -1;
 	pd_link_up(&d->link);
@@ -153,6 +168,7 @@ void pd_daemon_init(struct pd_daemon *d, const struct pd_daemon_ops *ops, struct
 		    void *ctx, struct pd_pool *pool, const struct pd_engine_cfg *ec)
 {
 	memset(d, 0, sizeof(*d));
+	d->lsn = (struct pd_db)PD_DB_INIT;
 	d->ops = ops;
 	d->db = db;
 	d->ctx = ctx;
@@ -202,6 +218,19 @@ void pd_daemon_close(struct pd_daemon *d)
 	if (d->sigfd >= 0)
 		close(d->sigfd);
 	d->sigfd = -1;
+	pd_db_close(&d->lsn);
+	d->ldb = NULL;
+}
+
+/* The listen session (not the main connection) has input: lost, the link goes down. */
+static void listen_read(struct pd_daemon *d)
+{
+	struct pd_err e = PD_ERR_INIT;
+
+	if (PQconsumeInput(d->lsn.conn))
+		return;
+	pd_errf(&e, PD_EX_UNAVAILABLE, "listen_url session: %s", PQerrorMessage(d->lsn.conn));
+	pd_link_failed(&d->link, &e);
 }
 
 /* Hand every notification received so far to on_notify; returns how many. */
@@ -210,7 +239,7 @@ static int deliver_notifies(struct pd_daemon *d)
 	PGnotify *nt;
 	int n = 0;
 
-	while (pd_daemon_up(d) && (nt = PQnotifies(d->db->conn)) != NULL) {
+	while (pd_daemon_up(d) && d->ldb && (nt = PQnotifies(d->ldb->conn)) != NULL) {
 		if (d->ops->on_notify == NULL || d->ops->on_notify(d, nt->relname, nt->extra))
 			d->wake = 1;
 		PQfreemem(nt);
@@ -344,7 +373,7 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 	notify(d, "READY=1");
 	for (;;) {
 		long long now = pd_now_ms(), deadline;
-		int nfds = 0, own, n, sockfd = -1, again;
+		int nfds = 0, own, n, sockfd = -1, lsnfd = -1, again;
 
 		watchdog(d, now);
 
@@ -372,6 +401,11 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 			sockfd = nfds;
 			fds[nfds++] =
 			    (struct pollfd){.fd = PQsocket(d->db->conn), .events = POLLIN};
+		}
+		if (pd_daemon_up(d) && d->ldb == &d->lsn) {
+			lsnfd = nfds;
+			fds[nfds++] =
+			    (struct pollfd){.fd = PQsocket(d->lsn.conn), .events = POLLIN};
 		}
 		own = nfds;
 		if (d->pool)
@@ -405,6 +439,10 @@ int pd_daemon_run(struct pd_daemon *d, struct pd_err *e)
 			on_signals(d);
 		if (sockfd >= 0 && fds[sockfd].revents && pd_daemon_up(d)) {
 			pd_link_read(&d->link);
+			deliver_notifies(d);
+		}
+		if (lsnfd >= 0 && fds[lsnfd].revents && pd_daemon_up(d)) {
+			listen_read(d);
 			deliver_notifies(d);
 		}
 		if (d->pool)

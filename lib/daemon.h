@@ -7,6 +7,11 @@
  * children's pipes), under poll(2) with a timeout computed from absolute
  * monotonic deadlines. No work happens in signal handlers.
  *
+ * LISTEN never goes through a pooler (pd_db_listener): behind one the
+ * daemon LISTENs on a second, direct session to listen_url, polled by the
+ * same loop and opened again at each reconnect (its loss takes the link
+ * down); without a listen_url it runs poll-only, said once at start.
+ *
  * The database link comes and goes: the first connection is made by
  * pd_daemon_open (a failure there is final, exit 69); later a query that
  * finds the server gone marks the link down (pd_link_failed) and the loop
@@ -134,6 +139,8 @@ struct pd_daemon {
 	enum pd_daemon_phase phase;
 	long long drain_deadline; /* DRAINING: when the children are stopped; -1: never */
 	struct pd_link link;
+	struct pd_db lsn;  /* behind a pooler: listen_url's session (pd_db_listener) */
+	struct pd_db *ldb; /* where LISTEN runs: db, &lsn, or NULL (poll-only) */
 	int sigfd;
 	int stops;	       /* stop signals received */
 	int notified;	       /* notifications delivered since the last on_tick */

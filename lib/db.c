@@ -43,6 +43,22 @@ static void first_line(const char *msg, char *out, size_t n)
 	out[len] = '\0';
 }
 
+/*
+ * Pooled or direct (see db.h): the server's own backend PID against the one
+ * libpq was given at start-up. Sets db->pooled and db->named.
+ */
+static int detect_pool(struct pd_db *db, struct pd_err *e)
+{
+	char *pid = NULL;
+
+	if (pd_db_value(db, "SELECT pg_backend_pid()", 0, NULL, &pid, e) < 0)
+		return -1;
+	db->pooled = pid == NULL || strtol(pid, NULL, 10) != (long)PQbackendPID(db->conn);
+	free(pid);
+	db->named = db->prepare == PD_PREPARE_ON || (db->prepare == PD_PREPARE_AUTO && !db->pooled);
+	return 0;
+}
+
 int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, struct pd_err *e)
 {
 	/*
@@ -66,6 +82,7 @@ int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, s
 		PQfinish(db->conn);
 	flight_free(db);
 	db->nprepared = 0;
+	db->pooled = db->named = 0;
 	db->conn = PQconnectdbParams(keys, vals, 1);
 	if (db->conn == NULL)
 		pd_oom();
@@ -77,7 +94,51 @@ int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, s
 			       db->where, line);
 	}
 	/* Timestamps we print come from the server; keep them in UTC. */
-	return pd_db_exec(db, "SET TIME ZONE 'UTC'", 0, NULL, PGRES_COMMAND_OK, NULL, e);
+	if (pd_db_exec(db, "SET TIME ZONE 'UTC'", 0, NULL, PGRES_COMMAND_OK, NULL, e) < 0)
+		return -1;
+	return detect_pool(db, e);
+}
+
+int pd_db_pooled(const struct pd_db *db)
+{
+	return db->pooled;
+}
+
+int pd_db_listener(struct pd_db *db, struct pd_db *ls, struct pd_db **out, struct pd_err *e)
+{
+	*out = NULL;
+	if (!db->pooled) {
+		*out = db;
+		return 0;
+	}
+	if (db->listen_url == NULL || *db->listen_url == '\0')
+		return 0; /* poll-only */
+	ls->prepare = PD_PREPARE_OFF;
+	if (pd_db_connect(ls, db->listen_url, db->appname, e) < 0)
+		return -1;
+	if (ls->pooled)
+		return pd_errf(e, PD_EX_CONFIG,
+			       "listen_url (%s) goes through a pooler too: LISTEN needs a direct "
+			       "session to the server",
+			       ls->where);
+	*out = ls;
+	return 0;
+}
+
+int pd_db_listen(struct pd_db *db, const char *channel, struct pd_err *e)
+{
+	struct pd_buf q = PD_BUF_INIT;
+	char *id = PQescapeIdentifier(db->conn, channel, strlen(channel));
+	int rc;
+
+	if (id == NULL)
+		return pd_errf(e, PD_EX_UNAVAILABLE, "LISTEN %s: %s", channel,
+			       PQerrorMessage(db->conn));
+	pd_buf_printf(&q, "LISTEN %s", id);
+	PQfreemem(id);
+	rc = pd_db_exec(db, q.data, 0, NULL, PGRES_COMMAND_OK, NULL, e);
+	pd_buf_release(&q);
+	return rc;
 }
 
 int pd_db_ok(const struct pd_db *db)
@@ -95,6 +156,10 @@ void pd_db_close(struct pd_db *db)
 	free(db->conninfo);
 	free(db->appname);
 	db->conninfo = db->appname = NULL;
+	if (db->listen_url)
+		pd_henv_wipe(db->listen_url, strlen(db->listen_url));
+	free(db->listen_url);
+	db->listen_url = NULL;
 }
 
 /* What a class (or a SQLSTATE: the longest match wins) means. */
@@ -386,13 +451,15 @@ int pd_db_pipeline_send(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd
 	f->sent = pd_xcalloc((size_t)(2 * n + 1), sizeof(*f->sent));
 	f->ok = 1;
 	for (int i = 0; i < n && ok; i++) {
-		if (v[i].name && !is_prepared(db, v[i].name)) {
-			ok = PQsendPrepare(db->conn, v[i].name, v[i].sql, v[i].n, NULL) == 1;
+		const char *name = db->named ? v[i].name : NULL;
+
+		if (name && !is_prepared(db, name)) {
+			ok = PQsendPrepare(db->conn, name, v[i].sql, v[i].n, NULL) == 1;
 			f->sent[f->nsent++] = (struct sent){i, 1};
 		}
-		if (ok && v[i].name)
-			ok = PQsendQueryPrepared(db->conn, v[i].name, v[i].n, v[i].params, NULL,
-						 NULL, 0) == 1;
+		if (ok && name)
+			ok = PQsendQueryPrepared(db->conn, name, v[i].n, v[i].params, NULL, NULL,
+						 0) == 1;
 		else if (ok)
 			ok = PQsendQueryParams(db->conn, v[i].sql, v[i].n, NULL, v[i].params, NULL,
 					       NULL, 0) == 1;
@@ -459,6 +526,26 @@ static int flight_take(struct pd_db *db, struct pd_db_flight *f, PGresult *r)
 	return 0;
 }
 
+/*
+ * The failed pipeline's error bad says a pooler moved the connection
+ * between server connections under named statements (db.h): with prepare
+ * auto, the connection turns to unnamed ones (logged) and 1 is returned.
+ */
+static int named_lost(struct pd_db *db, const PGresult *bad)
+{
+	const char *state = bad ? PQresultErrorField(bad, PG_DIAG_SQLSTATE) : NULL;
+
+	if (!db->named || db->prepare != PD_PREPARE_AUTO || state == NULL ||
+	    (strcmp(state, "26000") != 0 && strcmp(state, "42P05") != 0))
+		return 0;
+	db->named = 0;
+	db->nprepared = 0;
+	pd_log(PD_LOG_WARN,
+	       "named statements lost between transactions: a pooler; using unnamed ones",
+	       "sqlstate=%s", state);
+	return 1;
+}
+
 int pd_db_pipeline_collect(struct pd_db *db, struct pd_err *e)
 {
 	struct pd_db_flight *f = db->flight;
@@ -487,6 +574,14 @@ int pd_db_pipeline_collect(struct pd_db *db, struct pd_err *e)
 	if (!done)
 		return 0;
 	PQexitPipelineMode(db->conn);
+	if (!f->ok && named_lost(db, f->bad)) {
+		struct pd_db_stmt *v = f->v;
+		int n = f->n;
+
+		pipeline_abandon(v, n);
+		flight_free(db);
+		return pd_db_pipeline_send(db, v, n, e) < 0 ? -1 : 0;
+	}
 	if (!f->ok) {
 		PGresult *bad = f->bad;
 

@@ -16,6 +16,7 @@
 #include <libpq-fe.h>
 
 #include "buf.h"
+#include "config.h"
 #include "err.h"
 
 #define PD_DB_MAX_PREPARED 32
@@ -29,18 +30,49 @@ struct pd_db {
 	const char *prepared[PD_DB_MAX_PREPARED]; /* statement names prepared on conn */
 	int nprepared;
 	struct pd_db_flight *flight; /* the pipeline sent and not yet collected, or NULL */
+	enum pd_prepare prepare;     /* the setting (config.h), kept across reconnects */
+	char *listen_url; /* a direct session for LISTEN behind a pooler, or NULL; may hold a
+			     password: never log it (set before pd_db_connect; freed by close) */
+	int pooled;	  /* the connection goes through a pooler (pd_db_connect) */
+	int named;	  /* pipelines use named statements on this connection */
 };
 
 #define PD_DB_INIT                                                                                 \
 	{                                                                                          \
-		NULL, NULL, NULL, "", {NULL}, 0, NULL                                              \
+		NULL, NULL, NULL, "", {NULL}, 0, NULL, PD_PREPARE_AUTO, NULL, 0, 0                 \
 	}
 
 /*
  * Connect with application_name=appname. On failure fills e with code 69 and
  * one line naming the host or socket tried, without the password.
+ *
+ * Then sets the session's time zone to UTC (a pooler in transaction mode
+ * keeps it: PgBouncer tracks TimeZone and sets it on whichever server
+ * connection serves the client) and finds whether the connection is pooled:
+ * the backend PID the server reports for the session (pg_backend_pid())
+ * differs from the one libpq got at start-up (PQbackendPID) behind a pooler
+ * that hands its clients a key of its own, as PgBouncer does. That and
+ * db->prepare decide db->named.
  */
 int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, struct pd_err *e);
+
+/* 1 if the connection goes through a pooler (see pd_db_connect). */
+int pd_db_pooled(const struct pd_db *db);
+
+/*
+ * Where LISTEN may run for db, into *out: never through a pooler, whose
+ * server connections serve other clients between transactions (a LISTEN
+ * there hears for whoever holds that server connection next, or for no
+ * one). db itself when it is direct; behind a pooler, ls, connected here
+ * (again) to db->listen_url, which must be direct itself (else code 78
+ * naming it, without its password); behind a pooler without a listen_url,
+ * NULL: poll-only. Returns 0, or -1 with e filled (69 when the listen_url
+ * server is unreachable). ls starts as PD_DB_INIT and is the caller's to close.
+ */
+int pd_db_listener(struct pd_db *db, struct pd_db *ls, struct pd_db **out, struct pd_err *e);
+
+/* LISTEN on channel (an identifier, quoted here) on db: 0, or -1 with e filled. */
+int pd_db_listen(struct pd_db *db, const char *channel, struct pd_err *e);
 
 /* 1 if the connection is usable. */
 int pd_db_ok(const struct pd_db *db);
@@ -81,9 +113,11 @@ int pd_db_copy_put(struct pd_db *db, const char *data, size_t n, struct pd_err *
 int pd_db_copy_end(struct pd_db *db, int *line, struct pd_err *e);
 
 /*
- * One statement of a pipeline. With a name, it is prepared once per
- * connection (the name must be a string constant: it is kept) and executed
- * as prepared afterwards; without one it is sent as PQexecParams would.
+ * One statement of a pipeline. With a name, on a connection that uses named
+ * statements (db->named), it is prepared once per connection (the name must
+ * be a string constant: it is kept) and executed as prepared afterwards;
+ * without one, or on a connection that does not, it is sent as
+ * PQexecParams would (the unnamed statement, parsed each time).
  */
 struct pd_db_stmt {
 	const char *name;
@@ -106,6 +140,12 @@ struct pd_db_stmt {
  * must arrive (pd_db_await, or poll the socket for POLLIN), -1 with e filled
  * as pd_db_exec fills it: nothing was committed, every v[i].res is NULL (on
  * 69, the connection gone, whether the transaction committed is unknown).
+ * With prepare auto, a named statement the server says exists already
+ * (42P05) or does not exist (26000) means a pooler that moves the client
+ * between server connections and was not detected: the connection turns to
+ * unnamed statements for good (said in the log) and the pipeline, which
+ * committed nothing, is sent again (collect returns 0 then). With on, the
+ * error is the caller's.
  * One pipeline at a time is in flight; no other query may run until it is
  * collected. A new connection drops it.
  */

@@ -1037,9 +1037,9 @@ int pd_enqueue_await(struct pd_db *db, const long long *ids, int n, long long de
 		PGnotify *nt;
 		int done = 0;
 		long long left;
-		struct pollfd p = {PQsocket(db->conn), POLLIN, 0};
+		struct pollfd p = {db ? PQsocket(db->conn) : -1, POLLIN, 0};
 
-		while ((nt = PQnotifies(db->conn)) != NULL) {
+		while (db && (nt = PQnotifies(db->conn)) != NULL) {
 			long long id = strtoll(nt->extra, NULL, 10);
 
 			for (int i = 0; i < n && strcmp(nt->relname, "pendulum_done") == 0; i++)
@@ -1051,9 +1051,10 @@ int pd_enqueue_await(struct pd_db *db, const long long *ids, int n, long long de
 		left = deadline - pd_now_ms();
 		if (left <= 0)
 			return 0;
+		/* without a session (poll-only), fd -1: poll(2) only waits */
 		if (poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left) < 0 && errno != EINTR)
 			return pd_errf(e, PD_EX_SOFTWARE, "poll: %s", strerror(errno));
-		if (p.revents && !PQconsumeInput(db->conn))
+		if (db && p.revents && !PQconsumeInput(db->conn))
 			return pd_errf(e, PD_EX_UNAVAILABLE, "database connection lost: %s",
 				       PQerrorMessage(db->conn));
 	}
@@ -1071,12 +1072,16 @@ int pd_enqueue_wait(struct pd_db *db, long long id, const struct pd_enqueue_wait
 	long long stop = w->timeout_ms >= 0 ? start + w->timeout_ms : -1;
 	struct waiting st = {id, w, 0, w->warn_ms >= 0 && w->unserved ? start + w->warn_ms : -1,
 			     NULL};
+	struct pd_db ls = PD_DB_INIT, *ldb = NULL; /* where LISTEN runs: pd_db_listener */
 	int rc;
 
 	memset(end, 0, sizeof(*end));
-	if (pd_db_exec(db, "LISTEN pendulum_done", 0, NULL, PGRES_COMMAND_OK, NULL, e) < 0 ||
-	    (!w->marked && mark(db, id, e) < 0))
+	if (pd_db_listener(db, &ls, &ldb, e) < 0 ||
+	    (ldb && pd_db_listen(ldb, "pendulum_done", e) < 0) ||
+	    (!w->marked && mark(db, id, e) < 0)) {
+		pd_db_close(&ls);
 		return -1;
+	}
 	for (;;) {
 		long long now, next;
 
@@ -1089,16 +1094,17 @@ int pd_enqueue_wait(struct pd_db *db, long long id, const struct pd_enqueue_wait
 		}
 		/* The next read: notified, or a poll later, or when a check falls due. */
 		next = earliest(earliest(now + w->poll_ms, st.warn > now ? st.warn : -1), stop);
-		if ((rc = pd_enqueue_await(db, &id, 1, next, e)) < 0)
+		if ((rc = pd_enqueue_await(ldb, &id, 1, next, e)) < 0)
 			break;
 	}
 	free(st.note);
-	if (rc < 0)
-		return -1;
-	if (rc > 0)
+	if (rc > 0 && ldb == db)
 		pd_db_exec(db, "UNLISTEN pendulum_done", 0, NULL, PGRES_COMMAND_OK, NULL,
 			   &(struct pd_err)PD_ERR_INIT);
-	return rc < 0 ? -1 : rc - 1;
+	pd_db_close(&ls);
+	if (rc < 0)
+		return -1;
+	return rc - 1;
 }
 
 int pd_enqueue_rows(struct pd_db *db, const long long *ids, int n, PGresult **res, struct pd_err *e)

@@ -244,10 +244,12 @@ int pd_enqueue_wait(struct pd_db *db, long long id, const struct pd_enqueue_wait
 		    struct pd_enqueue_end *end, struct pd_err *e);
 
 /*
- * On a session that LISTENs on pendulum_done: until deadline (pd_now_ms),
- * wait for pg_notify('pendulum_done', id) of one of the n ids (a job
- * marked by pendulum.wait_job has ended): 1 when one came, 0 at the
- * deadline, -1 with e filled (69) when the connection is lost.
+ * On a session that LISTENs on pendulum_done (pd_db_listener's; NULL,
+ * poll-only behind a pooler without listen_url: only waits for the
+ * deadline): until deadline (pd_now_ms), wait for
+ * pg_notify('pendulum_done', id) of one of the n ids (a job marked by
+ * pendulum.wait_job has ended): 1 when one came, 0 at the deadline, -1
+ * with e filled (69) when the connection is lost.
  */
 int pd_enqueue_await(struct pd_db *db, const long long *ids, int n, long long deadline,
 		     struct pd_err *e);

@@ -91,6 +91,12 @@ int pd_migrate_apply(struct pd_db *db, int *applied, struct pd_err *e)
 	int rc = -1;
 
 	*applied = 0;
+	/* the lock is the session's: a pooler would hand the unlock another session */
+	if (pd_db_pooled(db))
+		return pd_errf(e, PD_EX_CONFIG,
+			       "migrations need a direct database URL: %s goes through a pooler "
+			       "(PgBouncer); give the server's own address with -d",
+			       db->where);
 	if (pd_db_exec(db, "SELECT pg_advisory_lock(" MIGRATE_LOCK ")", 0, NULL, PGRES_TUPLES_OK,
 		       NULL, e) < 0)
 		return -1;

@@ -26,7 +26,9 @@ struct pd_migration_status {
  * Apply every pending migration, each in its own transaction, holding a
  * session advisory lock so that concurrent migrators serialise. *applied
  * gets the number applied by this call (0: already up to date). A schema
- * newer than this binary knows is refused (78), nothing applied.
+ * newer than this binary knows is refused (78), nothing applied; so is a
+ * pooled connection (78: the lock is the session's, which a pooler in
+ * transaction mode does not keep; migrations need a direct URL).
  */
 int pd_migrate_apply(struct pd_db *db, int *applied, struct pd_err *e);
 

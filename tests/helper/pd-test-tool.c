@@ -6,6 +6,7 @@
  *   pd-test-tool kill-after MS [OPTIONS] -- PROG [ARGS...]
  *   pd-test-tool notify-listen PATH
  *   pd-test-tool unblock-race ROUNDS
+ *   pd-test-tool prepared-lost auto|on lost|taken
  *
  * The child's stdout goes to stdout verbatim, each stderr line to stderr as
  * "stderr: LINE", then one summary line on stderr:
@@ -54,6 +55,7 @@ static int cmd_run(int argc, char **argv);
 static int cmd_kill_after(int argc, char **argv);
 static int cmd_notify_listen(int argc, char **argv);
 static int cmd_unblock_race(int argc, char **argv);
+static int cmd_prepared_lost(int argc, char **argv);
 static int usage(void);
 
 static const struct cmd cmds[] = {
@@ -63,6 +65,8 @@ static const struct cmd cmds[] = {
     {"kill-after", cmd_kill_after, "kill-after MS [run options] -- PROG [ARGS...]"},
     {"notify-listen", cmd_notify_listen, "notify-listen PATH"},
     {"unblock-race", cmd_unblock_race, "unblock-race ROUNDS (on $PD_DATABASE_URL)"},
+    {"prepared-lost", cmd_prepared_lost,
+     "prepared-lost auto|on lost|taken (on a direct $PD_DATABASE_URL)"},
 };
 
 struct run_opts {
@@ -472,6 +476,81 @@ done:
 		pd_claimed_free(r[k].job, r[k].njob);
 		pd_db_close(&r[k].db);
 	}
+	pd_db_close(&db);
+	return rc;
+}
+
+/* Send v[0..n) as one pipeline and wait for it: 0, or -1 with e filled. */
+static int pipeline_run(struct pd_db *db, struct pd_db_stmt *v, int n, struct pd_err *e)
+{
+	int rc;
+
+	if (pd_db_pipeline_send(db, v, n, e) < 0)
+		return -1;
+	while ((rc = pd_db_pipeline_collect(db, e)) == 0)
+		if (pd_db_await(db, e) < 0)
+			return -1;
+	return rc < 0 ? -1 : 0;
+}
+
+/*
+ * prepared-lost MODE HOW: what a pooler that keeps the real backend key
+ * (undetected: the connection looks direct) does to named statements,
+ * played on a direct connection with prepared_statements MODE. A pipeline
+ * of an INSERT into a temporary table and a named SELECT runs twice; HOW
+ * lost: between the two, the named statement is deallocated behind lib/db's
+ * back (the next server connection does not have it: 26000); taken: before
+ * the first, a statement of that name is prepared behind its back (the
+ * server connection has another client's: 42P05). Prints "rows=N named=0|1
+ * result=R" (rows inserted, whether the connection still uses named
+ * statements, the last SELECT's value) and exits 0; or the error and its
+ * SQLSTATE on stderr and exits with its code.
+ */
+static int cmd_prepared_lost(int argc, char **argv)
+{
+	const char *url = getenv("PD_DATABASE_URL");
+	struct pd_db db = PD_DB_INIT;
+	struct pd_err e = PD_ERR_INIT;
+	const char *p1[1] = {"1"}, *p2[1] = {"41"};
+	struct pd_db_stmt v[2] = {
+	    {NULL, "INSERT INTO probe VALUES ($1::int)", 1, p1, PGRES_COMMAND_OK, NULL},
+	    {"pd_test_probe", "SELECT $1::int + 1", 1, p2, PGRES_TUPLES_OK, NULL},
+	};
+	char *rows = NULL;
+	int lost, rc = PD_EX_OK;
+
+	if (argc != 3 || url == NULL ||
+	    (strcmp(argv[1], "auto") != 0 && strcmp(argv[1], "on") != 0) ||
+	    (strcmp(argv[2], "lost") != 0 && strcmp(argv[2], "taken") != 0))
+		return usage();
+	lost = strcmp(argv[2], "lost") == 0;
+	db.prepare = strcmp(argv[1], "on") == 0 ? PD_PREPARE_ON : PD_PREPARE_AUTO;
+	if (pd_db_connect(&db, url, "prepared-lost", &e) < 0 ||
+	    exec_cmd(&db, "CREATE TEMP TABLE probe (n integer)", &e) < 0 ||
+	    (!lost && exec_cmd(&db, "PREPARE pd_test_probe AS SELECT 1", &e) < 0))
+		goto fail;
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 2; i++)
+			if (v[i].res)
+				PQclear(v[i].res);
+		if (pipeline_run(&db, v, 2, &e) < 0)
+			goto fail;
+		if (round == 0 && lost && exec_cmd(&db, "DEALLOCATE pd_test_probe", &e) < 0)
+			goto fail;
+	}
+	if (pd_db_value(&db, "SELECT count(*) FROM probe", 0, NULL, &rows, &e) < 0)
+		goto fail;
+	printf("rows=%s named=%d result=%s\n", rows, db.named, PQgetvalue(v[1].res, 0, 0));
+	goto done;
+fail:
+	fprintf(stderr, "%s: prepared-lost: %s (sqlstate %s)\n", pd_progname(), e.msg,
+		e.sqlstate[0] ? e.sqlstate : "-");
+	rc = e.code ? e.code : PD_EX_SOFTWARE;
+done:
+	for (int i = 0; i < 2; i++)
+		if (v[i].res)
+			PQclear(v[i].res);
+	free(rows);
 	pd_db_close(&db);
 	return rc;
 }
