@@ -66,6 +66,10 @@ static const struct pd_subcmd commands[] = {
      "List registered workers: host, pid, queues, jobs in flight / concurrency, last\n"
      "seen, and live or gone (not seen within its lease: its slots are not busy).",
      "stale,json", 0, 0, "job id", 0, 0, 1},
+    {NULL, "leaders", pd_admincmd_leaders, "leaders", "who holds the ticker and reaper roles",
+     "List the elected roles (the cron ticker, the fleet's reaper): the holder (a\n"
+     "daemon id), its token, the time until it expires, and held or expired.",
+     "json", 0, 0, "job id", 0, 0, 1},
     {NULL, "metrics", pd_admincmd_metrics, "metrics [--stale DURATION]", "Prometheus text exposition",
      "Print Prometheus metrics (text format 0.0.4) read from the database.", "stale,json", 0, 0, "job id", 0, 0, 1},
     {"outbox", "stats", pd_admincmd_outbox_stats, "outbox stats", "outbox messages per topic and state",
@@ -175,7 +179,7 @@ static void help(void)
 	       "      --quiet             log warnings and errors only\n"
 	       "  -v, --verbose           log debug messages\n"
 	       "  -h, --help              show this help\n"
-	       "  -V, --version           show the version\n\nCommands:\n");
+	       "  -V, --version           show the version\nCommands:\n");
 	for (const struct pd_subcmd *c = commands; c->name; c++)
 		printf("  %-35s %s\n", c->usage, c->summary);
 	printf("Run 'pd-admin COMMAND --help' for a command's options. See pd-admin(1).\n");

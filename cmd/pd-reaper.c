@@ -32,7 +32,8 @@ static void help(void)
 	       "      --log-format FORMAT  logfmt (default) or json, a line each\n"
 	       "  -h, --help               show this help\n"
 	       "  -V, --version            show the version\n\n"
-	       "pd-worker does the same pass unless --no-reap. See pd-reaper(1).\n");
+	       "One elected reaper passes for the fleet: pd-reaper or a pd-worker without\n"
+	       "--no-reap. See pd-reaper(1).\n");
 }
 
 int main(int argc, char **argv)

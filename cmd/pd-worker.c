@@ -39,7 +39,7 @@ static void help(void)
 	    "      --poll DURATION         poll interval when no notification comes (default 1s)\n"
 	    "      --drain-timeout DUR     on SIGTERM, wait this long for handlers (default 30s)\n"
 	    "      --batch N               jobs claimed at once (default: concurrency)\n"
-	    "      --no-reap               do not give back expired leases (run pd-reaper)\n"
+	    "      --no-reap               do not stand for the reaper role (run pd-reaper)\n"
 	    "      --until-idle            exit once nothing is runnable and nothing runs\n"
 	    "      --until-settled         exit once no job served will run without help\n"
 	    "  -c, --config FILE           configuration file (handlers:, worker:, retry:)\n"

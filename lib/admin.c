@@ -805,6 +805,32 @@ int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_fmt *
 	return 0;
 }
 
+int pd_admin_leaders(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
+		     struct pd_err *e)
+{
+	/* clang-format off */
+	static const char sql[] =
+	    "SELECT role, holder, token, " SECS("expires_at - now()") ","
+	    " CASE WHEN expires_at > now() THEN 'held' ELSE 'expired' END, " ISO("expires_at")
+	    " FROM pendulum.leaders ORDER BY role";
+	static const struct pd_col cols[] = {
+	    {"role", NULL, 's', 'b'},
+	    {"holder", NULL, 's', 'b'},
+	    {"token", NULL, 'n', 'b'},
+	    {"expires_in_s", "expires_in", 'd', 'b'},
+	    {"status", NULL, 'S', 'b'},
+	    {"expires_at", NULL, 's', 'j'},
+	};
+	/* clang-format on */
+	PGresult *r;
+
+	if (pd_db_exec(db, sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	pd_render_result(r, cols, NCOLS(cols), fmt, out);
+	PQclear(r);
+	return 0;
+}
+
 /* --- the outbox --- */
 
 /* clang-format off */

@@ -122,6 +122,15 @@ int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_fmt *
 		     struct pd_buf *out, struct pd_err *e);
 
 /*
+ * `leaders`: the elected roles (pendulum.leaders: the ticker, the reaper),
+ * each with its holder (a daemon id, "host:pid:random"), its token (up by
+ * one each time the role changed hands), the seconds until it expires and
+ * held or expired (an expired role goes to the next candidate that asks).
+ */
+int pd_admin_leaders(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
+		     struct pd_err *e);
+
+/*
  * `outbox stats`: per topic, messages in each state and the age of the
  * oldest PENDING message (since it was recorded), from pd_summary_outbox_sql.
  */

@@ -418,6 +418,11 @@ int pd_admincmd_workers(struct pd_subcall *k, struct pd_err *e)
 	return pd_admin_workers(DB(k), X(k)->stale_ms, &k->fmt, &k->out, e);
 }
 
+int pd_admincmd_leaders(struct pd_subcall *k, struct pd_err *e)
+{
+	return pd_admin_leaders(DB(k), &k->fmt, &k->out, e);
+}
+
 int pd_admincmd_metrics(struct pd_subcall *k, struct pd_err *e)
 {
 	return pd_metrics_collect(DB(k), X(k)->stale_ms, k->fmt.json, &k->out, e);

@@ -59,6 +59,6 @@ pd_subcmd_fn pd_admincmd_migrate, pd_admincmd_jobs, pd_admincmd_on_id, pd_adminc
     pd_admincmd_outbox_stats, pd_admincmd_outbox_list, pd_admincmd_lease_check,
     pd_admincmd_flow_runs, pd_admincmd_flow_signal, pd_admincmd_tenant, pd_admincmd_tenants,
     pd_admincmd_limit, pd_admincmd_limits, pd_admincmd_queue_pause, pd_admincmd_outbox_purge,
-    pd_admincmd_wait;
+    pd_admincmd_wait, pd_admincmd_leaders;
 
 #endif

@@ -148,11 +148,12 @@ void pd_leases_free(struct pd_lease *l, int n)
 }
 
 /*
- * Rows of (id, lease_token, owner, host, pid[, state]) into a malloc'd
- * array; a NULL column is a NULL string, or pid 0.
+ * Rows of (id, lease_token, owner, host, pid[, state][, over_ms]) into a
+ * malloc'd array; a NULL column is a NULL string, or pid 0.
  */
 static struct pd_lease *leases_from(const PGresult *r, int *n)
 {
+	int state = PQfnumber(r, "state"), over = PQfnumber(r, "over_ms");
 	struct pd_lease *l;
 
 	*n = PQntuples(r);
@@ -163,8 +164,11 @@ static struct pd_lease *leases_from(const PGresult *r, int *n)
 		l[i].owner = pd_db_dup(r, i, 2);
 		l[i].host = pd_db_dup(r, i, 3);
 		l[i].pid = PQgetisnull(r, i, 4) ? 0 : atoi(PQgetvalue(r, i, 4));
-		if (PQnfields(r) > 5)
-			l[i].dead = pd_job_state_parse(PQgetvalue(r, i, 5)) == PD_JOB_DEAD_LETTERED;
+		if (state >= 0)
+			l[i].dead =
+			    pd_job_state_parse(PQgetvalue(r, i, state)) == PD_JOB_DEAD_LETTERED;
+		if (over >= 0)
+			l[i].over_ms = strtoll(PQgetvalue(r, i, over), NULL, 10);
 	}
 	return l;
 }
@@ -172,7 +176,8 @@ static struct pd_lease *leases_from(const PGresult *r, int *n)
 int pd_jobs_expired(struct pd_db *db, struct pd_lease **out, int *n, struct pd_err *e)
 {
 	static const char sql[] =
-	    "SELECT j.id, j.lease_token, j.lease_owner, w.host, w.pid"
+	    "SELECT j.id, j.lease_token, j.lease_owner, w.host, w.pid,"
+	    " floor(extract(epoch FROM now() - j.lease_expires_at) * 1000)::bigint AS over_ms"
 	    " FROM pendulum.jobs j LEFT JOIN pendulum.workers w ON w.id = j.lease_owner"
 	    " WHERE j.state IN ('LEASED', 'RUNNING') AND j.lease_expires_at < now()"
 	    " ORDER BY j.lease_expires_at LIMIT 1000";
@@ -187,14 +192,16 @@ int pd_jobs_expired(struct pd_db *db, struct pd_lease **out, int *n, struct pd_e
 	return 0;
 }
 
-int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_lease **out, int *n,
-			struct pd_err *e)
+int pd_jobs_reap_leases(struct pd_db *db, const struct pd_lease *now, int nnow, long long grace_ms,
+			int *requeued, int *dead, struct pd_lease **out, int *n, struct pd_err *e)
 {
 	static const char sql[] =
 	    "WITH x AS ("
 	    " SELECT id, tenant_id, lease_token, lease_owner, attempt, started_at FROM "
 	    "pendulum.jobs"
 	    " WHERE state IN ('LEASED', 'RUNNING') AND lease_expires_at < now()"
+	    "  AND (lease_expires_at < now() - $3::bigint * interval '1 millisecond'"
+	    "   OR (id, lease_token) IN (SELECT * FROM unnest($1::bigint[], $2::bigint[])))"
 	    " ORDER BY lease_expires_at LIMIT 1000 FOR UPDATE SKIP LOCKED"
 	    "), j AS ("
 	    " UPDATE pendulum.jobs j SET"
@@ -231,21 +238,39 @@ int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_le
 	    " SELECT pendulum.fail_dependents(ARRAY(SELECT id FROM j WHERE state = 'CANCELLED'),"
 	    "  'CANCELLED') AS n WHERE EXISTS (SELECT 1 FROM j WHERE state = 'CANCELLED')"
 	    ") "
-	    "SELECT j.id, j.lease_token, j.lease_owner, w.host, w.pid, j.state"
+	    "SELECT j.id, j.lease_token, j.lease_owner, w.host, w.pid, j.state AS state"
 	    " FROM j LEFT JOIN pendulum.workers w ON w.id = j.lease_owner"
 	    " CROSS JOIN (SELECT count(*) FROM n) notified"
 	    " CROSS JOIN (SELECT count(*) FROM p) failed"
 	    " CROSS JOIN (SELECT count(*) FROM c) cancelled ORDER BY j.id";
+	struct pd_buf ids = PD_BUF_INIT, tokens = PD_BUF_INIT;
+	long long *v = pd_xcalloc((size_t)(nnow > 0 ? 2 * nnow : 1), sizeof(*v));
+	char grace[24];
+	const char *params[3];
 	struct pd_lease *l;
 	PGresult *r;
-	int nl;
+	int nl, rc;
 
 	*requeued = *dead = 0;
 	if (out) {
 		*out = NULL;
 		*n = 0;
 	}
-	if (pd_db_exec(db, sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
+	for (int i = 0; i < nnow; i++) {
+		v[i] = now[i].id;
+		v[nnow + i] = now[i].token;
+	}
+	pd_db_id_array(&ids, v, nnow);
+	pd_db_id_array(&tokens, v + nnow, nnow);
+	snprintf(grace, sizeof(grace), "%lld", grace_ms > 0 ? grace_ms : 0);
+	params[0] = ids.data;
+	params[1] = tokens.data;
+	params[2] = grace;
+	rc = pd_db_exec(db, sql, 3, params, PGRES_TUPLES_OK, &r, e);
+	free(v);
+	pd_buf_release(&ids);
+	pd_buf_release(&tokens);
+	if (rc < 0)
 		return -1;
 	for (int i = 0; i < PQntuples(r); i++)
 		if (strcmp(PQgetvalue(r, i, 5), "CANCELLED") == 0)

@@ -197,10 +197,11 @@ int pd_jobs_sync_wait(struct pd_db *db, struct pd_trip *s, struct pd_err *e);
 /* A lease that expired: its job, its token and the worker that held it. */
 struct pd_lease {
 	long long id, token;
-	char *owner; /* the worker id, "HOST:PID:TAG" (NULL if none was set) */
-	char *host;  /* the worker's row in pendulum.workers: NULL without one */
-	int pid;     /* the same row's pid; 0 without one */
-	int dead;    /* given back as DEAD_LETTERED rather than PENDING */
+	char *owner;	   /* the worker id, "HOST:PID:TAG" (NULL if none was set) */
+	char *host;	   /* the worker's row in pendulum.workers: NULL without one */
+	int pid;	   /* the same row's pid; 0 without one */
+	int dead;	   /* given back as DEAD_LETTERED rather than PENDING */
+	long long over_ms; /* pd_jobs_expired: how long ago it expired (ms) */
 };
 
 void pd_leases_free(struct pd_lease *l, int n);
@@ -215,9 +216,16 @@ void pd_leases_free(struct pd_lease *l, int n);
  * malloc'd: pd_leases_free); out may be NULL. This is the statement alone:
  * pd_reap_pass() (reap.h) also deals with what the dead workers' handlers
  * left running.
+ *
+ * Which: the leases now[0..nnow) (still under that token) as soon as they
+ * have expired; every other one once it has been expired for grace_ms
+ * (0: every expired lease). The grace leaves the candidates of another
+ * host the time to kill what a dead worker left there (reap.h). Each
+ * lease is taken under its row lock and checked again: a pass that runs
+ * late, or twice, gives nothing back twice.
  */
-int pd_jobs_reap_leases(struct pd_db *db, int *requeued, int *dead, struct pd_lease **out, int *n,
-			struct pd_err *e);
+int pd_jobs_reap_leases(struct pd_db *db, const struct pd_lease *now, int nnow, long long grace_ms,
+			int *requeued, int *dead, struct pd_lease **out, int *n, struct pd_err *e);
 
 /*
  * The hook jobs (sql/025, pendulum.hook_jobs) of the leases l[0..n) that
@@ -231,7 +239,8 @@ int pd_jobs_reap_hooks(struct pd_db *db, const struct pd_lease *l, int n, const 
 
 /*
  * The leases that have expired and are not given back yet, at most the 1000
- * that pd_jobs_reap_leases would take first; nothing is locked or changed.
+ * that pd_jobs_reap_leases would take first, each with its over_ms;
+ * nothing is locked or changed.
  */
 int pd_jobs_expired(struct pd_db *db, struct pd_lease **out, int *n, struct pd_err *e);
 

@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "config.h"
+#include "elect.h"
 #include "err.h"
 #include "jobs.h"
 #include "log.h"
@@ -419,17 +420,18 @@ static int same_lease(const struct pd_lease *a, const struct pd_lease *b)
  * pd_jobs_reap_leases, and with hooks (not empty) the hook jobs of what it
  * gave back, in one transaction.
  */
-static int reap_with_hooks(struct pd_db *db, const char *hooks, int *requeued, int *dead,
+static int reap_with_hooks(struct pd_db *db, const char *hooks, const struct pd_lease *now,
+			   int nnow, long long grace_ms, int *requeued, int *dead,
 			   struct pd_lease **out, int *n, struct pd_err *e)
 {
 	struct pd_err ignored = PD_ERR_INIT;
 	int made = 0;
 
 	if (hooks == NULL || *hooks == '\0')
-		return pd_jobs_reap_leases(db, requeued, dead, out, n, e);
+		return pd_jobs_reap_leases(db, now, nnow, grace_ms, requeued, dead, out, n, e);
 	if (pd_db_exec(db, "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL, e) < 0)
 		return -1;
-	if (pd_jobs_reap_leases(db, requeued, dead, out, n, e) < 0 ||
+	if (pd_jobs_reap_leases(db, now, nnow, grace_ms, requeued, dead, out, n, e) < 0 ||
 	    (*n > 0 && pd_jobs_reap_hooks(db, *out, *n, hooks, &made, e) < 0) ||
 	    pd_db_exec(db, "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL, e) < 0) {
 		pd_db_exec(db, "ROLLBACK", 0, NULL, PGRES_COMMAND_OK, NULL, &ignored);
@@ -443,16 +445,28 @@ static int reap_with_hooks(struct pd_db *db, const char *hooks, int *requeued, i
 	return 0;
 }
 
-/*
- * The sweep, and when a lease has expired, the leftovers and the reap.
- * *next_ms: when the next pass is due for the leases (pd_jobs_sweep's; 0
- * after a reap: what is left is known at the next pass).
- */
-static int reap_leases(struct pd_db *db, const char *hooks, long long *next_ms, int *requeued,
-		       int *dead, struct pd_err *e)
+/* The lease's worker ran on the host here (its row's host, else its id's). */
+static int on_host(const struct pd_lease *l, const char *here)
 {
-	struct pd_lease *before = NULL, *after = NULL, *late;
-	int nb = 0, na = 0, nl = 0, rc;
+	char host[HOST_MAX];
+	pid_t pid;
+
+	return here[0] != '\0' && lease_where(l, host, &pid) == 0 && strcmp(host, here) == 0;
+}
+
+/*
+ * The sweep, and when a lease has expired, the leftovers and the reap: the
+ * leases of this host's workers at once, the others once expired for
+ * grace_ms. *next_ms: when the next pass is due for the leases
+ * (pd_jobs_sweep's; after a reap 0, what is left is known at the next
+ * pass, or when the first lease kept for its grace is due).
+ */
+static int reap_leases(struct pd_db *db, const char *hooks, long long grace_ms, long long *next_ms,
+		       int *requeued, int *dead, struct pd_err *e)
+{
+	struct pd_lease *before = NULL, *after = NULL, *late, *mine;
+	int nb = 0, na = 0, nl = 0, nm = 0, rc;
+	char here[HOST_MAX];
 
 	*requeued = *dead = 0;
 	if (pd_jobs_sweep(db, next_ms, NULL, e) < 0)
@@ -463,7 +477,24 @@ static int reap_leases(struct pd_db *db, const char *hooks, long long *next_ms, 
 	if (pd_jobs_expired(db, &before, &nb, e) < 0)
 		return -1;
 	pd_reap_leftovers(before, nb);
-	rc = reap_with_hooks(db, hooks, requeued, dead, &after, &na, e);
+	local_host(here);
+	mine = pd_xcalloc((size_t)(nb > 0 ? nb : 1), sizeof(*mine));
+	for (int i = 0; i < nb; i++)
+		if (grace_ms <= 0 || on_host(&before[i], here))
+			mine[nm++] = before[i]; /* shallow: before owns the strings */
+	rc = reap_with_hooks(db, hooks, mine, nm, grace_ms, requeued, dead, &after, &na, e);
+	free(mine);
+	/*
+	 * Nothing given back, some kept for their grace: the next pass when the
+	 * first of them is due (not at once again).
+	 */
+	for (int i = 0; rc == 0 && grace_ms > 0 && na == 0 && i < nb; i++) {
+		long long due = grace_ms - before[i].over_ms + 10;
+
+		due = due < 10 ? 10 : due;
+		if (!on_host(&before[i], here) && (*next_ms == 0 || due < *next_ms))
+			*next_ms = due;
+	}
 	/* Leases that expired between the two statements. */
 	late = pd_xcalloc((size_t)(na > 0 ? na : 1), sizeof(*late));
 	for (int i = 0; i < na; i++) {
@@ -528,13 +559,13 @@ static int late_starts(struct pd_db *db, long long *next_ms, struct pd_err *e)
 }
 
 int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, const char *hooks,
-		       int prune_batches, int batch, long long *next_ms, int *requeued, int *dead,
-		       struct pd_prune_report *pruned, struct pd_err *e)
+		       long long grace_ms, int prune_batches, int batch, long long *next_ms,
+		       int *requeued, int *dead, struct pd_prune_report *pruned, struct pd_err *e)
 {
 	struct pd_prune_opts o = {.batch = batch, .max_batches = prune_batches};
 
 	memset(pruned, 0, sizeof(*pruned));
-	if (reap_leases(db, hooks, next_ms, requeued, dead, e) < 0)
+	if (reap_leases(db, hooks, grace_ms, next_ms, requeued, dead, e) < 0)
 		return -1;
 	if (late_starts(db, next_ms, e) < 0)
 		return -1;
@@ -547,17 +578,140 @@ int pd_reap_pass_prune(struct pd_db *db, const struct pd_retention *ret, const c
 }
 
 int pd_reap_pass(struct pd_db *db, const struct pd_retention *ret, const char *hooks,
-		 long long *next_prune, long long *next_ms, int *requeued, int *dead,
-		 struct pd_err *e)
+		 long long grace_ms, long long *next_prune, long long *next_ms, int *requeued,
+		 int *dead, struct pd_err *e)
 {
 	long long now = pd_now_ms();
 	struct pd_prune_report p;
 	int due = now >= *next_prune;
 
-	if (pd_reap_pass_prune(db, ret, hooks, due ? PD_REAP_WORKER_BATCHES : 0, PD_PRUNE_BATCH,
-			       next_ms, requeued, dead, &p, e) < 0)
+	if (pd_reap_pass_prune(db, ret, hooks, grace_ms, due ? PD_REAP_WORKER_BATCHES : 0,
+			       PD_PRUNE_BATCH, next_ms, requeued, dead, &p, e) < 0)
 		return -1;
 	if (due)
 		*next_prune = now + (p.more ? 0 : PD_REAP_PRUNE_EVERY_MS);
 	return 0;
+}
+
+void pd_reap_lead_init(struct pd_reap_lead *l, const char *holder, long long lease_ms)
+{
+	memset(l, 0, sizeof(*l));
+	snprintf(l->holder, sizeof(l->holder), "%s", holder);
+	l->lease_ms = lease_ms > 0 ? lease_ms : 1;
+	l->stand = PD_REAP_NONE;
+}
+
+void pd_reap_lead_reset(struct pd_reap_lead *l)
+{
+	l->stand = PD_REAP_NONE;
+	l->pass_at = 0;
+}
+
+long long pd_reap_grace(const struct pd_reap_lead *l)
+{
+	return l->lease_ms / 3 < PD_REAP_GRACE_MAX_MS ? l->lease_ms / 3 : PD_REAP_GRACE_MAX_MS;
+}
+
+/*
+ * What a candidate reads in the election's statement (pd_elect_hold's
+ * also): "ROLE_MS LEASE_MS HOLDER", the ms until the role expires (as the
+ * statement found it before electing: for a standby, the holder's), until
+ * the earliest job lease expires (the first entry of jobs_lease_idx), '-'
+ * for none, and who held the role.
+ */
+#define STAND_SQL                                                                                  \
+	"coalesce((SELECT ceil(extract(epoch FROM l.expires_at - now()) * 1000)::bigint"           \
+	" FROM pendulum.leaders l WHERE l.role = '" PD_REAP_ROLE "')::text, '-') || ' ' ||"        \
+	" coalesce(ceil(extract(epoch FROM (SELECT min(j.lease_expires_at) FROM pendulum.jobs j"   \
+	" WHERE j.state IN ('LEASED', 'RUNNING')) - now()) * 1000)::bigint::text, '-') || ' ' ||"  \
+	" coalesce((SELECT l.holder FROM pendulum.leaders l WHERE l.role = '" PD_REAP_ROLE "'),"   \
+	" '')"
+
+/* "123" into *ms: 1, or "-": 0 (none). */
+static int ms_field(const char *s, long long *ms)
+{
+	*ms = strcmp(s, "-") == 0 ? 0 : strtoll(s, NULL, 10);
+	return strcmp(s, "-") != 0;
+}
+
+/* A standby's look: kill this host's leftovers of the expired leases of dead workers. */
+static int standby_look(struct pd_db *db, struct pd_err *e)
+{
+	struct pd_lease *l = NULL;
+	int n = 0;
+
+	if (pd_jobs_expired(db, &l, &n, e) < 0)
+		return -1;
+	pd_reap_leftovers(l, n);
+	pd_leases_free(l, n);
+	return 0;
+}
+
+int pd_reap_turn(struct pd_reap_lead *l, struct pd_db *db, pd_reap_pass_fn pass, void *ctx,
+		 long long *next_ms, struct pd_err *e)
+{
+	char *also = NULL, role[24] = "-", lease[24] = "-", holder[128] = "";
+	long long role_ms, lease_ms, now = pd_now_ms(), third = l->lease_ms / 3;
+	int held, has_role, has_lease;
+
+	if (third < 1)
+		third = 1;
+	if (pd_elect_hold(db, PD_REAP_ROLE, l->holder, l->lease_ms, STAND_SQL, &held, &also, e) < 0)
+		return -1;
+	if (also)
+		sscanf(also, "%23s %23s %127[^\n]", role, lease, holder);
+	free(also);
+	has_role = ms_field(role, &role_ms);
+	has_lease = ms_field(lease, &lease_ms);
+	if (held && l->stand != PD_REAP_ACTIVE) {
+		pd_log(PD_LOG_INFO, "reaper role taken: this process reaps for the fleet",
+		       "lease_ms=%lld", l->lease_ms);
+		l->pass_at = 0; /* leases may have expired meanwhile */
+	} else if (!held && l->stand == PD_REAP_ACTIVE) {
+		pd_log(PD_LOG_WARN, "reaper role lost: another holds it, on standby", "holder=%s",
+		       pd_log_quote((char[200]){0}, 200, holder));
+	} else if (!held && l->stand == PD_REAP_NONE) {
+		pd_log(PD_LOG_INFO, "reaper on standby: another holds the reaper role", "holder=%s",
+		       pd_log_quote((char[200]){0}, 200, holder));
+	}
+	l->stand = held ? PD_REAP_ACTIVE : PD_REAP_STANDBY;
+	if (held) {
+		*next_ms = third; /* renew */
+		if (now >= l->pass_at) {
+			long long due;
+
+			if (pass(ctx, pd_reap_grace(l), &due, e) < 0)
+				return -1;
+			l->pass_at = now + (due > 0 ? due : 0);
+		}
+		if (l->pass_at - now < *next_ms)
+			*next_ms = l->pass_at > now ? l->pass_at - now : 0;
+		return 0;
+	}
+	/*
+	 * Standing by: again a little after the holder's role would expire (a
+	 * third of a lease when it could not be read, or was taken meanwhile),
+	 * or a job lease does.
+	 */
+	*next_ms = has_role && role_ms > 0 ? role_ms + 10 : third;
+	if (has_lease && lease_ms > 0 && lease_ms + 10 < *next_ms)
+		*next_ms = lease_ms + 10;
+	if (has_lease && lease_ms <= 0) {
+		/* Expired: look now, then again once its grace has passed at the latest. */
+		if (standby_look(db, e) < 0)
+			return -1;
+		if (pd_reap_grace(l) > 0 && pd_reap_grace(l) < *next_ms)
+			*next_ms = pd_reap_grace(l);
+	}
+	return 0;
+}
+
+void pd_reap_lead_release(struct pd_reap_lead *l, struct pd_db *db)
+{
+	struct pd_err e = PD_ERR_INIT;
+
+	if (l->stand == PD_REAP_ACTIVE && pd_elect_release(db, PD_REAP_ROLE, l->holder, &e) == 0)
+		pd_log(PD_LOG_INFO, "reaper role released", NULL);
+	l->stand = PD_REAP_NONE;
+	pd_err_clear(&e);
 }

@@ -24,6 +24,14 @@
 #include "db.h"
 #include "reload.h"
 
+/*
+ * The daemon is a candidate for the fleet's reaper role (reap.h): it runs
+ * the pass while it holds the role, else it stands by. Its role lease is
+ * this many intervals (it renews at each turn); --once passes without
+ * standing, and gives back every expired lease.
+ */
+#define PD_REAPER_ROLE_LEASES 3
+
 /* What a reaper does. -1 in a field given to pd_reaper_settle: unset. */
 struct pd_reaper_cfg {
 	long long interval_ms;	       /* between the starts of two passes */

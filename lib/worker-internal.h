@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "hold.h"
 #include "pool.h"
+#include "reap.h"
 #include "reload.h"
 #include "stream.h"
 #include "trip.h"
@@ -52,8 +53,9 @@ struct worker {
 	/* the hook events of the settings (pd_hooks_json), for the reap pass */
 	struct pd_buf hooks;
 	long long next_claim, next_beat, next_reap, next_due, next_ext;
-	long long next_prune; /* the reap pass prunes from then on (pd_reap_pass) */
-	long long poll_ms;    /* the claim poll's interval now (pd_idle_poll) */
+	long long next_prune;	  /* the reap pass prunes from then on (pd_reap_pass) */
+	struct pd_reap_lead lead; /* the worker as a candidate for the reaper role */
+	long long poll_ms;	  /* the claim poll's interval now (pd_idle_poll) */
 	/* moving averages, 0 until measured: a batch's round trip, a handler's run time */
 	long long rtt_us, run_us;
 	struct pd_trip trip; /* the batch in flight (reused) */
@@ -78,7 +80,10 @@ int pd_worksync_pass(struct worker *w, long long now, struct pd_err *e);
  */
 void pd_worksync_final(struct worker *w);
 
-/* The reap pass (pd_reap_pass), and the program's periodic work (pd_worker_ext). */
+/*
+ * The reaper's turn (pd_reap_turn: the pass when this worker holds the
+ * role), and the program's periodic work (pd_worker_ext).
+ */
 int pd_worksync_reap(struct worker *w, long long now, struct pd_err *e);
 int pd_worksync_ext(struct worker *w, long long now, struct pd_err *e);
 

@@ -125,6 +125,10 @@ static int on_connect(struct pd_daemon *d, int first, struct pd_err *e)
 {
 	struct worker *w = d->ctx;
 
+	if (first)
+		pd_reap_lead_init(&w->lead, d->id, w->cfg->lease_ms);
+	else
+		pd_reap_lead_reset(&w->lead);
 	if (w->cfg->ext && w->cfg->ext->connect)
 		w->cfg->ext->connect(w->cfg->ext);
 	if (pd_worksync_register(d, first, e) < 0)
@@ -327,11 +331,18 @@ static long long deadline(struct pd_daemon *d)
 /*
  * pendulum_jobs: work in a queue (payload) this worker serves, or in any
  * (none). pendulum_cancel: a cancel asked of a job this worker (payload)
- * holds: the heartbeat, which answers it, is due now.
+ * holds: the heartbeat, which answers it, is due now. pendulum_leaders: a
+ * holder resigned the role (payload): the reaper's turn is due now.
  */
 static int on_notify(struct pd_daemon *d, const char *channel, const char *payload)
 {
 	struct worker *w = d->ctx;
+
+	if (strcmp(channel, "pendulum_leaders") == 0) {
+		if (w->cfg->reap && payload && strcmp(payload, PD_REAP_ROLE) == 0)
+			w->next_reap = 0;
+		return 0;
+	}
 
 	if (strcmp(channel, "pendulum_cancel") == 0) {
 		if (payload && strcmp(payload, w->d.id) == 0)
@@ -420,7 +431,8 @@ static void status(struct pd_daemon *d, struct pd_buf *b)
 }
 static void on_reload(struct pd_daemon *d);
 
-static const char *const worker_channels[] = {"pendulum_jobs", "pendulum_cancel", NULL};
+static const char *const worker_channels[] = {"pendulum_jobs", "pendulum_cancel",
+					      "pendulum_leaders", NULL};
 
 static const struct pd_daemon_ops worker_ops = {
     .kind = {"worker", worker_channels, "jobs", "handlers"},
@@ -701,6 +713,7 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 			w.d.phase = PD_DAEMON_STOPPING; /* claims nothing more */
 			pd_pool_tick(&w.pool, pd_now_ms());
 			pd_worksync_final(&w);
+			pd_reap_lead_release(&w.lead, db);
 			pd_worker_unregister(db, w.d.id, &ue);
 		}
 		pd_log(PD_LOG_INFO, "worker stopped", "worker=%s", w.d.id);

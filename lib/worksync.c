@@ -393,28 +393,43 @@ void pd_worksync_final(struct worker *w)
 	pd_err_clear(&e);
 }
 
-int pd_worksync_reap(struct worker *w, long long now, struct pd_err *e)
+/* The pass this worker runs while it holds the reaper role (pd_reap_pass_fn). */
+static int reap_pass(void *ctx, long long grace_ms, long long *due_ms, struct pd_err *e)
 {
+	struct worker *w = ctx;
+	long long now = pd_now_ms(), next_ms, at;
 	int requeued, dead;
-	long long next_ms;
 
-	if (pd_reap_pass(w->d.db, &w->cfg->retention, w->hooks.data, &w->next_prune, &next_ms,
-			 &requeued, &dead, e) < 0)
-		return pd_daemon_db_failed(&w->d, e);
+	if (pd_reap_pass(w->d.db, &w->cfg->retention, w->hooks.data, grace_ms, &w->next_prune,
+			 &next_ms, &requeued, &dead, e) < 0)
+		return -1;
 	if (requeued || dead)
 		pd_log(PD_LOG_INFO, "expired leases given back", "requeued=%d dead=%d", requeued,
 		       dead);
 	/*
 	 * Next when the earliest lease expires (a little after, so that it has;
 	 * not sooner than 50 ms), or a lease from now when nothing is leased (a
-	 * lease this worker claims meanwhile expires later than that), and at
-	 * the latest when the prune is due (soon while rows are left).
+	 * lease claimed meanwhile expires later than that), and at the latest
+	 * when the prune is due (soon while rows are left).
 	 */
-	w->next_reap = now + w->cfg->lease_ms;
-	if (next_ms >= 0 && now + next_ms + 10 < w->next_reap)
-		w->next_reap = now + (next_ms + 10 > 50 ? next_ms + 10 : 50);
-	if (w->next_prune < w->next_reap)
-		w->next_reap = w->next_prune > now ? w->next_prune : now + 100;
+	at = now + w->cfg->lease_ms;
+	if (next_ms >= 0 && now + next_ms + 10 < at)
+		at = now + (next_ms + 10 > 50 ? next_ms + 10 : 50);
+	if (w->next_prune < at)
+		at = w->next_prune > now ? w->next_prune : now + 100;
+	*due_ms = at - now;
+	return 0;
+}
+
+int pd_worksync_reap(struct worker *w, long long now, struct pd_err *e)
+{
+	long long next_ms;
+
+	(void)now;
+	w->lead.lease_ms = w->cfg->lease_ms; /* a reload's lease from the next turn on */
+	if (pd_reap_turn(&w->lead, w->d.db, reap_pass, w, &next_ms, e) < 0)
+		return pd_daemon_db_failed(&w->d, e);
+	w->next_reap = pd_now_ms() + next_ms;
 	return 0;
 }
 

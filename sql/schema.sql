@@ -830,16 +830,28 @@ $$;
 
 CREATE FUNCTION pendulum.elect(role text, holder text, lease_ms bigint) RETURNS bigint
     LANGUAGE plpgsql
-    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_lease interval := lease_ms * interval '1 millisecond';
     v_token bigint;
+    v_holder text;
+    v_expires timestamptz;
 BEGIN
     IF lease_ms IS NULL OR lease_ms <= 0 THEN
         RAISE EXCEPTION 'elect: the lease must be longer than 0, not %', lease_ms
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    SELECT l.holder, l.token, l.expires_at INTO v_holder, v_token, v_expires
+      FROM pendulum.leaders l WHERE l.role = elect.role;
+    IF FOUND AND v_expires > now() THEN
+        IF v_holder <> elect.holder THEN
+            RETURN NULL; -- held by another: nothing to write
+        END IF;
+        IF v_expires >= now() + v_lease * 2 / 3 THEN
+            RETURN v_token; -- held, not due for renewal yet
+        END IF;
+    END IF;
+    v_token := NULL;
     INSERT INTO pendulum.leaders AS l (role, holder, token, expires_at)
     VALUES (elect.role, elect.holder, 1, now() + v_lease)
     ON CONFLICT ON CONSTRAINT leaders_pkey DO UPDATE

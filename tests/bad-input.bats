@@ -503,6 +503,8 @@ row() {
 	row workers-stale-bad 64 "--stale" "" pd-admin workers --stale soon
 	row workers-stale-huge 65 "--stale" "" pd-admin workers --stale 99999999999d
 	row workers-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" workers
+	row leaders-extra 64 "extra" "" pd-admin leaders extra
+	row leaders-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" leaders
 	row metrics-stale-neg 64 "--stale" "" pd-admin metrics --stale=-1s
 	row metrics-db-down 69 "127.0.0.1" "" pd-admin -d "$DOWN" metrics
 	row top-interval-short 64 "--interval" "" pd-admin top --once --interval 50ms

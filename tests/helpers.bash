@@ -168,9 +168,11 @@ kill_all_workers() {
 	kill_all_bg
 }
 
-# Empty the job tables and zero the counters (between tests of one file).
+# Empty the job tables and zero the counters (between tests of one file);
+# no elected role held (a killed worker's reaper role would last its lease).
 reset_jobs() {
-	sql "TRUNCATE pendulum.jobs, pendulum.attempt_rows, pendulum.workers, pendulum.retired_metrics CASCADE;
+	sql "TRUNCATE pendulum.jobs, pendulum.attempt_rows, pendulum.workers, pendulum.retired_metrics,
+	              pendulum.leaders CASCADE;
 	     UPDATE pendulum.counters SET value = 0"
 }
 

@@ -63,7 +63,9 @@ seq_scans() {
 	wait_for 15 at_least 2 "$w" claim_jobs
 	wait_for 15 at_least 2 "$cw" claim_jobs
 	wait_for 15 at_least 2 "$relay" 'pendulum.outbox'
-	wait_for 15 at_least 5 "$reaper" 'pendulum.prune'
+	# the reap pass and its first prune: by whichever holds the reaper role
+	wait_for 15 at_least 5 "($w|$cw|$reaper)" 'pendulum.prune'
+	wait_for 15 grep -q 'msg="reaper \(on standby\|role taken\)' "$BATS_FILE_TMPDIR/reaper.log"
 	wait_for 15 grep -q 'msg="ticker active' "$BATS_FILE_TMPDIR/ticker.log"
 	from=$(($(wc -l <"$PD_PG_DIR/log") + 1))
 	scans=$(seq_scans)
