@@ -86,6 +86,20 @@ static char *state_array(const struct pd_admin_filter *f)
 /* clang-format on */
 
 /* Filter, limit, offset as the six parameters of a listing. */
+/* Run sql with n params and render its rows as cols into out: 0, or -1 with e filled. */
+static int show(struct pd_db *db, const char *sql, int n, const char *const *params,
+		const struct pd_col *cols, int ncols, const struct pd_fmt *fmt, struct pd_buf *out,
+		struct pd_err *e)
+{
+	PGresult *r;
+
+	if (pd_db_exec(db, sql, n, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	pd_render_result(r, cols, ncols, fmt, out);
+	PQclear(r);
+	return 0;
+}
+
 static int run_listing(struct pd_db *db, const char *sql, const struct pd_admin_filter *f,
 		       const char *states, PGresult **r, struct pd_err *e)
 {
@@ -723,13 +737,9 @@ int pd_admin_dlq_purge(struct pd_db *db, long long older_ms, const char *queue, 
 int pd_admin_queues(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
 		    struct pd_err *e)
 {
-	PGresult *r;
 
-	if (pd_db_exec(db, pd_summary_queues_sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
-		return -1;
-	pd_render_result(r, pd_summary_queue_cols, PD_SUMMARY_QUEUE_NCOLS, fmt, out);
-	PQclear(r);
-	return 0;
+	return show(db, pd_summary_queues_sql, 0, NULL, pd_summary_queue_cols,
+		    PD_SUMMARY_QUEUE_NCOLS, fmt, out, e);
 }
 
 int pd_admin_depth(struct pd_db *db, const char *queue, const char *state, int runnable,
@@ -795,14 +805,9 @@ int pd_admin_workers(struct pd_db *db, long long stale_ms, const struct pd_fmt *
 	/* clang-format on */
 	char ms[24];
 	const char *params[1] = {stale_ms >= 0 ? ms : NULL};
-	PGresult *r;
 
 	snprintf(ms, sizeof(ms), "%lld", stale_ms);
-	if (pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e) < 0)
-		return -1;
-	pd_render_result(r, cols, NCOLS(cols), fmt, out);
-	PQclear(r);
-	return 0;
+	return show(db, sql, 1, params, cols, NCOLS(cols), fmt, out, e);
 }
 
 int pd_admin_leaders(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
@@ -822,13 +827,7 @@ int pd_admin_leaders(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *
 	    {"expires_at", NULL, 's', 'j'},
 	};
 	/* clang-format on */
-	PGresult *r;
-
-	if (pd_db_exec(db, sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
-		return -1;
-	pd_render_result(r, cols, NCOLS(cols), fmt, out);
-	PQclear(r);
-	return 0;
+	return show(db, sql, 0, NULL, cols, NCOLS(cols), fmt, out, e);
 }
 
 /* --- the outbox --- */
@@ -846,13 +845,9 @@ static const struct pd_col outbox_stats_cols[PD_SUMMARY_OUTBOX_NCOLS] = {
 int pd_admin_outbox_stats(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *out,
 			  struct pd_err *e)
 {
-	PGresult *r;
 
-	if (pd_db_exec(db, pd_summary_outbox_sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
-		return -1;
-	pd_render_result(r, outbox_stats_cols, PD_SUMMARY_OUTBOX_NCOLS, fmt, out);
-	PQclear(r);
-	return 0;
+	return show(db, pd_summary_outbox_sql, 0, NULL, outbox_stats_cols, PD_SUMMARY_OUTBOX_NCOLS,
+		    fmt, out, e);
 }
 
 /* $1 states (text[] or NULL), $2 tenant, $3 topic. */
@@ -1346,15 +1341,10 @@ int pd_admin_tenant_list(struct pd_db *db, const char *role, const struct pd_fmt
 	};
 	char oid[24];
 	const char *params[1] = {role ? oid : NULL};
-	PGresult *r;
 
 	if (role && role_oid(db, role, oid, sizeof(oid), e) < 0)
 		return -1;
-	if (pd_db_exec(db, sql, 1, params, PGRES_TUPLES_OK, &r, e) < 0)
-		return -1;
-	pd_render_result(r, cols, NCOLS(cols), fmt, out);
-	PQclear(r);
-	return 0;
+	return show(db, sql, 1, params, cols, NCOLS(cols), fmt, out, e);
 }
 
 /* --- fair shares and limits (sql/020) --- */
@@ -1621,13 +1611,8 @@ int pd_admin_tenants(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *
 	    {"weight", NULL, 'n', 'b'},
 	    {"updated_at", NULL, 's', 'b'},
 	};
-	PGresult *r;
 
-	if (pd_db_exec(db, sql, 0, NULL, PGRES_TUPLES_OK, &r, e) < 0)
-		return -1;
-	pd_render_result(r, cols, NCOLS(cols), fmt, out);
-	PQclear(r);
-	return 0;
+	return show(db, sql, 0, NULL, cols, NCOLS(cols), fmt, out, e);
 }
 
 /* --- wait --- */
