@@ -117,6 +117,26 @@ utc_second_below() {
 	grep -q 'msg="ticker active: holding the ticker role"' "$BATS_FILE_TMPDIR/cron.log"
 }
 
+@test "pd-cron add, trigger and list, and the ticker (pd-cron run) through the pool: a due occurrence fires once" {
+	"${pooled[@]}" pd-cron add every --cron '* * * * *' --tz UTC --type t
+	"${pooled[@]}" pd-cron trigger every
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE job_type = 't'")" -eq 1 ]
+	run "${pooled[@]}" pd-cron list
+	[ "$status" -eq 0 ]
+	[[ "$output" == *every* ]]
+	# the occurrence of this minute due, early in the minute (the ticker's grace)
+	wait_for 25 utc_second_below 40
+	sql "UPDATE pendulum.cron_schedules SET next_fire_at = date_trunc('minute', now()),
+	     last_fired_at = date_trunc('minute', now()) - interval '1 second'"
+	start_bg ticker "${listening[@]}" pd-cron run --interval 500ms --lease 2s
+	wait_for 15 sql_is "SELECT count(*) FROM pendulum.jobs WHERE job_type = 't'" 2
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE job_type = 't'")" -eq 2 ]
+	no_errors ticker
+	grep -q 'msg="ticker active: holding the ticker role"' "$BATS_FILE_TMPDIR/ticker.log"
+	run grep -c 'named statements lost' "$BATS_FILE_TMPDIR/ticker.log"
+	[ "$output" = 0 ]
+}
+
 @test "a NOTIFY wake-up through listen_url: picked up within 50 ms with --poll 5s" {
 	start_bg w "${listening[@]}" pd-worker --handler "t=env >'$D/env'" --poll 5s --lease 2s
 	wait_for 10 grep -q 'msg="worker started"' "$BATS_FILE_TMPDIR/w.log"
