@@ -15,7 +15,8 @@
 -- have. Taking, renewing and the two-candidate race are unchanged.
 CREATE OR REPLACE FUNCTION pendulum.elect(role text, holder text, lease_ms bigint)
 RETURNS bigint
-LANGUAGE plpgsql AS $$
+-- (CREATE OR REPLACE drops the SET that 019 gave every function: given again)
+LANGUAGE plpgsql SET search_path = pendulum, pg_temp AS $$
 DECLARE
     v_lease interval := lease_ms * interval '1 millisecond';
     v_token bigint;

@@ -830,6 +830,7 @@ $$;
 
 CREATE FUNCTION pendulum.elect(role text, holder text, lease_ms bigint) RETURNS bigint
     LANGUAGE plpgsql
+    SET search_path TO 'pendulum', 'pg_temp'
     AS $$
 DECLARE
     v_lease interval := lease_ms * interval '1 millisecond';
