@@ -2,11 +2,12 @@
 #
 #   make            library and binaries in build/
 #   make check      deps, normal and ASan+UBSan builds, every test on a real Postgres
+#                   (and through a failover of a real Patroni cluster: tests/ha)
 #   make demo       the state machine moving in your terminal
 #   make demo-flow  a durable workflow (examples/place-order) run step by step
 #   make fuzz       every libFuzzer target in tests/fuzz/ for FUZZ_SECONDS (10) each, clang
 #   make bench      performance figures beside their targets (never gates anything)
-#   make ha-check   through a primary failover: etcd + two-node Patroni (not in check)
+#   make ha-check   only the failover tests: etcd + two-node Patroni (also in check)
 #   make lint       clang-format, shellcheck, mandoc -T lint, the layers of lib/
 #   make schema     regenerate sql/schema.sql (the schema in force) from a migrated database
 #   make install    PREFIX=/usr/local DESTDIR= (SYSTEMDUNITDIR, SYSCONFDIR)
@@ -131,6 +132,7 @@ schema: $(B)/bin/pd-admin
 # The normal build uses $(CC) (gcc on Debian), the sanitizer build clang: both
 # compilers build the tree with -Werror on every check.
 check: deps
+	sh scripts/deps ha
 	$(MAKE) lint
 	$(MAKE) -j$$(nproc) all
 	$(MAKE) -j$$(nproc) B=build-asan SANITIZE=1 CC=clang all

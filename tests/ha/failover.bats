@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Through a primary failover (make ha-check; not in make check): a real etcd
+# Through a primary failover (make check, or alone: make ha-check): a real etcd
 # and a two-node Patroni cluster (scripts/ha, synchronous_mode on), three
 # pd-workers with 2 s leases and a loop of pd-enqueue, all on the multi-host
 # conninfo with target_session_attrs=read-write. Under that load the
