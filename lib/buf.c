@@ -39,6 +39,32 @@ void pd_buf_putc(struct pd_buf *b, char c)
 	pd_buf_append(b, &c, 1);
 }
 
+size_t pd_fmt_i64(char out[PD_I64_CHARS], long long v)
+{
+	/* The magnitude as unsigned, so that -LLONG_MIN does not overflow. */
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	char rev[PD_I64_CHARS];
+	size_t n = 0, k = 0;
+
+	do {
+		rev[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		out[k++] = '-';
+	while (n)
+		out[k++] = rev[--n];
+	out[k] = '\0';
+	return k;
+}
+
+void pd_buf_put_i64(struct pd_buf *b, long long v)
+{
+	char num[PD_I64_CHARS];
+
+	pd_buf_append(b, num, pd_fmt_i64(num, v));
+}
+
 void pd_buf_printf(struct pd_buf *b, const char *fmt, ...)
 {
 	va_list ap;

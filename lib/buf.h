@@ -22,6 +22,15 @@ void pd_buf_append(struct pd_buf *b, const void *p, size_t n);
 void pd_buf_puts(struct pd_buf *b, const char *s);
 void pd_buf_putc(struct pd_buf *b, char c);
 void pd_buf_printf(struct pd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * The decimal digits of v (a '-' first when negative, LLONG_MIN included)
+ * into out, NUL-terminated: at most PD_I64_CHARS bytes with the NUL. Returns
+ * the length. The hot paths' number formatting, without printf.
+ */
+#define PD_I64_CHARS 21
+size_t pd_fmt_i64(char out[PD_I64_CHARS], long long v);
+/* Append v as pd_fmt_i64 writes it. */
+void pd_buf_put_i64(struct pd_buf *b, long long v);
 /* Make room for n more bytes; returns a pointer to the free space. */
 char *pd_buf_grow(struct pd_buf *b, size_t n);
 /* The contents as a string ("" for an empty buffer). */

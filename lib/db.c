@@ -246,8 +246,11 @@ char *pd_db_dup(const PGresult *r, int row, int col)
 void pd_db_id_array(struct pd_buf *b, const long long *v, int n)
 {
 	pd_buf_putc(b, '{');
-	for (int i = 0; i < n; i++)
-		pd_buf_printf(b, "%s%lld", i ? "," : "", v[i]);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			pd_buf_putc(b, ',');
+		pd_buf_put_i64(b, v[i]);
+	}
 	pd_buf_putc(b, '}');
 }
 

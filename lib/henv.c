@@ -33,22 +33,28 @@ int pd_henv_name_ok(const char *name)
 	return 1;
 }
 
-/* 1 if var ("NAME=value" or "NAME") is named in list (NULL-terminated, or NULL). */
-static int named(const char *var, const char *const *list)
+/*
+ * 1 if var ("NAME=value" or "NAME", its name l bytes) is named in list
+ * (NULL-terminated, or NULL). Once a variable a job (pd_henv_build): the
+ * first byte first, no strlen of the names.
+ */
+static int named_n(const char *var, size_t l, const char *const *list)
 {
-	size_t l = strcspn(var, "=");
-
 	for (; list && *list; list++)
-		if (strlen(*list) == l && strncmp(var, *list, l) == 0)
+		if ((*list)[0] == var[0] && strncmp(var, *list, l) == 0 && (*list)[l] == '\0')
 			return 1;
 	return 0;
 }
 
-int pd_henv_passes(const char *var, const char *const *secret, const char *const *pass)
+static int named(const char *var, const char *const *list)
 {
-	size_t l = strcspn(var, "=");
+	return named_n(var, strcspn(var, "="), list);
+}
 
-	if (named(var, pass))
+/* pd_henv_passes for var, whose name is l bytes. */
+static int passes_n(const char *var, size_t l, const char *const *secret, const char *const *pass)
+{
+	if (named_n(var, l, pass))
 		return 1;
 	if (l == 15 && strncmp(var, "PD_DATABASE_URL", 15) == 0)
 		return 0;
@@ -56,7 +62,12 @@ int pd_henv_passes(const char *var, const char *const *secret, const char *const
 		return 0;
 	if (strncmp(var, "PG", 2) == 0)
 		return 0;
-	return !named(var, secret);
+	return !named_n(var, l, secret);
+}
+
+int pd_henv_passes(const char *var, const char *const *secret, const char *const *pass)
+{
+	return passes_n(var, strcspn(var, "="), secret, pass);
 }
 
 char **pd_henv_build(const char *const *env, const char *const *secret, const char *const *pass,
@@ -71,9 +82,12 @@ char **pd_henv_build(const char *const *env, const char *const *secret, const ch
 		np++;
 	out = pd_xcalloc(n + np + extra + 1, sizeof(*out));
 	*k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (!named(env[i], drop) && pd_henv_passes(env[i], secret, pass))
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strcspn(env[i], "=");
+
+		if (!named_n(env[i], l, drop) && passes_n(env[i], l, secret, pass))
 			out[(*k)++] = pd_xstrdup(env[i]);
+	}
 	/* A variable withheld from our own environment, passed: its value given back. */
 	for (size_t i = 0; i < np; i++) {
 		const char *v = pd_henv_held(pass[i]);

@@ -155,7 +155,7 @@ void pd_holdings_release(struct pd_holdings *hs)
 	for (int k = 0; k < hs->nfin; k++)
 		hold_clear(&hs->fin[k]);
 	free(hs->run);
-	free(hs->ready);
+	free(hs->ready_base);
 	free(hs->fin);
 	pd_buf_release(&hs->line);
 	memset(hs, 0, sizeof(*hs));
@@ -255,15 +255,38 @@ struct pd_hold *pd_holdings_ready_add(struct pd_holdings *hs, struct pd_hold *x)
 {
 	struct pd_hold *r;
 
-	if (hs->nready == hs->capready) {
-		hs->capready = hs->capready ? 2 * hs->capready : 64;
-		hs->ready = pd_xrealloc(hs->ready, (size_t)hs->capready * sizeof(*hs->ready));
+	int off = (int)(hs->ready - hs->ready_base);
+
+	if (off + hs->nready == hs->capready) {
+		/*
+		 * The window is at the end: back to the start when at least half is
+		 * free before it (each entry moved at most once per append that
+		 * filled that half), else twice the room.
+		 */
+		if (off > 0 && off >= hs->nready) {
+			memmove(hs->ready_base, hs->ready, (size_t)hs->nready * sizeof(*hs->ready));
+		} else {
+			hs->capready = hs->capready ? 2 * hs->capready : 64;
+			hs->ready_base =
+			    pd_xrealloc(hs->ready_base, (size_t)hs->capready * sizeof(*hs->ready));
+			memmove(hs->ready_base, hs->ready_base + off,
+				(size_t)hs->nready * sizeof(*hs->ready));
+		}
+		hs->ready = hs->ready_base;
 	}
 	r = &hs->ready[hs->nready++];
 	*r = *x;
 	memset(x, 0, sizeof(*x));
 	pd_hold_move(r, PD_HOLD_CLAIMED);
 	return r;
+}
+
+void pd_holdings_ready_skip(struct pd_holdings *hs, int n)
+{
+	hs->ready += n;
+	hs->nready -= n;
+	if (hs->nready == 0)
+		hs->ready = hs->ready_base;
 }
 
 void pd_holdings_ready_drop(struct pd_holdings *hs, int k)
@@ -299,6 +322,7 @@ struct pd_hold *pd_holdings_start(struct pd_holdings *hs, struct pd_hold *x, int
 	struct pd_pool_job pj;
 	long long timeout;
 	char prefix[64];
+	size_t n;
 
 	*r = *x;
 	memset(x, 0, sizeof(*x));
@@ -308,7 +332,9 @@ struct pd_hold *pd_holdings_start(struct pd_holdings *hs, struct pd_hold *x, int
 		return r;
 	j = &r->job;
 	timeout = j->timeout_ms >= 0 ? j->timeout_ms : r->h ? r->h->timeout_ms : 0;
-	snprintf(prefix, sizeof(prefix), "job=%lld attempt=%d", j->id, j->attempt);
+	n = 4 + pd_fmt_i64(memcpy(prefix, "job=", 4) + 4, j->id); /* no printf: once a job */
+	memcpy(prefix + n, " attempt=", 9);
+	pd_fmt_i64(prefix + n + 9, j->attempt); /* at most 4 + 20 + 9 + 20 + 1 bytes */
 	pd_log(PD_LOG_DEBUG, "job started", "%s type=%s token=%lld", prefix, j->type, j->token);
 	if (r->stream >= 0) {
 		pd_jobrun_line(&hs->line, j);

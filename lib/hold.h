@@ -129,8 +129,9 @@ const char *pd_hold_event_name(enum pd_hold_event ev);
 struct pd_holdings {
 	struct pd_hold *run;
 	int size;
-	struct pd_hold *ready;
+	struct pd_hold *ready; /* a window of ready_base: see pd_holdings_ready_skip */
 	int nready, capready;
+	struct pd_hold *ready_base; /* the allocation, capready entries */
 	struct pd_hold *fin;
 	int nfin, capfin;
 	/* what starting and stopping a handler takes; pool NULL: the stages move alone */
@@ -174,6 +175,12 @@ void pd_hold_hooks(struct pd_hold *x, const struct pd_handler *handlers, int nha
 struct pd_hold *pd_holdings_ready_add(struct pd_holdings *hs, struct pd_hold *x);
 /* Ready entry k leaves the list (LOST, or its release WRITTEN): freed. */
 void pd_holdings_ready_drop(struct pd_holdings *hs, int k);
+/*
+ * The first n ready entries leave the list, already moved out (started):
+ * the window moves on, nothing is copied, so that starting a few jobs of a
+ * deep prefetch costs what they do, not what the list holds.
+ */
+void pd_holdings_ready_skip(struct pd_holdings *hs, int n);
 
 /*
  * x (a new entry, or a ready one: the caller takes it out of the list) STARTs

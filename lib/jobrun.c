@@ -49,38 +49,38 @@ char **pd_jobrun_env(const struct pd_claimed *j, const char *worker,
 		     const struct pd_flow_plan *plan, const struct pd_handler *h)
 {
 	size_t k, nh = 0;
-	char num[24], **env;
+	char num[PD_I64_CHARS], **env;
 
 	while (h && h->env && h->env[nh])
 		nh++;
 	env = env_base(h, 19 + nh, &k);
 	handler_env(h, env, &k); /* first: a job's PD_* variable is never replaced */
 
-	snprintf(num, sizeof(num), "%lld", j->id);
+	pd_fmt_i64(num, j->id);
 	env[k++] = pd_henv_var("PD_JOB_ID", num);
 	env[k++] = pd_henv_var("PD_JOB_TYPE", j->type);
 	env[k++] = pd_henv_var("PD_QUEUE", j->queue);
 	env[k++] = pd_henv_var("PD_TENANT", j->tenant);
-	snprintf(num, sizeof(num), "%d", j->attempt);
+	pd_fmt_i64(num, j->attempt);
 	env[k++] = pd_henv_var("PD_ATTEMPT", num);
-	snprintf(num, sizeof(num), "%d", j->max_attempts);
+	pd_fmt_i64(num, j->max_attempts);
 	env[k++] = pd_henv_var("PD_MAX_ATTEMPTS", num);
-	snprintf(num, sizeof(num), "%lld", j->token);
+	pd_fmt_i64(num, j->token);
 	env[k++] = pd_henv_var("PD_LEASE_TOKEN", num);
 	env[k++] = pd_henv_var("PD_RUN_AT", j->run_at ? j->run_at : "");
 	if (j->idempotency_key)
 		env[k++] = pd_henv_var("PD_IDEMPOTENCY_KEY", j->idempotency_key);
-	snprintf(num, sizeof(num), "%d", j->replay_count);
+	pd_fmt_i64(num, j->replay_count);
 	env[k++] = pd_henv_var("PD_REPLAY_COUNT", num);
 	if (j->traceparent)
 		env[k++] = pd_henv_var("TRACEPARENT", j->traceparent);
 	env[k++] = pd_henv_var("PD_WORKER_ID", worker);
 	if (plan) {
-		snprintf(num, sizeof(num), "%lld", plan->run);
+		pd_fmt_i64(num, plan->run);
 		env[k++] = pd_henv_var("PD_WORKFLOW_RUN_ID", num);
 		env[k++] = pd_henv_var("PD_WORKFLOW", plan->def->name);
 		env[k++] = pd_henv_var("PD_STEP_NAME", plan->s->name);
-		snprintf(num, sizeof(num), "%d", plan->step);
+		pd_fmt_i64(num, plan->step);
 		env[k++] = pd_henv_var("PD_STEP_INDEX", num);
 	}
 	env[k] = NULL;
@@ -101,16 +101,18 @@ char **pd_jobrun_stream_env(const char *worker, const struct pd_handler *h)
 void pd_jobrun_line(struct pd_buf *b, const struct pd_claimed *j)
 {
 	pd_buf_reset(b);
-	pd_buf_printf(b, "{\"id\":%lld,\"attempt\":%d,\"lease_token\":%lld,\"type\":", j->id,
-		      j->attempt, j->token);
-	pd_json_quote_or_null(b, j->type);
+	pd_buf_puts(b, "{\"id\":");
+	pd_buf_put_i64(b, j->id);
+	pd_json_member_i64(b, "attempt", j->attempt);
+	pd_json_member_i64(b, "lease_token", j->token);
+	pd_json_member_str(b, "type", j->type);
 	pd_json_member_str(b, "queue", j->queue);
 	pd_json_member_str(b, "tenant", j->tenant);
 	pd_json_member_str(b, "traceparent", j->traceparent);
 	pd_json_member_raw(b, "payload", j->payload);
-	pd_buf_printf(b, ",\"max_attempts\":%d,\"replay_count\":%d,\"run_at\":", j->max_attempts,
-		      j->replay_count);
-	pd_json_quote_or_null(b, j->run_at);
+	pd_json_member_i64(b, "max_attempts", j->max_attempts);
+	pd_json_member_i64(b, "replay_count", j->replay_count);
+	pd_json_member_str(b, "run_at", j->run_at);
 	pd_json_member_str(b, "idempotency_key", j->idempotency_key);
 	pd_buf_putc(b, '}');
 }

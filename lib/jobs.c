@@ -33,7 +33,7 @@ static const char claim_sql[] =
 /* The claim's parameters, as text, kept alive until the statement ran. */
 struct claim_args {
 	struct pd_buf queues, types;
-	char limit[16], lease[24];
+	char limit[PD_I64_CHARS], lease[PD_I64_CHARS];
 	const char *params[7];
 };
 
@@ -45,8 +45,8 @@ static void claim_args_build(struct claim_args *a, const char *worker, const cha
 	pd_db_text_array(&a->queues, queues, nqueues);
 	if (types)
 		pd_db_text_array(&a->types, types, ntypes);
-	snprintf(a->limit, sizeof(a->limit), "%d", limit);
-	snprintf(a->lease, sizeof(a->lease), "%lld", lease_ms);
+	pd_fmt_i64(a->limit, limit);
+	pd_fmt_i64(a->lease, lease_ms);
 	a->params[0] = a->queues.data;
 	a->params[1] = types ? a->types.data : NULL;
 	a->params[2] = a->limit;
@@ -700,28 +700,31 @@ static void outcome_json(struct pd_buf *b, const struct pd_job_outcome *x)
 {
 	const struct pd_outcome *o = &x->o;
 
-	pd_buf_printf(b, "{\"id\":%lld,\"token\":%lld,\"kind\":\"%s\",\"backoff_ms\":%lld", x->id,
-		      x->token, finish_kind(o), o->backoff_ms);
+	pd_buf_puts(b, "{\"id\":");
+	pd_buf_put_i64(b, x->id);
+	pd_json_member_i64(b, "token", x->token);
+	pd_json_member_str(b, "kind", finish_kind(o));
+	pd_json_member_i64(b, "backoff_ms", o->backoff_ms);
 	if (o->flow.kind != PD_FLOW_WRITE_NONE)
-		pd_buf_printf(b, ",\"attempt\":%d", o->flow.attempts);
+		pd_json_member_i64(b, "attempt", o->flow.attempts);
 	if (o->flow.kind == PD_FLOW_WRITE_STEP)
 		pd_json_member_str(b, "next_key", o->flow.next_key);
-	if (o->kind == PD_VERDICT_SNOOZE)
-		pd_buf_printf(b, ",\"snooze_ms\":%lld,\"max_snoozes\":%lld", o->snooze_ms,
-			      o->snooze_cap);
+	if (o->kind == PD_VERDICT_SNOOZE) {
+		pd_json_member_i64(b, "snooze_ms", o->snooze_ms);
+		pd_json_member_i64(b, "max_snoozes", o->snooze_cap);
+	}
 	pd_json_member_raw(b, "result", o->result);
-	pd_buf_printf(b, ",\"result_is_text\":%s,\"result_truncated\":%s",
-		      o->result_is_text ? "true" : "false", o->result_truncated ? "true" : "false");
+	pd_json_member_bool(b, "result_is_text", o->result_is_text);
+	pd_json_member_bool(b, "result_truncated", o->result_truncated);
 	pd_json_member_str(b, "error", o->error);
 	pd_json_member_str(b, "dead_reason", o->dead_reason);
-	pd_buf_puts(b, ",\"outcome\":");
-	pd_json_quote(b, o->outcome, strlen(o->outcome));
+	pd_json_member_str(b, "outcome", o->outcome);
 	if (o->exit_code >= 0)
-		pd_buf_printf(b, ",\"exit_code\":%d", o->exit_code);
+		pd_json_member_i64(b, "exit_code", o->exit_code);
 	if (o->signal > 0)
-		pd_buf_printf(b, ",\"signal\":%d", o->signal);
+		pd_json_member_i64(b, "signal", o->signal);
 	if (o->started_ago_ms >= 0)
-		pd_buf_printf(b, ",\"started_ago_ms\":%lld", o->started_ago_ms);
+		pd_json_member_i64(b, "started_ago_ms", o->started_ago_ms);
 	pd_json_member_str(b, "stderr_tail", o->stderr_tail);
 	pd_buf_putc(b, '}');
 }
@@ -752,12 +755,15 @@ static void hooks_json(struct pd_buf *b, const struct pd_job_outcome *x)
 	for (int ev = 0; ev < PD_HOOK_NEVENTS; ev++) {
 		if (!(x->o.hooks & 1u << ev) || !fits[ev])
 			continue;
-		if (n++ == 0)
-			pd_buf_printf(b, "%s{\"id\":%lld,\"token\":%lld,\"events\":[",
-				      b->len ? "," : "[", x->id, x->token);
-		else
+		if (n++ == 0) {
+			pd_buf_puts(b, b->len ? ",{\"id\":" : "[{\"id\":");
+			pd_buf_put_i64(b, x->id);
+			pd_json_member_i64(b, "token", x->token);
+			pd_buf_puts(b, ",\"events\":[");
+		} else {
 			pd_buf_putc(b, ',');
-		pd_buf_printf(b, "\"%s\"", pd_hook_event_name((enum pd_hook_event)ev));
+		}
+		pd_json_quote_or_null(b, pd_hook_event_name((enum pd_hook_event)ev));
 	}
 	if (n > 0)
 		pd_buf_puts(b, "]}");
@@ -770,18 +776,24 @@ static void flow_json(struct pd_buf *b, const struct pd_job_outcome *x)
 {
 	const struct pd_flow_write *f = &x->o.flow;
 
-	pd_buf_printf(b, "{\"run\":%lld,\"step\":%d,\"act\":\"%s\",\"attempts\":%d,\"token\":%lld",
-		      f->run, f->step, flow_acts[f->kind], f->attempts, x->token);
-	pd_buf_printf(b, ",\"ran_ms\":%lld,\"sleep_ms\":%lld", f->ran_ms, f->sleep_ms);
+	pd_buf_puts(b, "{\"run\":");
+	pd_buf_put_i64(b, f->run);
+	pd_json_member_i64(b, "step", f->step);
+	pd_json_member_str(b, "act", flow_acts[f->kind]);
+	pd_json_member_i64(b, "attempts", f->attempts);
+	pd_json_member_i64(b, "token", x->token);
+	pd_json_member_i64(b, "ran_ms", f->ran_ms);
+	pd_json_member_i64(b, "sleep_ms", f->sleep_ms);
 	if (f->wait_ms >= 0)
-		pd_buf_printf(b, ",\"wait_ms\":%lld", f->wait_ms);
+		pd_json_member_i64(b, "wait_ms", f->wait_ms);
 	pd_json_member_str(b, "name", f->step_name);
 	pd_json_member_str(b, "kind", f->step_kind);
 	pd_json_member_str(b, "signal", f->signal);
 	pd_json_member_raw(b, "steps", f->steps);
 	pd_json_member_raw(b, "output", f->output);
-	pd_buf_printf(b, ",\"output_is_text\":%s,\"output_truncated\":%s}",
-		      f->output_is_text ? "true" : "false", f->output_truncated ? "true" : "false");
+	pd_json_member_bool(b, "output_is_text", f->output_is_text);
+	pd_json_member_bool(b, "output_truncated", f->output_truncated);
+	pd_buf_putc(b, '}');
 }
 
 void pd_trip_array(struct pd_buf *b, const struct pd_trip *t, enum pd_trip_kind k,
@@ -800,7 +812,9 @@ void pd_trip_array(struct pd_buf *b, const struct pd_trip *t, enum pd_trip_kind 
 		    : f == PD_TRIP_TOKEN   ? it->token
 		    : f == PD_TRIP_ATTEMPT ? it->attempt
 					   : it->ago_ms;
-		pd_buf_printf(b, "%s%lld", n++ ? "," : "", v);
+		if (n++)
+			pd_buf_putc(b, ',');
+		pd_buf_put_i64(b, v);
 	}
 	pd_buf_putc(b, '}');
 }
@@ -814,7 +828,7 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 	struct pd_buf beat_ids = PD_BUF_INIT, beat_tokens = PD_BUF_INIT, flows = PD_BUF_INIT;
 	struct pd_buf notes = PD_BUF_INIT, hooks = PD_BUF_INIT;
 	struct claim_args ca;
-	char lease[24], inflight[16];
+	char lease[PD_I64_CHARS], inflight[PD_I64_CHARS];
 	const char *fp[2], *lp[5], *bp[5], *sp[2], *wp[1], *np[1], *hp[1];
 	int n = 0, rc;
 
@@ -833,10 +847,10 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 	for (int i = 0; i < s->n; i++) {
 		if (s->items[i].kind != PD_TRIP_PROGRESS)
 			continue;
-		pd_buf_printf(&notes,
-			      "%c{\"id\":%lld,\"token\":%lld,\"text\":", notes.len ? ',' : '[',
-			      s->items[i].id, s->items[i].token);
-		pd_json_quote(&notes, s->items[i].text, strlen(s->items[i].text));
+		pd_buf_puts(&notes, notes.len ? ",{\"id\":" : "[{\"id\":");
+		pd_buf_put_i64(&notes, s->items[i].id);
+		pd_json_member_i64(&notes, "token", s->items[i].token);
+		pd_json_member_str(&notes, "text", s->items[i].text);
 		pd_buf_putc(&notes, '}');
 	}
 	if (notes.len > 0) {
@@ -895,8 +909,8 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 	if (s->beat) {
 		pd_trip_array(&beat_ids, s, PD_TRIP_BEAT, PD_TRIP_ID);
 		pd_trip_array(&beat_tokens, s, PD_TRIP_BEAT, PD_TRIP_TOKEN);
-		snprintf(lease, sizeof(lease), "%lld", s->lease_ms);
-		snprintf(inflight, sizeof(inflight), "%d", s->nbeat);
+		pd_fmt_i64(lease, s->lease_ms);
+		pd_fmt_i64(inflight, s->nbeat);
 		bp[0] = beat_ids.data;
 		bp[1] = beat_tokens.data;
 		bp[2] = lease;

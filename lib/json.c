@@ -925,15 +925,43 @@ void pd_json_quote_or_null(struct pd_buf *b, const char *s)
 		pd_buf_puts(b, "null");
 }
 
+/* ,"key": */
+static void member_key(struct pd_buf *b, const char *key)
+{
+	size_t n = strlen(key);
+	char *p = pd_buf_grow(b, n + 4);
+
+	p[0] = ',';
+	p[1] = '"';
+	memcpy(p + 2, key, n);
+	p[n + 2] = '"';
+	p[n + 3] = ':';
+	p[n + 4] = '\0';
+	b->len += n + 4;
+}
+
 void pd_json_member_str(struct pd_buf *b, const char *key, const char *s)
 {
-	pd_buf_printf(b, ",\"%s\":", key);
+	member_key(b, key);
 	pd_json_quote_or_null(b, s);
 }
 
 void pd_json_member_raw(struct pd_buf *b, const char *key, const char *json)
 {
-	pd_buf_printf(b, ",\"%s\":%s", key, json ? json : "null");
+	member_key(b, key);
+	pd_buf_puts(b, json ? json : "null");
+}
+
+void pd_json_member_i64(struct pd_buf *b, const char *key, long long v)
+{
+	member_key(b, key);
+	pd_buf_put_i64(b, v);
+}
+
+void pd_json_member_bool(struct pd_buf *b, const char *key, int v)
+{
+	member_key(b, key);
+	pd_buf_puts(b, v ? "true" : "false");
 }
 
 void pd_json_compact(char *s)

@@ -135,10 +135,14 @@ void pd_json_quote_or_null(struct pd_buf *b, const char *s);
 /*
  * For objects written a member at a time: ,"key": and then s as
  * pd_json_quote_or_null writes it (str), or the JSON text json as it is, or
- * null when it is NULL (raw). key is written as it is: no escaping.
+ * null when it is NULL (raw), or the integer v in decimal (i64), or true or
+ * false (bool). key is written as it is: no escaping. No printf: these are
+ * the worker's hot path (a job line, an outcome, once per job).
  */
 void pd_json_member_str(struct pd_buf *b, const char *key, const char *s);
 void pd_json_member_raw(struct pd_buf *b, const char *key, const char *json);
+void pd_json_member_i64(struct pd_buf *b, const char *key, long long v);
+void pd_json_member_bool(struct pd_buf *b, const char *key, int v);
 
 /*
  * Remove, in place, the white space between the tokens of the JSON text s

@@ -87,12 +87,14 @@ static int make_pipe(int fds[2])
 	return 0;
 }
 
+/*
+ * fd, our end of a pipe just made, non-blocking. It has no other status
+ * flag to keep (pipe2 set none; O_CLOEXEC is a descriptor flag), so one
+ * F_SETFL without an F_GETFL first: a system call less a descriptor.
+ */
 static void set_nonblock(int fd)
 {
-	int fl = fcntl(fd, F_GETFL);
-
-	if (fl >= 0)
-		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	fcntl(fd, F_SETFL, O_NONBLOCK);
 }
 
 static const char *env_path(const char *const *envp)
@@ -240,6 +242,24 @@ fail:
 }
 
 /*
+ * The descriptor limit, for the child's fallback when close_range is
+ * missing: read once (a getrlimit call a spawn otherwise), at the first
+ * spawn; a limit raised later leaves descriptors above the old one to
+ * close-on-exec alone (all of ours are opened O_CLOEXEC).
+ */
+static long open_max(void)
+{
+	static long max_fd = -1;
+
+	if (max_fd < 0) {
+		max_fd = sysconf(_SC_OPEN_MAX);
+		if (max_fd < 0 || max_fd > INT_MAX)
+			max_fd = INT_MAX;
+	}
+	return max_fd;
+}
+
+/*
  * The child's stack, mapped once. One is enough: the parent is suspended
  * while the child uses it, and the process runs one thread.
  */
@@ -320,9 +340,7 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 	c.pass_fd2 = s->pass_fd2;
 	c.parent = getpid();
 	c.err = 0;
-	c.max_fd = sysconf(_SC_OPEN_MAX);
-	if (c.max_fd < 0 || c.max_fd > INT_MAX)
-		c.max_fd = INT_MAX;
+	c.max_fd = open_max();
 
 	if ((stack = child_stack()) == NULL) {
 		p->start_errno = ENOMEM;
@@ -361,13 +379,14 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 	p->in_fd = in[1];
 	p->out_fd = out[0];
 	p->err_fd = err[0];
-	set_nonblock(p->in_fd);
 	set_nonblock(p->out_fd);
 	set_nonblock(p->err_fd);
 	if (s->input_len > 0)
 		pd_buf_append(&p->input, s->input, s->input_len);
 	else if (!p->keep_stdin)
 		close_fd(&p->in_fd);
+	if (p->in_fd >= 0)
+		set_nonblock(p->in_fd);
 	p->started_ms = pd_now_ms();
 	if (s->timeout_ms > 0)
 		p->timeout_at = p->started_ms + s->timeout_ms;

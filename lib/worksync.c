@@ -89,8 +89,9 @@ static void start_ready(struct worker *w)
 		}
 		hs->ready[kept++] = hs->ready[k];
 	}
-	memmove(hs->ready + kept, hs->ready + k, (size_t)(hs->nready - k) * sizeof(*hs->ready));
-	hs->nready = kept + (hs->nready - k);
+	/* the few kept (waiting for their stream) just before the rest; the window skips the gap */
+	memmove(hs->ready + (k - kept), hs->ready, (size_t)kept * sizeof(*hs->ready));
+	pd_holdings_ready_skip(hs, k - kept);
 }
 
 /* A ready job would start now. */

@@ -10,6 +10,7 @@
 
 #include "err.h"
 #include "hold.h"
+#include "jobrun.h"
 #include "tap.h"
 
 #define NS PD_HOLD_NSTAGES
@@ -248,11 +249,60 @@ static void test_cancel(void)
 	pd_holdings_release(&hs);
 }
 
+/*
+ * The ready list as a window (pd_holdings_ready_skip): the first entries
+ * leave without the rest being copied, and appends after any mix of skips
+ * keep the order, across the window's return to the start and its growth.
+ */
+static void test_ready_window(void)
+{
+	static const struct pd_handler hv[] = {{(char *)"a", (char *)"true", NULL, -1, {0}, 0}};
+	static const int stream_of[] = {-1};
+	struct pd_holdings hs;
+	long long next = 1, first = 1; /* ids appended: [first, next) are ready */
+	int order = 1, most = 0;
+
+	pd_holdings_init(&hs, 1);
+	for (int round = 0; round < 40; round++) {
+		int add = 1 + round * 7 % 23, skip = round * 5 % 19;
+		struct pd_hold *before;
+
+		for (int i = 0; i < add; i++) {
+			struct pd_claimed c = job(next++, "a");
+			struct pd_hold x;
+
+			pd_hold_claimed(&x, &c, hv, 1, stream_of, NULL, 0);
+			pd_holdings_ready_add(&hs, &x);
+		}
+		most = hs.nready > most ? hs.nready : most;
+		if (skip > hs.nready)
+			skip = hs.nready;
+		before = hs.ready + skip;
+		for (int k = 0; k < skip; k++) /* what a start does: moved out, the place zeroed */
+			pd_jobrun_clear(&hs.ready[k].job);
+		pd_holdings_ready_skip(&hs, skip);
+		first += skip;
+		order &= hs.nready == 0 || hs.ready == before; /* nothing copied */
+		for (int k = 0; k < hs.nready; k++)
+			order &= hs.ready[k].job.id == first + k;
+	}
+	ok(order, "skips move the window only; the ready ones stay in order");
+	is_int(hs.nready, next - first, "as many ready as appended and not skipped");
+	/* grown only when less than half of it was free before the window */
+	ok(hs.capready <= (most < 16 ? 64 : 4 * most), "the room stays within 4x the most ready");
+	for (int k = 0; k < hs.nready; k++) /* moved out, as a start does */
+		pd_jobrun_clear(&hs.ready[k].job);
+	pd_holdings_ready_skip(&hs, hs.nready);
+	ok(hs.ready == hs.ready_base, "empty: the window back at the start");
+	pd_holdings_release(&hs);
+}
+
 int main(void)
 {
 	test_tables();
 	test_hole();
 	test_walk();
 	test_cancel();
+	test_ready_window();
 	return done_testing();
 }
