@@ -666,17 +666,19 @@ static const char progress_sql[] =
 
 /*
  * The leases held extended, the worker seen: a row per lease still held,
- * its token and whether an operator asked to cancel its job (sql/022).
+ * its job's id and token and whether an operator asked to cancel the job
+ * (sql/022). The id with the token: one claim gives all its jobs the same
+ * token (sql/029), so a token alone does not name a lease.
  */
 static const char heartbeat_sql[] =
     "WITH h AS ("
     " UPDATE pendulum.jobs j SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'"
     " FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)"
     " WHERE j.id = l.id AND j.lease_token = l.token AND j.state IN ('LEASED', 'RUNNING')"
-    " RETURNING j.lease_token, j.cancel_requested_at IS NOT NULL AS cancel"
+    " RETURNING j.id, j.lease_token, j.cancel_requested_at IS NOT NULL AS cancel"
     "), w AS ("
     " UPDATE pendulum.workers SET last_seen_at = now(), in_flight = $5 WHERE id = $4"
-    ") SELECT lease_token, cancel FROM h";
+    ") SELECT id, lease_token, cancel FROM h";
 
 static const char *const finish_kinds[] = {"succeeded", "retry",  "dead",
 					   "release",	"snooze", "cancel"};
@@ -970,13 +972,15 @@ int pd_jobs_sync_collect(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 		for (int i = 0; i < s->n; i++)
 			s->items[i].held = s->items[i].cancel = 0;
 		for (int row = 0; row < PQntuples(r); row++) {
-			long long t = strtoll(PQgetvalue(r, row, 0), NULL, 10);
+			long long id = strtoll(PQgetvalue(r, row, 0), NULL, 10);
+			long long t = strtoll(PQgetvalue(r, row, 1), NULL, 10);
 
 			for (int i = 0; i < s->n; i++) {
-				if (s->items[i].kind != PD_TRIP_BEAT || s->items[i].token != t)
+				if (s->items[i].kind != PD_TRIP_BEAT || s->items[i].id != id ||
+				    s->items[i].token != t)
 					continue;
 				s->items[i].held = 1;
-				s->items[i].cancel = *PQgetvalue(r, row, 1) == 't';
+				s->items[i].cancel = *PQgetvalue(r, row, 2) == 't';
 			}
 		}
 	}

@@ -114,8 +114,8 @@ shown() {
 	wait_for 15 test -e "$BATS_FILE_TMPDIR/f1.wrote"
 	# the worker's heartbeat is overdue: its first pass after SIGCONT sends it
 	wait_for 15 sql_is "SELECT lease_expires_at < now() FROM pendulum.jobs WHERE id = $id" t
-	# another holder takes the lease over: a new token (which clears the note)
-	sql "UPDATE pendulum.jobs SET lease_token = nextval('pendulum.lease_token_seq'),
+	# another holder takes the lease over: a new token, the note cleared (as a claim does)
+	sql "UPDATE pendulum.jobs SET lease_token = nextval('pendulum.lease_token_seq'), progress = NULL,
 	     lease_expires_at = now() + interval '1 hour' WHERE id = $id"
 	progress_is "$id" ""
 	kill -CONT "$(bg_pid w)"
