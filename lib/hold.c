@@ -398,7 +398,7 @@ void pd_holdings_lost(struct pd_holdings *hs, long long id, long long t)
 	for (int i = 0; i < hs->size; i++) {
 		struct pd_hold *r = &hs->run[i];
 
-		if (r->stage == PD_HOLD_NONE || r->job.id != id || r->job.token != t)
+		if (r->stage == PD_HOLD_NONE || r->job.token != t)
 			continue;
 		if (r->stream >= 0) {
 			pd_log(PD_LOG_WARN,
@@ -416,7 +416,7 @@ void pd_holdings_lost(struct pd_holdings *hs, long long id, long long t)
 		return;
 	}
 	for (int k = 0; k < hs->nready; k++) {
-		if (hs->ready[k].job.id != id || hs->ready[k].job.token != t)
+		if (hs->ready[k].job.token != t)
 			continue;
 		pd_log(PD_LOG_WARN, "lease lost: a ready job dropped before it started",
 		       "job=%lld attempt=%d", id, hs->ready[k].job.attempt);
@@ -431,7 +431,7 @@ void pd_holdings_cancel(struct pd_holdings *hs, long long id, long long t)
 	for (int i = 0; i < hs->size; i++) {
 		struct pd_hold *r = &hs->run[i];
 
-		if (r->stage == PD_HOLD_NONE || r->job.id != id || r->job.token != t)
+		if (r->stage == PD_HOLD_NONE || r->job.token != t)
 			continue;
 		if (r->stage != PD_HOLD_RUNNING)
 			return; /* being cancelled already, or abandoned */
@@ -447,8 +447,7 @@ void pd_holdings_cancel(struct pd_holdings *hs, long long id, long long t)
 	for (int k = 0; k < hs->nready; k++) {
 		struct pd_hold *f;
 
-		if (hs->ready[k].job.id != id || hs->ready[k].job.token != t ||
-		    hs->ready[k].stage != PD_HOLD_READY)
+		if (hs->ready[k].job.token != t || hs->ready[k].stage != PD_HOLD_READY)
 			continue;
 		pd_log(PD_LOG_INFO, "cancel asked: a ready job cancelled before it started",
 		       "job=%lld attempt=%d", id, hs->ready[k].job.attempt);

@@ -183,15 +183,14 @@ void pd_holdings_ready_drop(struct pd_holdings *hs, int k);
 struct pd_hold *pd_holdings_start(struct pd_holdings *hs, struct pd_hold *x, int i);
 
 /*
- * The lease of job id under token t is LOST (both name it: one claim gives
- * all its jobs the same token, sql/029): stop the handler holding it, or
+ * The lease of token t (job id) is LOST: stop the handler holding it, or
  * abandon the stream job (its answer will be dropped), or drop the ready
  * job.
  */
 void pd_holdings_lost(struct pd_holdings *hs, long long id, long long t);
 
 /*
- * Job id, held under lease token t, is to be cancelled (CANCEL): stop the
+ * The job of lease token t (job id) is to be cancelled (CANCEL): stop the
  * handler running it (PD_STOP_CANCEL; a stream job's cancel line), or
  * finish the ready job at once, never started (PD_EXIT_CANCELLED). A job
  * already being cancelled, or not held in a run or ready, is left as it is.

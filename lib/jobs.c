@@ -471,14 +471,22 @@ int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long
  * a dead letter: an all-success batch pays one scan of j), c the same for
  * the jobs CANCELLED here (kind cancel, or an outcome that would give a job
  * with a cancel request back to PENDING: pendulum.finish_cancel_asked,
- * sql/022), w the rows not written now because this very outcome was
- * written before (its token's attempt already ended with a worker's outcome:
- * the same batch sent again after a connection lost before its reply, whose
- * commit went through; only the holder of a token writes an outcome for
- * it), f the other fenced-off rows counted, n one wake-up per queue that got
- * runnable work now. Each row of the batch comes back with its new state
- * (NULL: not written now) and, when PENDING, the ms until its run_at; then
- * three counts; the last column says whether it was written before (w).
+ * sql/022), m the outcomes not written now, w those of m not written
+ * because this very outcome was written before (its token's attempt
+ * already ended with a worker's outcome: the same batch sent again after a
+ * connection lost before its reply, whose commit went through; only the
+ * holder of a token writes an outcome for it), f the other fenced-off rows
+ * counted, n one wake-up per queue that got runnable work now. Each row of
+ * the batch comes back with its new state (NULL: not written now) and, when
+ * PENDING, the ms until its run_at; then three counts; the last column says
+ * whether it was written before (w).
+ *
+ * Planned on the primary key whatever ANALYZE saw (issue 26): j's and w's
+ * state tests are CASE expressions, from which the planner proves no
+ * partial index's predicate (jobs_running_idx, jobs_lease_idx,
+ * jobs_finished_idx: ANALYZE after a bulk enqueue sees none of their rows
+ * and they look free to scan whole), and w probes each row of m by a
+ * LATERAL ... LIMIT 1, never a hash of every SUCCEEDED job or attempt row.
  */
 static const char finish_sql[] =
     "WITH o AS ("
@@ -666,19 +674,17 @@ static const char progress_sql[] =
 
 /*
  * The leases held extended, the worker seen: a row per lease still held,
- * its job's id and token and whether an operator asked to cancel the job
- * (sql/022). The id with the token: one claim gives all its jobs the same
- * token (sql/029), so a token alone does not name a lease.
+ * its token and whether an operator asked to cancel its job (sql/022).
  */
 static const char heartbeat_sql[] =
     "WITH h AS ("
     " UPDATE pendulum.jobs j SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'"
     " FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)"
     " WHERE j.id = l.id AND j.lease_token = l.token AND j.state IN ('LEASED', 'RUNNING')"
-    " RETURNING j.id, j.lease_token, j.cancel_requested_at IS NOT NULL AS cancel"
+    " RETURNING j.lease_token, j.cancel_requested_at IS NOT NULL AS cancel"
     "), w AS ("
     " UPDATE pendulum.workers SET last_seen_at = now(), in_flight = $5 WHERE id = $4"
-    ") SELECT id, lease_token, cancel FROM h";
+    ") SELECT lease_token, cancel FROM h";
 
 static const char *const finish_kinds[] = {"succeeded", "retry",  "dead",
 					   "release",	"snooze", "cancel"};
@@ -972,15 +978,13 @@ int pd_jobs_sync_collect(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 		for (int i = 0; i < s->n; i++)
 			s->items[i].held = s->items[i].cancel = 0;
 		for (int row = 0; row < PQntuples(r); row++) {
-			long long id = strtoll(PQgetvalue(r, row, 0), NULL, 10);
-			long long t = strtoll(PQgetvalue(r, row, 1), NULL, 10);
+			long long t = strtoll(PQgetvalue(r, row, 0), NULL, 10);
 
 			for (int i = 0; i < s->n; i++) {
-				if (s->items[i].kind != PD_TRIP_BEAT || s->items[i].id != id ||
-				    s->items[i].token != t)
+				if (s->items[i].kind != PD_TRIP_BEAT || s->items[i].token != t)
 					continue;
 				s->items[i].held = 1;
-				s->items[i].cancel = *PQgetvalue(r, row, 2) == 't';
+				s->items[i].cancel = *PQgetvalue(r, row, 1) == 't';
 			}
 		}
 	}

@@ -13,8 +13,9 @@
 --    only statement that gives a job a new lease token (the contract the
 --    trigger kept: a new token starts an attempt with no progress). A
 --    future statement that hands out a token must clear them too.
--- 3. One lease token per claim statement, not a nextval per row: see the
---    comment at v_token in pendulum.claim_jobs_fair below.
+-- (One lease token per claim statement instead of a nextval per row was
+-- tried and dropped: the SQL ceiling did not show it; README "A cheaper
+-- claim and finish".)
 
 -- Names in the bodies below bind now: builtins only from pg_catalog.
 SET LOCAL search_path = pg_catalog, pg_temp;
@@ -46,8 +47,8 @@ $$;
 DROP TRIGGER jobs_progress_reset ON pendulum.jobs;
 DROP FUNCTION pendulum.progress_reset();
 
--- pendulum.claim_jobs_fair as in force since sql/026, with the lease token
--- of the statement and progress cleared in its UPDATE (see the header).
+-- pendulum.claim_jobs_fair as in force since sql/026, with progress cleared
+-- in its UPDATE (see the header).
 CREATE OR REPLACE FUNCTION pendulum.claim_jobs_fair(queues text[], types text[], n integer, worker text, lease interval, start boolean DEFAULT false, fair jsonb DEFAULT NULL::jsonb) RETURNS TABLE(job pendulum.jobs, fair_next jsonb)
 LANGUAGE plpgsql
 SET jit = off
@@ -118,7 +119,6 @@ DECLARE
     a_key    text[];
     a_type   text[];
     a_parked text[];
-    v_token  bigint;           -- this claim's lease token (see below)
 BEGIN
     IF claim_jobs_fair.n IS NULL OR claim_jobs_fair.n < 1 THEN
         RETURN;
@@ -445,27 +445,11 @@ BEGIN
         END IF;
         RETURN;
     END IF;
-    -- One token for every job of this claim, taken here, after the rows
-    -- are locked (FOR UPDATE above, held to the end of the transaction),
-    -- not once per row. Fencing keeps its meaning:
-    -- - each job's token increases on every claim: whoever claimed a job
-    --   before took its token (nextval) before committing, and this claim
-    --   could lock the row only after that commit, so this nextval, which
-    --   is later still, is larger (the sequence only increases; cache 1 or
-    --   not, values are handed out in call order per session and never
-    --   twice). Taking it before the locks would break this: a claim that
-    --   took its token, then waited, could claim a job that another claim
-    --   with a larger token leased and gave back meanwhile.
-    -- - no two live leases share job and token: a statement claims a job
-    --   at most once (x.id = ANY), and no two statements share a token.
-    -- A token alone no longer names one job: every check pairs it with the
-    -- job's id (finish_sql, heartbeats, attempt_rows' key job_id, token).
-    v_token := nextval('pendulum.lease_token_seq');
     RETURN QUERY
     WITH j AS (
         UPDATE pendulum.jobs x
            SET state = CASE WHEN claim_jobs_fair.start THEN 'RUNNING' ELSE 'LEASED' END,
-               lease_token = v_token,
+               lease_token = nextval('pendulum.lease_token_seq'),
                lease_owner = claim_jobs_fair.worker,
                lease_expires_at = now() + claim_jobs_fair.lease,
                attempt = x.attempt + 1,
