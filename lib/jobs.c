@@ -471,14 +471,22 @@ int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long
  * a dead letter: an all-success batch pays one scan of j), c the same for
  * the jobs CANCELLED here (kind cancel, or an outcome that would give a job
  * with a cancel request back to PENDING: pendulum.finish_cancel_asked,
- * sql/022), w the rows not written now because this very outcome was
- * written before (its token's attempt already ended with a worker's outcome:
- * the same batch sent again after a connection lost before its reply, whose
- * commit went through; only the holder of a token writes an outcome for
- * it), f the other fenced-off rows counted, n one wake-up per queue that got
- * runnable work now. Each row of the batch comes back with its new state
- * (NULL: not written now) and, when PENDING, the ms until its run_at; then
- * three counts; the last column says whether it was written before (w).
+ * sql/022), m the outcomes not written now, w those of m not written
+ * because this very outcome was written before (its token's attempt
+ * already ended with a worker's outcome: the same batch sent again after a
+ * connection lost before its reply, whose commit went through; only the
+ * holder of a token writes an outcome for it), f the other fenced-off rows
+ * counted, n one wake-up per queue that got runnable work now. Each row of
+ * the batch comes back with its new state (NULL: not written now) and, when
+ * PENDING, the ms until its run_at; then three counts; the last column says
+ * whether it was written before (w).
+ *
+ * Planned on the primary key whatever ANALYZE saw (issue 26): j's and w's
+ * state tests are CASE expressions, from which the planner proves no
+ * partial index's predicate (jobs_running_idx, jobs_lease_idx,
+ * jobs_finished_idx: ANALYZE after a bulk enqueue sees none of their rows
+ * and they look free to scan whole), and w probes each row of m by a
+ * LATERAL ... LIMIT 1, never a hash of every SUCCEEDED job or attempt row.
  */
 static const char finish_sql[] =
     "WITH o AS ("
@@ -529,7 +537,8 @@ static const char finish_sql[] =
     "  exit_code = o.exit_code,"
     "  concurrency_key = CASE o.kind WHEN 'advance' THEN o.next_key ELSE j.concurrency_key END,"
     "  lease_owner = CASE o.kind WHEN 'succeeded' THEN j.lease_owner END, lease_expires_at = NULL"
-    " FROM o WHERE j.id = o.id AND j.lease_token = o.token AND j.state IN ('LEASED', 'RUNNING')"
+    " FROM o WHERE j.id = o.id AND j.lease_token = o.token"
+    " AND CASE j.state WHEN 'LEASED' THEN true WHEN 'RUNNING' THEN true ELSE false END"
     " RETURNING j.id, j.lease_token, j.state, j.run_at, j.queue, o.kind, j.started_at,"
     "  j.tenant_id,"
     "  CASE WHEN o.kind = 'advance' THEN o.attempt WHEN o.kind IN ('wait', 'snooze')"
@@ -554,13 +563,17 @@ static const char finish_sql[] =
     "), c AS ("
     " SELECT pendulum.fail_dependents(ARRAY(SELECT id FROM j WHERE state = 'CANCELLED'),"
     "  'CANCELLED') AS n WHERE EXISTS (SELECT 1 FROM j WHERE state = 'CANCELLED')"
+    "), m AS MATERIALIZED ("
+    " SELECT o.id, o.token FROM o WHERE NOT EXISTS (SELECT 1 FROM j WHERE j.id = o.id"
+    "  AND j.lease_token = o.token)"
     "), w AS ("
-    " SELECT o.id FROM o WHERE NOT EXISTS (SELECT 1 FROM j WHERE j.id = o.id"
-    "  AND j.lease_token = o.token) AND (EXISTS (SELECT 1 FROM pendulum.attempt_rows r"
-    "  WHERE r.job_id = o.id AND r.lease_token = o.token"
-    "  AND r.outcome NOT IN ('lease_expired', 'lease_lost', 'claim_lost'))"
-    "  OR EXISTS (SELECT 1 FROM pendulum.jobs x WHERE x.id = o.id AND x.lease_token = o.token"
-    "  AND x.state = 'SUCCEEDED'))"
+    " SELECT m.id FROM m LEFT JOIN LATERAL (SELECT 1 AS done FROM pendulum.attempt_rows r"
+    "  WHERE r.job_id = m.id AND r.lease_token = m.token"
+    "  AND r.outcome NOT IN ('lease_expired', 'lease_lost', 'claim_lost') LIMIT 1) r ON true"
+    " LEFT JOIN LATERAL (SELECT 1 AS done FROM pendulum.jobs x WHERE x.id = m.id"
+    "  AND x.lease_token = m.token"
+    "  AND CASE x.state WHEN 'SUCCEEDED' THEN true ELSE false END LIMIT 1) x ON true"
+    " WHERE r.done IS NOT NULL OR x.done IS NOT NULL"
     "), f AS ("
     " UPDATE pendulum.counters SET value = value + ((SELECT count(*) FROM o)"
     "  - (SELECT count(*) FROM j) - (SELECT count(*) FROM w))"

@@ -295,3 +295,41 @@ buffers_for() {
 	[ "$(wc -w <<<"${lines[1]}")" -eq 8 ]
 	[ "${lines[1]}" = "${lines[0]}" ]
 }
+
+# c_sql NAME: lib/jobs.c's statement NAME on one line (as scripts/bench reads it)
+c_sql() {
+	awk -v n="$1" '$0 ~ "^static const char " n "\\[\\] =" { on = 1; next }
+		on { print } on && /;$/ { exit }' "$BATS_TEST_DIRNAME/../lib/jobs.c" |
+		sed -n 's/^[[:space:]]*"\(.*\)";\{0,1\}$/\1/p' | tr -d '\n' | sed 's/\\"/"/g'
+}
+
+@test "the finish is planned on the primary key whatever ANALYZE saw: no lease or finished index scanned, no hash of the history" {
+	# ANALYZE saw no LEASED, RUNNING or SUCCEEDED row (setup_file); 20,000
+	# SUCCEEDED rows and 100 RUNNING ones appear after it, in the transaction.
+	fin=$(c_sql finish_sql)
+	[ -n "$fin" ]
+	run --separate-stderr psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL" <<-EOF
+		BEGIN;
+		SET LOCAL plan_cache_mode = force_generic_plan;
+		UPDATE pendulum.jobs SET state = 'SUCCEEDED', lease_token = id, finished_at = now()
+		 WHERE queue = 'q1' AND id IN (SELECT id FROM pendulum.jobs WHERE queue = 'q1' LIMIT 20000);
+		SELECT jsonb_agg(jsonb_build_object('id', (c.job).id, 'token', (c.job).lease_token,
+		         'kind', 'succeeded', 'backoff_ms', 0, 'result_is_text', false,
+		         'result_truncated', false, 'outcome', 'succeeded', 'exit_code', 0)) AS batch
+		  FROM pendulum.claim_jobs_fair('{q2}', NULL, 100, 'w', '30 s', true) c \gset
+		PREPARE fin (jsonb, text) AS $fin;
+		EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE fin(:'batch', 'w');
+		ROLLBACK;
+	EOF
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" | sed -n '/^\[/,/^\]/p' >"$PLAN"
+	# every row of the batch written
+	[ "$(plan '[.[0].Plan | .. | objects | select(."Node Type" == "ModifyTable" and ."Relation Name" == "jobs")] | .[0]."Actual Rows"')" -eq 100 ]
+	run plan '[.[0].Plan | .. | objects | select(has("Index Name")) | ."Index Name"] | unique | join(" ")'
+	[[ " $output " == *" jobs_pkey "* ]]
+	[[ " $output " != *" jobs_running_idx "* ]]
+	[[ " $output " != *" jobs_lease_idx "* ]]
+	[[ " $output " != *" jobs_finished_idx "* ]]
+	[ "$(plan '[.[0].Plan | .. | objects | select(."Node Type" == "Seq Scan" and (."Relation Name" == "jobs" or ."Relation Name" == "attempt_rows"))] | length')" -eq 0 ]
+	[ "$(plan '[.[0].Plan | .. | objects | select(has("Index Name") and ."Actual Loops" > 0) | ."Actual Rows"] | max')" -le 1 ]
+}

@@ -114,12 +114,26 @@ shown() {
 	wait_for 15 test -e "$BATS_FILE_TMPDIR/f1.wrote"
 	# the worker's heartbeat is overdue: its first pass after SIGCONT sends it
 	wait_for 15 sql_is "SELECT lease_expires_at < now() FROM pendulum.jobs WHERE id = $id" t
-	# another holder takes the lease over: a new token (which clears the note)
-	sql "UPDATE pendulum.jobs SET lease_token = nextval('pendulum.lease_token_seq'),
+	# another holder takes the lease over: a new token, the note cleared (as a claim does)
+	sql "UPDATE pendulum.jobs SET lease_token = nextval('pendulum.lease_token_seq'), progress = NULL,
 	     lease_expires_at = now() + interval '1 hour' WHERE id = $id"
 	progress_is "$id" ""
 	kill -CONT "$(bg_pid w)"
 	wait_for 15 grep -q 'lease lost' "$BATS_FILE_TMPDIR/w.log"
 	progress_is "$id" ""
 	alive "$(bg_pid w)"
+}
+
+@test "a claim clears the last attempt's note, in its own UPDATE: a job claimed again starts with none" {
+	reset_jobs
+	id=$(pd-enqueue p '{}')
+	t1=$(sql "SELECT (job).lease_token FROM pendulum.claim_jobs_fair('{default}', NULL, 1, 'w1', '1 min')")
+	sql "UPDATE pendulum.jobs SET progress = 'half way', progress_at = now() WHERE id = $id"
+	# the lease lost, the job back in the queue with its note (as the reaper leaves it)
+	sql "UPDATE pendulum.jobs SET state = 'PENDING', lease_expires_at = NULL WHERE id = $id"
+	progress_is "$id" "half way"
+	t2=$(sql "SELECT (job).lease_token FROM pendulum.claim_jobs_fair('{default}', NULL, 1, 'w2', '1 min')")
+	[ "$t2" -gt "$t1" ]
+	progress_is "$id" ""
+	sql_is "SELECT progress_at IS NULL FROM pendulum.jobs WHERE id = $id" t
 }
