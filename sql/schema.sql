@@ -666,7 +666,9 @@ BEGIN
                started_at = CASE WHEN claim_jobs_fair.start THEN now() END,
                finished_at = NULL,
                exit_code = NULL,
-               parked_on = NULL
+               parked_on = NULL,
+               progress = NULL,
+               progress_at = NULL
          WHERE x.id = ANY (s_id)
         RETURNING x.*
     )
@@ -1421,13 +1423,10 @@ COMMENT ON FUNCTION pendulum.fill_tenant() IS 'An attempt, step or fire inserted
 CREATE FUNCTION pendulum.finish_cancel_asked(batch jsonb) RETURNS jsonb
     LANGUAGE sql STABLE
     SET search_path TO 'pendulum', 'pg_temp'
-    AS $$
-    SELECT CASE WHEN NOT EXISTS (
-                SELECT 1 FROM jsonb_array_elements(batch) AS b(e)
-                  JOIN pendulum.jobs j ON j.id = (b.e->>'id')::bigint
-                 WHERE j.cancel_requested_at IS NOT NULL
-                   AND j.lease_token = (b.e->>'token')::bigint
-                   AND b.e->>'kind' IN ('retry', 'release', 'advance', 'wait', 'snooze'))
+    AS $_$
+    SELECT CASE WHEN NOT jsonb_path_exists(batch,
+                    '$[*] ? (@.kind == "retry" || @.kind == "release" || @.kind == "advance"
+                             || @.kind == "wait" || @.kind == "snooze")')
            THEN batch
            ELSE (SELECT jsonb_agg(CASE WHEN j.cancel_requested_at IS NOT NULL
                                         AND b.e->>'kind' IN ('retry', 'release', 'advance', 'wait', 'snooze')
@@ -1437,7 +1436,7 @@ CREATE FUNCTION pendulum.finish_cancel_asked(batch jsonb) RETURNS jsonb
                    LEFT JOIN pendulum.jobs j
                      ON j.id = (b.e->>'id')::bigint AND j.lease_token = (b.e->>'token')::bigint)
            END
-$$;
+$_$;
 
 --
 -- Name: hook_jobs(jsonb); Type: FUNCTION; Schema: pendulum; Owner: -
@@ -1793,21 +1792,6 @@ BEGIN
     RETURNING o.id INTO v_id;
     PERFORM pg_notify('pendulum_outbox', outbox_record.topic);
     RETURN v_id;
-END
-$$;
-
---
--- Name: progress_reset(); Type: FUNCTION; Schema: pendulum; Owner: -
---
-
-CREATE FUNCTION pendulum.progress_reset() RETURNS trigger
-    LANGUAGE plpgsql
-    SET search_path TO 'pendulum', 'pg_temp'
-    AS $$
-BEGIN
-    NEW.progress := NULL;
-    NEW.progress_at := NULL;
-    RETURN NEW;
 END
 $$;
 
@@ -3171,12 +3155,6 @@ CREATE TRIGGER cron_schedules_changed AFTER INSERT OR UPDATE OF next_fire_at, en
 --
 
 CREATE TRIGGER jobs_notify_done AFTER UPDATE OF state ON pendulum.jobs FOR EACH ROW WHEN ((new.notify_done AND (new.state = ANY (ARRAY['SUCCEEDED'::text, 'DEAD_LETTERED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION pendulum.notify_done();
-
---
--- Name: jobs jobs_progress_reset; Type: TRIGGER; Schema: pendulum; Owner: -
---
-
-CREATE TRIGGER jobs_progress_reset BEFORE UPDATE OF lease_token ON pendulum.jobs FOR EACH ROW WHEN (((old.progress IS NOT NULL) AND (new.lease_token IS DISTINCT FROM old.lease_token))) EXECUTE FUNCTION pendulum.progress_reset();
 
 --
 -- Name: outbox outbox_head_deleted; Type: TRIGGER; Schema: pendulum; Owner: -
