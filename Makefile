@@ -7,6 +7,7 @@
 #   make demo-flow  a durable workflow (examples/place-order) run step by step
 #   make fuzz       every libFuzzer target in tests/fuzz/ for FUZZ_SECONDS (10) each, clang
 #   make bench      performance figures beside their targets (never gates anything)
+#   make bench-peers  the same figures beside graphile-worker's and pg-boss's (npm)
 #   make ha-check   only the failover tests: etcd + two-node Patroni (also in check)
 #   make lint       clang-format, shellcheck, mandoc -T lint, the layers of lib/
 #   make schema     regenerate sql/schema.sql (the schema in force) from a migrated database
@@ -158,6 +159,12 @@ demo-flow: deps all
 bench: deps all $(BENCH)
 	PD_BIN=$(abspath $(B))/bin PD_BENCH_BIN=$(abspath $(B))/bench sh scripts/bench
 
+# Pendulum beside graphile-worker and pg-boss (npm, into $(B)/peers): reports,
+# never gates, never part of make check (README, Against the peers).
+bench-peers: deps all $(BENCH)
+	sh scripts/deps peers
+	PD_BIN=$(abspath $(B))/bin PD_BENCH_BIN=$(abspath $(B))/bench PEERS_DIR=$(abspath $(B))/peers sh scripts/bench-peers
+
 # Through a primary failover: etcd and a two-node Patroni cluster on this
 # machine (scripts/ha), tests/ha/*.bats against the ASan build; about 2
 # minutes, so not part of make check (see README, Through a primary failover).
@@ -191,7 +198,7 @@ install: $(BINS)
 clean:
 	rm -rf build build-asan $(FUZZ_B)
 
-.PHONY: all deps fuzz fuzz-targets check verify-units unit demo demo-flow bench ha-check lint schema install clean
+.PHONY: all deps fuzz fuzz-targets check verify-units unit demo demo-flow bench bench-peers ha-check lint schema install clean
 .SECONDARY:
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
