@@ -34,7 +34,7 @@ enqueue() {
 		pd-enqueue --ndjson t >/dev/null
 }
 
-# claims LOG: the largest claim= of the worker's "batch written" lines in LOG.
+# largest_claim LOG: the largest claim= of the worker's "batch written" lines in LOG.
 largest_claim() {
 	grep 'msg="batch written"' "$1" | sed 's/.* claim=\([0-9]*\) .*/\1/' | sort -n | tail -n 1
 }
@@ -65,9 +65,15 @@ largest_claim() {
 	[ "$big" -le 4 ]
 }
 
-@test "two fast stream workers draining one queue each take about half" {
-	start_worker a --stream-exec "t=$FAST" -j 4 --batch 4 --batch-max 100 --poll 200ms
-	start_worker b --stream-exec "t=$FAST" -j 4 --batch 4 --batch-max 100 --poll 200ms
+# largest NAME FIELD: the largest FIELD= of the "batch written" lines in worker NAME's log.
+largest() {
+	grep 'msg="batch written"' "$BATS_FILE_TMPDIR/$1.log" | sed "s/.* $2=\([0-9]*\).*/\1/" |
+		sort -n | tail -n 1
+}
+
+@test "two fast stream workers draining one queue each take about half, each batch within its bounds" {
+	start_worker a -v --stream-exec "t=$FAST" -j 4 --batch 4 --batch-max 100 --poll 200ms
+	start_worker b -v --stream-exec "t=$FAST" -j 4 --batch 4 --batch-max 100 --poll 200ms
 	wait_for 20 sql_is "SELECT count(*) FROM pendulum.workers" 2
 	enqueue 12000
 	wait_for 120 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'" 12000
@@ -75,11 +81,17 @@ largest_claim() {
 	          WHERE outcome = 'succeeded' AND worker = '$(worker_id a)'")
 	b=$(sql "SELECT count(*) FROM pendulum.job_attempts
 	          WHERE outcome = 'succeeded' AND worker = '$(worker_id b)'")
-	echo "worker a: $a jobs, worker b: $b" >&3
+	echo "worker a: $a jobs, worker b: $b"
 	[ "$((a + b))" -eq 12000 ]
 	# within 5 % of half each
 	[ "$a" -ge 5400 ]
 	[ "$a" -le 6600 ]
 	[ "$b" -ge 5400 ]
 	[ "$b" -le 6600 ]
+	# both grew past --batch, neither past --batch-max
+	echo "largest claims: a $(largest a claim), b $(largest b claim)"
+	[ "$(largest a claim)" -gt 4 ]
+	[ "$(largest a claim)" -le 100 ]
+	[ "$(largest b claim)" -gt 4 ]
+	[ "$(largest b claim)" -le 100 ]
 }
