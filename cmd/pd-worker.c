@@ -38,7 +38,9 @@ static void help(void)
 	    "      --heartbeat DURATION    lease renewal interval (default: a third of the lease)\n"
 	    "      --poll DURATION         poll interval when no notification comes (default 1s)\n"
 	    "      --drain-timeout DUR     on SIGTERM, wait this long for handlers (default 30s)\n"
-	    "      --batch N               jobs claimed at once (default: concurrency)\n"
+	    "      --batch N               least jobs claimed at once (default: concurrency)\n"
+	    "      --batch-max N           most jobs claimed at once (default 1000); between\n"
+	    "                              the two, the batch follows the handlers' rate\n"
 	    "      --no-reap               do not stand for the reaper role (run pd-reaper)\n"
 	    "      --until-idle            exit once nothing is runnable and nothing runs\n"
 	    "      --until-settled         exit once no job served will run without help\n"
@@ -124,6 +126,7 @@ static int parse_args(struct pd_worker_cfg *w, struct handlers *hs, struct pd_ap
 	    {"no-reap", no_argument, NULL, O_NOREAP},
 	    {"crontab", required_argument, NULL, O_CRONTAB},
 	    {"until-settled", no_argument, NULL, PD_APP_OPT_SETTLED},
+	    {"batch-max", required_argument, NULL, PD_APP_OPT_BATCH_MAX},
 	    PD_APP_ENGINE_LONG_OPTIONS,
 	    PD_APP_LONG_OPTIONS,
 	    {NULL, 0, NULL, 0},

@@ -18,6 +18,8 @@ static int engine_option(struct pd_engine_cfg *c, int ch, const char *arg, struc
 		return pd_cli_int("--concurrency", arg, 1, 1024, &c->concurrency, e) < 0 ? -1 : 1;
 	case PD_APP_OPT_BATCH:
 		return pd_cli_int("--batch", arg, 1, 1000, &c->batch, e) < 0 ? -1 : 1;
+	case PD_APP_OPT_BATCH_MAX:
+		return pd_cli_int("--batch-max", arg, 1, 1000, &c->batch_max, e) < 0 ? -1 : 1;
 	case PD_APP_OPT_POLL:
 		return pd_cli_dur("--poll", arg, &c->poll_ms, e) < 0 ? -1 : 1;
 	case PD_APP_OPT_DRAIN:

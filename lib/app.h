@@ -31,7 +31,8 @@ enum {
 	PD_APP_OPT_IDLE,
 	PD_APP_OPT_LOG_FORMAT,
 	PD_APP_OPT_DBFILE,
-	PD_APP_OPT_SETTLED, /* --until-settled: pd-worker lists it in its own table */
+	PD_APP_OPT_SETTLED,   /* --until-settled: pd-worker lists it in its own table */
+	PD_APP_OPT_BATCH_MAX, /* --batch-max: pd-worker lists it in its own table */
 	PD_APP_OPT_OWN
 };
 
@@ -59,8 +60,8 @@ enum {
 /*
  * Take getopt's ch if it is an option the daemons share: with engine, the
  * PD_APP_ENGINE_LONG_OPTIONS (-j N, --batch N, --poll DURATION,
- * --drain-timeout DURATION, --until-idle; --until-settled, for the programs
- * that list it) into it; always -c FILE,
+ * --drain-timeout DURATION, --until-idle; --until-settled and --batch-max N,
+ * for the programs that list them) into it; always -c FILE,
  * -d CONNINFO and --database-url-file PATH (pd_app_database), --quiet, -v,
  * --log-format logfmt|json (set at once),
  * -h (help is called), -V. Anything else is

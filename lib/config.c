@@ -36,7 +36,7 @@ static void free_strv(char **v)
 
 void pd_engine_cfg_init(struct pd_engine_cfg *c)
 {
-	c->concurrency = c->batch = c->poll_ms = c->drain_ms = c->grace_ms = -1;
+	c->concurrency = c->batch = c->batch_max = c->poll_ms = c->drain_ms = c->grace_ms = -1;
 	c->until_idle = 0;
 	c->until_settled = 0;
 }
@@ -52,6 +52,8 @@ void pd_engine_cfg_settle(struct pd_engine_cfg *c, const struct pd_engine_cfg *f
 			*mine[i] = theirs[i];
 	if (c->batch < 0)
 		c->batch = file->batch > 0 ? file->batch : c->concurrency;
+	if (c->batch_max < 0)
+		c->batch_max = file->batch_max > 0 ? file->batch_max : PD_BATCH_MAX_DEFAULT;
 }
 
 #define DAY_MS 86400000LL
@@ -341,6 +343,7 @@ static const struct field worker_fields[] = {
     {"poll", F_DUR, OFF(worker.engine.poll_ms), 1, DUR_MAX, NULL},
     {"drain_timeout", F_DUR, OFF(worker.engine.drain_ms), 0, DUR_MAX, NULL},
     {"batch", F_LLONG, OFF(worker.engine.batch), 1, 1000, NULL},
+    {"batch_max", F_LLONG, OFF(worker.engine.batch_max), 1, 1000, NULL},
     {"reap", F_BOOL, OFF(worker.reap), 0, 0, NULL},
     {"result_limit", F_LLONG, OFF(worker.result_limit), 1, 1073741824, NULL},
     {"kill_grace", F_DUR, OFF(worker.engine.grace_ms), 0, DUR_MAX, NULL},

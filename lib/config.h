@@ -25,13 +25,17 @@
  */
 struct pd_engine_cfg {
 	long long concurrency; /* jobs in flight at once (handlers running) */
-	long long batch;       /* most claimed at once; 0 in the file: the concurrency */
+	long long batch;       /* least claimed at once; 0 in the file: the concurrency */
+	long long batch_max;   /* most claimed at once (lib/batch); 0 in the file: 1000 */
 	long long poll_ms;     /* claim this often without a notification */
 	long long drain_ms;    /* drain_timeout: how long children may finish on SIGTERM */
 	long long grace_ms;    /* kill_grace: SIGTERM to SIGKILL for a child stopped */
 	int until_idle;	       /* a flag only: end once idle and nothing runs */
 	int until_settled;     /* a flag only (pd-worker): end once settled (pd_jobs_unsettled) */
 };
+
+/* worker.batch_max, --batch-max when neither is given. */
+#define PD_BATCH_MAX_DEFAULT 1000
 
 struct pd_retry_cfg {
 	long long base_ms, cap_ms; /* the backoff: base x 2^(attempt-1), jittered, capped */

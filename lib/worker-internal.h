@@ -25,11 +25,9 @@
 /*
  * Ready jobs: claimed LEASED ahead of a free run, so that a run that comes
  * free starts its next job without waiting for a round trip. How many are
- * held is the prefetch depth, sized from what was measured: as many as the
- * runs that come free during two round trips (concurrency x 2 x rtt /
- * handler run time), at most the concurrency, or, with stream handlers, at
- * most twice the batch (so that every round trip can carry a whole batch of
- * outcomes and claims while the handler works through the previous one).
+ * held is the prefetch depth, and how many one claim takes the batch, both
+ * sized from what was measured (lib/batch, where the bound on the jobs a
+ * worker holds is written).
  * Handlers that run long compared with a round trip get none: their jobs
  * stay claimable by idle workers, and claims go straight to RUNNING.
  */
@@ -56,8 +54,13 @@ struct worker {
 	long long next_prune;	  /* the reap pass prunes from then on (pd_reap_pass) */
 	struct pd_reap_lead lead; /* the worker as a candidate for the reaper role */
 	long long poll_ms;	  /* the claim poll's interval now (pd_idle_poll) */
-	/* moving averages, 0 until measured: a batch's round trip, a handler's run time */
-	long long rtt_us, run_us;
+	/*
+	 * Moving averages, 0 until measured: a batch's round trip, a handler's
+	 * run time (of the means between two batches sent: run_sum / run_n, so
+	 * that the last few runs of a large batch do not stand for all of it).
+	 */
+	long long rtt_us, run_us, run_sum;
+	int run_n;
 	struct pd_trip trip; /* the batch in flight (reused) */
 	int flight;	     /* trip is in flight */
 	/* until_settled: the last look (settle_look) found nothing unsettled; valid while idle */

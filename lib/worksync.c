@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "clock.h"
 #include "jobs.h"
 #include "log.h"
@@ -29,8 +30,10 @@ static void run_over(struct worker *w, int i, const struct pd_pool_exit *x)
 	struct pd_hold *f = pd_holdings_over(&w->hs, i, x);
 
 	w->d.idle = 0; /* its outcome may make work runnable (dependencies, retries) */
-	if (cls == PD_EXIT_OK || cls == PD_EXIT_FAILED || cls == PD_EXIT_TERMINAL)
-		average(&w->run_us, f->exit.ran_us > 0 ? f->exit.ran_us : 1);
+	if (cls == PD_EXIT_OK || cls == PD_EXIT_FAILED || cls == PD_EXIT_TERMINAL) {
+		w->run_sum += f->exit.ran_us > 0 ? f->exit.ran_us : 1;
+		w->run_n++;
+	}
 }
 
 /* Move the jobs of DONE pool slots and the stream handlers' outcomes to the finished list. */
@@ -50,17 +53,22 @@ static void harvest(struct worker *w)
 			run_over(w, tag, &x);
 }
 
-/* How many ready jobs to hold (see struct worker). */
-static int prefetch_depth(const struct worker *w)
+/*
+ * What the batch and the prefetch depth are sized from (lib/batch), the
+ * runs over since the last batch sent averaged in first.
+ */
+static struct pd_batch_in batch_in(struct worker *w)
 {
-	long long conc = w->cfg->engine.concurrency, cap = conc, d;
-
-	if (w->nstreams > 0 && 2 * w->cfg->engine.batch > cap)
-		cap = 2 * w->cfg->engine.batch;
-	if (w->rtt_us == 0 || w->run_us == 0)
-		return 0;
-	d = (2 * conc * w->rtt_us + w->run_us / 2) / w->run_us;
-	return d > cap ? (int)cap : (int)d;
+	if (w->run_n > 0) {
+		average(&w->run_us, w->run_sum / w->run_n);
+		w->run_sum = w->run_n = 0;
+	}
+	return (struct pd_batch_in){.conc = w->cfg->engine.concurrency,
+				    .floor = w->cfg->engine.batch,
+				    .cap = w->cfg->engine.batch_max,
+				    .rtt_us = w->rtt_us,
+				    .run_us = w->run_us,
+				    .stream = w->nstreams > 0};
 }
 
 /* Held job x can start in a free run now: its stream handler (if any) takes it. */
@@ -178,7 +186,9 @@ static int batch_refused(struct worker *w, const struct pd_err *e)
 static int batch_send(struct worker *w, long long now, struct pd_err *e)
 {
 	struct pd_trip *t = &w->trip;
-	int free_now = pd_holdings_nfree(&w->hs) - w->hs.nready, depth = prefetch_depth(w);
+	struct pd_batch_in in = batch_in(w);
+	int free_now = pd_holdings_nfree(&w->hs) - w->hs.nready, depth = (int)pd_batch_depth(&in);
+	int batch = (int)pd_batch_size(&in);
 	struct pd_trip_ask a = {.now_us = pd_now_us(),
 				.serving = w->d.phase == PD_DAEMON_SERVING,
 				.beat = now >= w->next_beat,
@@ -191,8 +201,8 @@ static int batch_send(struct worker *w, long long now, struct pd_err *e)
 
 	if (want_claim(w, now) && free_now + depth > 0) {
 		a.claim = free_now + depth;
-		if (a.claim > w->cfg->engine.batch)
-			a.claim = (int)w->cfg->engine.batch;
+		if (a.claim > batch)
+			a.claim = batch;
 		a.claim_start = depth == 0 && w->hs.nready == 0;
 	}
 	if (!pd_trip_build(t, &w->hs, &a))

@@ -305,6 +305,8 @@ row() {
 	row concurrency-neg 64 "--concurrency" "" pd-worker -j -1 --handler t=cat
 	row concurrency-huge 64 "--concurrency" "" pd-worker -j "$HUGE" --handler t=cat
 	row batch-zero 64 "--batch" "" pd-worker --batch 0 --handler t=cat
+	row batch-max-zero 64 "--batch-max" "" pd-worker --batch-max 0 --handler t=cat
+	row batch-max-huge 64 "--batch-max" "" pd-worker --batch-max 1001 --handler t=cat
 	row drain-bad 64 "--drain-timeout" "" pd-worker --drain-timeout x --handler t=cat
 	row log-format-bad 64 "xml" "" pd-worker --log-format xml --handler t=cat
 	row crontab-missing 65 "no-such-crontab" "" pd-worker --crontab "$T/no-such-crontab"

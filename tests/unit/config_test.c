@@ -87,6 +87,7 @@ static const char full[] = "# every key\n"
 			   "  poll: 250ms\n"
 			   "  drain_timeout: 1m30s\n"
 			   "  batch: 32\n"
+			   "  batch_max: 500\n"
 			   "  reap: no\n"
 			   "  result_limit: 65536\n"
 			   "  kill_grace: 3\n"
@@ -135,6 +136,7 @@ static void test_full(void)
 	is_int(c.worker.engine.poll_ms, 250, "worker.poll");
 	is_int(c.worker.engine.drain_ms, 90000, "worker.drain_timeout");
 	is_int(c.worker.engine.batch, 32, "worker.engine.batch");
+	is_int(c.worker.engine.batch_max, 500, "worker.engine.batch_max");
 	is_int(c.worker.reap, 0, "worker.reap");
 	is_int(c.worker.result_limit, 65536, "worker.result_limit");
 	is_int(c.worker.engine.grace_ms, 3000, "worker.kill_grace (plain seconds)");
@@ -360,6 +362,8 @@ static void test_errors(void)
 	    "concurrency null");
 	bad("worker:\n  batch: 1001\n",
 	    "2:10: 'batch': expected an integer from 1 to 1000, got '1001'", "batch too big");
+	bad("worker:\n  batch_max: 0\n",
+	    "2:14: 'batch_max': expected an integer from 1 to 1000, got '0'", "batch_max zero");
 	bad("retry:\n  max_snoozes: 1000001\n",
 	    "2:16: 'max_snoozes': expected an integer from 0 to 1000000, got '1000001'",
 	    "max_snoozes too big");
@@ -976,6 +980,7 @@ static void test_engine_settle(void)
 	pd_engine_cfg_settle(&flags, &file);
 	is_int(flags.concurrency, 2, "engine: a flag's concurrency wins over the file's");
 	is_int(flags.batch, 2, "engine: a batch of 0 in the file is the concurrency");
+	is_int(flags.batch_max, PD_BATCH_MAX_DEFAULT, "engine: a batch_max of 0 in the file: 1000");
 	is_int(flags.poll_ms, 250, "engine: the file's poll fills an unset flag");
 	is_int(flags.drain_ms, 0, "engine: a flag of 0 is set, not unset");
 	is_int(flags.grace_ms, 3000, "engine: the file's kill_grace");
@@ -983,6 +988,14 @@ static void test_engine_settle(void)
 	file.batch = 16;
 	pd_engine_cfg_settle(&flags, &file);
 	is_int(flags.batch, 16, "engine: the file's batch when given");
+	pd_engine_cfg_init(&flags);
+	flags.batch_max = 50;
+	file.batch_max = 200;
+	pd_engine_cfg_settle(&flags, &file);
+	is_int(flags.batch_max, 50, "engine: --batch-max wins over the file's");
+	pd_engine_cfg_init(&flags);
+	pd_engine_cfg_settle(&flags, &file);
+	is_int(flags.batch_max, 200, "engine: the file's batch_max when given");
 	is_int(flags.until_idle, 0, "engine: until_idle stays off without the flag");
 }
 
