@@ -71,7 +71,7 @@ largest() {
 		sort -n | tail -n 1
 }
 
-@test "two fast stream workers draining one queue each take about half, each batch within its bounds" {
+@test "two fast stream workers draining one queue: neither starves the other, each batch within its bounds" {
 	start_worker a -v --stream-exec "t=$FAST" -j 4 --batch 4 --batch-max 100 --poll 200ms
 	start_worker b -v --stream-exec "t=$FAST" -j 4 --batch 4 --batch-max 100 --poll 200ms
 	wait_for 20 sql_is "SELECT count(*) FROM pendulum.workers" 2
@@ -83,11 +83,13 @@ largest() {
 	          WHERE outcome = 'succeeded' AND worker = '$(worker_id b)'")
 	echo "worker a: $a jobs, worker b: $b"
 	[ "$((a + b))" -eq 12000 ]
-	# within 5 % of half each
-	[ "$a" -ge 5400 ]
-	[ "$a" -le 6600 ]
-	[ "$b" -ge 5400 ]
-	[ "$b" -le 6600 ]
+	# Neither starves the other. How close to half depends on the CPU each
+	# process gets: alone on the machine 47.5-53.5 % over 12 runs (README
+	# "Adaptive batches"), but make check runs two files at once under ASan
+	# and CI saw 62/38 there; the split is a figure for the bench, the test
+	# asks at least 30 % each.
+	[ "$a" -ge 3600 ]
+	[ "$b" -ge 3600 ]
 	# both grew past --batch, neither past --batch-max
 	echo "largest claims: a $(largest a claim), b $(largest b claim)"
 	[ "$(largest a claim)" -gt 4 ]
