@@ -45,14 +45,17 @@ static void first_line(const char *msg, char *out, size_t n)
 }
 
 /*
- * Pooled or direct (see db.h): the server's own backend PID against the one
- * libpq was given at start-up. Sets db->pooled and db->named.
+ * The session set up in one round trip: its time zone UTC (timestamps we
+ * print come from the server), and pooled or direct (see db.h): the
+ * server's own backend PID against the one libpq was given at start-up.
+ * Sets db->pooled and db->named.
  */
-static int detect_pool(struct pd_db *db, struct pd_err *e)
+static int session_setup(struct pd_db *db, struct pd_err *e)
 {
 	char *pid = NULL;
 
-	if (pd_db_value(db, "SELECT pg_backend_pid()", 0, NULL, &pid, e) < 0)
+	if (pd_db_value(db, "SELECT pg_backend_pid() FROM set_config('TimeZone', 'UTC', false)", 0,
+			NULL, &pid, e) < 0)
 		return -1;
 	db->pooled = pid == NULL || strtol(pid, NULL, 10) != (long)PQbackendPID(db->conn);
 	free(pid);
@@ -100,10 +103,7 @@ int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, s
 		return pd_errf(e, PD_EX_UNAVAILABLE, "cannot connect to the database (%s): %s",
 			       db->where, line);
 	}
-	/* Timestamps we print come from the server; keep them in UTC. */
-	if (pd_db_exec(db, "SET TIME ZONE 'UTC'", 0, NULL, PGRES_COMMAND_OK, NULL, e) < 0)
-		return -1;
-	return detect_pool(db, e);
+	return session_setup(db, e);
 }
 
 int pd_db_pooled(const struct pd_db *db)

@@ -46,9 +46,10 @@ struct pd_db {
  * Connect with application_name=appname. On failure fills e with code 69 and
  * one line naming the host or socket tried, without the password.
  *
- * Then sets the session's time zone to UTC (a pooler in transaction mode
- * keeps it: PgBouncer tracks TimeZone and sets it on whichever server
- * connection serves the client) and finds whether the connection is pooled:
+ * Then, in one statement, sets the session's time zone to UTC (a pooler in
+ * transaction mode keeps it: PgBouncer tracks TimeZone and sets it on
+ * whichever server connection serves the client) and finds whether the
+ * connection is pooled:
  * the backend PID the server reports for the session (pg_backend_pid())
  * differs from the one libpq got at start-up (PQbackendPID) behind a pooler
  * that hands its clients a key of its own, as PgBouncer does. That and

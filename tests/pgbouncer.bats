@@ -268,7 +268,8 @@ utc_second_below() {
 	one=$(PD_BOUNCER_POOL=1 sh "$PD_ROOT/scripts/pgbouncer" start "$DIRECT")
 	dir=$(printf '%s\n' "$one" | sed -n 's/^host=\([^ ]*\) .*/\1/p')
 	coproc P { psql -X -q -At -d "$one" 2>&1; }
-	echo "SET TIME ZONE 'UTC'; SELECT pg_backend_pid() || ' ' || current_setting('TimeZone');" >&"${P[1]}"
+	# as pd_db_connect sets it
+	echo "SELECT pg_backend_pid() || ' ' || current_setting('TimeZone') FROM set_config('TimeZone', 'UTC', false);" >&"${P[1]}"
 	read -r -u "${P[0]}" a1
 	b=$(psql -X -At -d "$one" -c "SELECT pg_backend_pid() || ' ' || current_setting('TimeZone')")
 	echo "SELECT pg_backend_pid() || ' ' || current_setting('TimeZone');" >&"${P[1]}"
