@@ -770,10 +770,10 @@ int pd_admincmd_wait(struct pd_subcall *k, struct pd_err *e)
 		  shown_of = -1;
 	long long stop = x->timeout_ms >= 0 ? start + x->timeout_ms : -1;
 	int tty = isatty(STDERR_FILENO), quiet = k->a->verbosity < 0, timed_out = 0, rc;
+	static const char *const done[] = {"pendulum_done", NULL};
 	struct pd_db ls = PD_DB_INIT, *ldb = NULL; /* where LISTEN runs: pd_db_listener */
 
-	if ((rc = parse_ids(k, &ids, e)) < 0 || (rc = pd_db_listener(db, &ls, &ldb, e)) < 0 ||
-	    (ldb && (rc = pd_db_listen(ldb, "pendulum_done", e)) < 0) ||
+	if ((rc = parse_ids(k, &ids, e)) < 0 || (rc = pd_db_listener(db, &ls, done, &ldb, e)) < 0 ||
 	    (rc = pd_admin_wait_mark(db, ids, k->argc, e)) < 0 ||
 	    (rc = pd_admin_wait_count(db, ids, k->argc, &x->f, 1, &w, e)) < 0)
 		goto out;

@@ -134,13 +134,11 @@ static void log_pooled(const struct pd_daemon *d)
 static int after_connect(struct pd_daemon *d, int first, struct pd_err *e)
 {
 	d->ldb = NULL;
-	if (d->ops->kind.listen && pd_db_listener(d->db, &d->lsn, &d->ldb, e) < 0)
+	if (d->ops->kind.listen &&
+	    pd_db_listener(d->db, &d->lsn, d->ops->kind.listen, &d->ldb, e) < 0)
 		return -1;
 	if (first)
 		log_pooled(d);
-	for (const char *const *ch = d->ops->kind.listen; d->ldb && ch && *ch; ch++)
-		if (pd_db_listen(d->ldb, *ch, e) < 0)
-			return -1;
 	if (d->ops->on_connect && d->ops->on_connect(d, first, e) < 0)
 		return -1;
 	pd_link_up(&d->link);

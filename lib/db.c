@@ -111,28 +111,8 @@ int pd_db_pooled(const struct pd_db *db)
 	return db->pooled;
 }
 
-int pd_db_listener(struct pd_db *db, struct pd_db *ls, struct pd_db **out, struct pd_err *e)
-{
-	*out = NULL;
-	if (!db->pooled) {
-		*out = db;
-		return 0;
-	}
-	if (db->listen_url == NULL || *db->listen_url == '\0')
-		return 0; /* poll-only */
-	ls->prepare = PD_PREPARE_OFF;
-	if (pd_db_connect(ls, db->listen_url, db->appname, e) < 0)
-		return -1;
-	if (ls->pooled)
-		return pd_errf(e, PD_EX_CONFIG,
-			       "listen_url (%s) goes through a pooler too: LISTEN needs a direct "
-			       "session to the server",
-			       ls->where);
-	*out = ls;
-	return 0;
-}
-
-int pd_db_listen(struct pd_db *db, const char *channel, struct pd_err *e)
+/* LISTEN on channel (an identifier, quoted here) on db: 0, or -1 with e filled. */
+static int listen_on(struct pd_db *db, const char *channel, struct pd_err *e)
 {
 	struct pd_buf q = PD_BUF_INIT;
 	char *id = PQescapeIdentifier(db->conn, channel, strlen(channel));
@@ -146,6 +126,31 @@ int pd_db_listen(struct pd_db *db, const char *channel, struct pd_err *e)
 	rc = pd_db_exec(db, q.data, 0, NULL, PGRES_COMMAND_OK, NULL, e);
 	pd_buf_release(&q);
 	return rc;
+}
+
+int pd_db_listener(struct pd_db *db, struct pd_db *ls, const char *const *channels,
+		   struct pd_db **out, struct pd_err *e)
+{
+	*out = NULL;
+	if (!db->pooled) {
+		*out = db;
+	} else if (db->listen_url == NULL || *db->listen_url == '\0') {
+		return 0; /* poll-only */
+	} else {
+		ls->prepare = PD_PREPARE_OFF;
+		if (pd_db_connect(ls, db->listen_url, db->appname, e) < 0)
+			return -1;
+		if (ls->pooled)
+			return pd_errf(e, PD_EX_CONFIG,
+				       "listen_url (%s) goes through a pooler too: LISTEN needs a "
+				       "direct session to the server",
+				       ls->where);
+		*out = ls;
+	}
+	for (const char *const *ch = channels; ch && *ch; ch++)
+		if (listen_on(*out, *ch, e) < 0)
+			return -1;
+	return 0;
 }
 
 int pd_db_ok(const struct pd_db *db)

@@ -67,13 +67,13 @@ int pd_db_pooled(const struct pd_db *db);
  * one). db itself when it is direct; behind a pooler, ls, connected here
  * (again) to db->listen_url, which must be direct itself (else code 78
  * naming it, without its password); behind a pooler without a listen_url,
- * NULL: poll-only. Returns 0, or -1 with e filled (69 when the listen_url
- * server is unreachable). ls starts as PD_DB_INIT and is the caller's to close.
+ * NULL: poll-only. There, LISTEN on each of channels (identifiers, quoted
+ * here; NULL-terminated, or NULL for none). Returns 0, or -1 with e filled
+ * (69 when the listen_url server is unreachable). ls starts as PD_DB_INIT
+ * and is the caller's to close.
  */
-int pd_db_listener(struct pd_db *db, struct pd_db *ls, struct pd_db **out, struct pd_err *e);
-
-/* LISTEN on channel (an identifier, quoted here) on db: 0, or -1 with e filled. */
-int pd_db_listen(struct pd_db *db, const char *channel, struct pd_err *e);
+int pd_db_listener(struct pd_db *db, struct pd_db *ls, const char *const *channels,
+		   struct pd_db **out, struct pd_err *e);
 
 /* 1 if the connection is usable. */
 int pd_db_ok(const struct pd_db *db);

@@ -1072,13 +1072,12 @@ int pd_enqueue_wait(struct pd_db *db, long long id, const struct pd_enqueue_wait
 	long long stop = w->timeout_ms >= 0 ? start + w->timeout_ms : -1;
 	struct waiting st = {id, w, 0, w->warn_ms >= 0 && w->unserved ? start + w->warn_ms : -1,
 			     NULL};
+	static const char *const done[] = {"pendulum_done", NULL};
 	struct pd_db ls = PD_DB_INIT, *ldb = NULL; /* where LISTEN runs: pd_db_listener */
 	int rc;
 
 	memset(end, 0, sizeof(*end));
-	if (pd_db_listener(db, &ls, &ldb, e) < 0 ||
-	    (ldb && pd_db_listen(ldb, "pendulum_done", e) < 0) ||
-	    (!w->marked && mark(db, id, e) < 0)) {
+	if (pd_db_listener(db, &ls, done, &ldb, e) < 0 || (!w->marked && mark(db, id, e) < 0)) {
 		pd_db_close(&ls);
 		return -1;
 	}
