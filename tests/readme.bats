@@ -117,7 +117,9 @@ as_script() {
 			c = ""
 			for (i = 1; i <= n && w[i] ~ /^[a-z][a-z-]*$/; i++)
 				c = c (c == "" ? "" : " ") w[i]
-			print c
+			# (a description carried over to a line of its own has none)
+			if (c != "")
+				print c
 		}' | sort -u)
 	# The table: each `...` of a row's first cell, less "pd-admin ", read
 	# the same way.
