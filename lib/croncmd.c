@@ -184,11 +184,30 @@ static void check_flow(struct pd_app *a, const char *path, const struct pd_sched
 	}
 }
 
+/* The notes of pd_crontab_differences in b ("LINE\tnote\n"...) as a JSON array into j. */
+static void differs_json(const struct pd_buf *b, struct pd_buf *j)
+{
+	const char *s = b->data ? b->data : "";
+	int first = 1;
+
+	pd_buf_putc(j, '[');
+	for (const char *nl; (nl = strchr(s, '\n')) != NULL; s = nl + 1) {
+		const char *msg = strchr(s, '\t') + 1;
+
+		if (!first)
+			pd_buf_putc(j, ',');
+		first = 0;
+		pd_json_quote(j, msg, (size_t)(nl - msg));
+	}
+	pd_buf_putc(j, ']');
+}
+
 /* One schedule of check: a header line and its next three fires after t, or a JSON line. */
 static int check_one(struct pd_app *a, const char *path, const struct pd_sched *s,
-		     const char *command, const struct pd_crontab *t, long long from,
+		     const struct pd_crontab_entry *en, const struct pd_crontab *t, long long from,
 		     struct pd_err *e)
 {
+	const char *command = en ? en->command : NULL;
 	struct pd_buf b = PD_BUF_INIT;
 	struct pd_cron c;
 	long long at = from;
@@ -218,6 +237,14 @@ static int check_one(struct pd_app *a, const char *path, const struct pd_sched *
 			pd_json_quote(&b, flow, strlen(flow));
 			pd_buf_puts(&b, ",\"workflow_check\":");
 			pd_json_quote(&b, note, strlen(note));
+		}
+		if (en) {
+			struct pd_buf d = PD_BUF_INIT;
+
+			pd_crontab_differences(en, &d);
+			pd_buf_puts(&b, ",\"differs_from_cron\":");
+			differs_json(&d, &b);
+			pd_buf_release(&d);
 		}
 		pd_buf_puts(&b, ",\"next\":[");
 	} else {
@@ -689,6 +716,28 @@ static void print_mailto(const struct pd_crontab *t)
 	}
 }
 
+/* What the lines of t do unlike cron: "FILE:LINE: note" a line, after a heading. */
+static void print_differences(const struct pd_crontab *t)
+{
+	struct pd_buf d = PD_BUF_INIT;
+
+	for (int i = 0; i < t->n; i++)
+		pd_crontab_differences(&t->v[i], &d);
+	if (d.len == 0) {
+		pd_buf_release(&d);
+		return;
+	}
+	printf("differs from cron:\n");
+	for (char *s = d.data, *nl; (nl = strchr(s, '\n')) != NULL; s = nl + 1) {
+		char *tab = strchr(s, '\t');
+
+		*nl = '\0';
+		*tab = '\0';
+		printf("%s:%s: %s\n", t->path, s, tab + 1);
+	}
+	pd_buf_release(&d);
+}
+
 int pd_croncmd_check_file(struct pd_subcall *k, struct pd_err *e)
 {
 	struct pd_app *a = k->a;
@@ -713,8 +762,10 @@ int pd_croncmd_check_file(struct pd_subcall *k, struct pd_err *e)
 	} else if (!a->json && rc == 0)
 		printf("%s: %d schedule%s\n", path, f.n, f.n == 1 ? "" : "s");
 	for (int i = 0; i < f.n && rc == 0; i++)
-		rc = check_one(a, path, &f.v[i], f.crontab ? f.t.v[i].command : NULL,
+		rc = check_one(a, path, &f.v[i], f.crontab ? &f.t.v[i] : NULL,
 			       f.crontab ? &f.t : NULL, from, e);
+	if (!a->json && rc == 0 && f.crontab)
+		print_differences(&f.t);
 	release_file(&f);
 	return rc;
 }
