@@ -140,7 +140,7 @@ int pd_cronserve_apply(struct pd_cronserve *c, struct pd_db *db, struct pd_err *
 	int rc;
 
 	pd_crontab_prefix(t, prefix, sizeof(prefix));
-	rc = pd_sched_apply_types(db, v, t->n, c->tenant, prefix, 1, 0, &out, &st, e);
+	rc = pd_sched_apply_types(db, v, t->n, c->tenant, prefix, t->source, 1, 0, &out, &st, e);
 	free(v);
 	if (rc == 0) {
 		c->pending = 0;

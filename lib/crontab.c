@@ -469,7 +469,9 @@ static int schedule(struct parser *p, const char *s)
 	en->s.timezone = p->zone;
 	en->s.line = p->line;
 	en->command = own(t, pd_xstrndup(cmd, n));
+	en->s.source = t->source;
 	flow = pd_sched_workflow(en->s.type);
+	en->s.command = flow ? NULL : en->command;
 	if (flow && strcmp(en->command, "-") != 0)
 		return lerr(p, cmd,
 			    "the command of a workflow=%s line must be '-' (the workflow's steps "
@@ -553,6 +555,11 @@ int pd_crontab_parse(struct pd_crontab *t, const char *path, const char *text, s
 		snprintf(t->zone_from, sizeof(t->zone_from), "%s", from);
 	}
 	p.t = t;
+	{
+		char *abs = realpath(path, NULL);
+
+		t->source = own(t, abs ? abs : pd_xstrdup(path));
+	}
 	p.tenant = tenant ? tenant : "default";
 	p.zone = own(t, pd_xstrdup(t->zone)); /* t may be moved: nothing points into it */
 	p.e = e;

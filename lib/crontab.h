@@ -68,6 +68,8 @@ struct pd_crontab_entry {
 
 struct pd_crontab {
 	const char *path;
+	const char *source; /* path made absolute (realpath; path when it fails): its
+			       schedules' owner (struct pd_sched source) */
 	char scope[64];
 	char zone[PD_CRONTAB_ZONE_MAX]; /* the host's zone: lines before any CRON_TZ */
 	char zone_from[64];		/* where it was found ("TZ", "/etc/timezone"...) */
