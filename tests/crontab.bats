@@ -342,3 +342,17 @@ $D/jobs:9: killed after 1h (timeout=); cron lets it run"* ]]
 	[ "$status" -eq 0 ]
 	[ "$output" = "deleted schedule acme/yaml-like (its jobs stay)" ]
 }
+
+@test "pendulum.yaml crontab: serves the file as --crontab does (pd-worker@.service's command line); a relative path is refused, 78" {
+	printf '# pd: name=fromcfg\n@daily echo "cfg $PD_JOB_TYPE" >>%s/ran\n' "$D" >"$D/jobs.cron"
+	printf 'crontab: %s/jobs.cron\n' "$D" >"$D/cron.yaml"
+	start_worker w -c "$D/cron.yaml" --poll 100ms
+	wait_for 10 sql_is "SELECT source FROM pendulum.cron_schedules WHERE name = 'fromcfg'" "$D/jobs.cron"
+	pd-cron trigger fromcfg >/dev/null
+	wait_for 20 lines_at_least "$D/ran" 1
+	[ "$(cat "$D/ran")" = "cfg crontab.jobs.fromcfg" ]
+	printf 'crontab: jobs.cron\n' >"$D/rel.yaml"
+	run --separate-stderr pd-worker -c "$D/rel.yaml"
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == *"$D/rel.yaml:1:10: crontab: 'jobs.cron' is not an absolute path"* ]]
+}
