@@ -32,9 +32,10 @@
  *
  * Job types: "crontab.SCOPE.NAME", SCOPE being the file's scope
  * (pd_crontab_scope: its base name without the extension). The type is
- * how the worker finds a schedule's command, and how applying one file
- * with --prune deletes only the schedules of that file (every stored
- * schedule whose type begins with "crontab.SCOPE.").
+ * how the worker finds a schedule's command. A schedule belongs to the
+ * file that applied it first (its source, the file's absolute path:
+ * pd_sched_apply_types), so applying one file with --prune deletes only
+ * that file's schedules, and another file naming one is refused.
  *
  * The payload is {}: the command lives in the file on the worker's host,
  * never in the database. '%' in a command has no special meaning.
