@@ -29,10 +29,11 @@ static const struct pd_subcmd commands[] = {
      "create a schedule",
      "Create a schedule; each occurrence becomes a job of TYPE. Nothing is caught up\n"
      "from before it was created.", ADD_OPTS, 1, 1, "NAME", 0, 0, 0},
-    {NULL, "list", pd_croncmd_list, "list [-t TENANT]",
+    {NULL, "list", pd_croncmd_list, "list [--wide] [-t TENANT]",
      "schedules, next and last fire, the last job",
-     "List schedules: zone, next fire in that zone and in UTC, the last fire, the\n"
-     "last job's state and duration.", "tenant,json", 0, 0, NULL, 0, 0, 0},
+     "List schedules: zone, next fire in that zone, the last job's state and the\n"
+     "command, within 120 columns; --wide adds the tenant, type, next fire in UTC,\n"
+     "last fire, last job, duration and reason.", "wide,tenant,json", 0, 0, NULL, 0, 0, 0},
     {NULL, "rm", pd_croncmd_by_name, "rm NAME [-t TENANT]", "delete a schedule",
      "Delete a schedule (its jobs stay).", "tenant,json", 1, 1, "NAME", 0, 0, 0},
     {NULL, "pause", pd_croncmd_by_name, "pause NAME [-t TENANT]", "stop firing a schedule",

@@ -194,6 +194,7 @@ int main(int argc, char **argv)
 	static struct pd_cronserve cs;
 	struct pd_worker_cfg flags, w;
 	const char *crontab = NULL;
+	char *cfg_crontab = NULL; /* the config's crontab:, ours: the config may be reloaded */
 	struct pd_app app;
 	struct pd_err e = PD_ERR_INIT;
 	int rc;
@@ -215,7 +216,16 @@ int main(int argc, char **argv)
 	w = flags;
 	w.flags = &flags; /* SIGHUP settles them over the file again */
 	pd_app_source(&app, &w.source);
-	if (pd_app_load(&app, &e) < 0 || pd_worker_settle(&w, &app.cfg, &e) < 0)
+	if (pd_app_load(&app, &e) < 0)
+		goto fail;
+	/* The config's crontab: when --crontab gives none (a change needs a restart). */
+	if (crontab == NULL && app.cfg.crontab) {
+		crontab = cfg_crontab = pd_xstrdup(app.cfg.crontab);
+		if (pd_cronserve_init(&cs, crontab, NULL, &e) < 0)
+			goto fail;
+		flags.ext = w.ext = &cs.ext;
+	}
+	if (pd_worker_settle(&w, &app.cfg, &e) < 0)
 		goto fail;
 	if (w.nhandlers == 0 && w.nflows == 0) {
 		rc = pd_cli_usage(SYNOPSIS,
@@ -239,6 +249,7 @@ out:
 		free(hs.owned[i]);
 	pd_worker_cfg_release(&w);
 	pd_cronserve_release(&cs);
+	free(cfg_crontab);
 	pd_app_release(&app);
 	return rc;
 }

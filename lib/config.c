@@ -119,6 +119,7 @@ void pd_config_release(struct pd_config *c)
 	free_strv(c->worker.queues);
 	free(c->database_url);
 	free(c->listen_url);
+	free(c->crontab);
 	free_strv(c->secret_env);
 	free(c->path);
 	pd_ydoc_release(&c->doc);
@@ -409,6 +410,20 @@ static int dec_listen_url(struct pd_config *c, const struct pd_ynode *n, struct 
 		return -1;
 	free(c->listen_url);
 	c->listen_url = pd_xstrdup(s);
+	return 0;
+}
+
+/* crontab: an absolute path (a unit's working directory is /). */
+static int dec_crontab(struct pd_config *c, const struct pd_ynode *n, struct pd_err *e)
+{
+	const char *s;
+
+	if (pd_y_str(&c->doc, n, &s, CODE, e) < 0)
+		return -1;
+	if (s[0] != '/')
+		return pd_y_errf(&c->doc, n, CODE, e, "crontab: '%s' is not an absolute path", s);
+	free(c->crontab);
+	c->crontab = pd_xstrdup(s);
 	return 0;
 }
 
@@ -923,6 +938,7 @@ static const struct section {
     {"relay", dec_relay},
     {"workflows", dec_workflows},
     {"hooks", dec_global_hooks},
+    {"crontab", dec_crontab},
     /* Later: {"cron", dec_cron}. */
 };
 

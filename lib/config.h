@@ -72,6 +72,7 @@ struct pd_config {
 	char *path;	    /* file read, or NULL */
 	char *database_url; /* NULL unset */
 	char *listen_url;   /* a direct session for LISTEN behind a pooler; NULL unset */
+	char *crontab;	    /* crontab: the file pd-worker serves as --crontab does; NULL unset */
 	enum pd_prepare prepared_statements;
 	char **secret_env;     /* secret_env: names withheld from children (lib/henv); NULL: none */
 	int log_level;	       /* enum pd_log_level, -1 unset */

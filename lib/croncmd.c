@@ -20,7 +20,7 @@ struct args {
 	struct pd_ticker_cfg t; /* run */
 	const char *tenant, *zone;
 	long long count, from_us;
-	int local, crontab, prune, dry;
+	int local, crontab, prune, dry, wide;
 };
 
 const size_t pd_croncmd_xsize = sizeof(struct args);
@@ -56,6 +56,7 @@ const struct pd_subopt pd_croncmd_opts[PD_CRON_NOPTS] = {
     [C_INTERVAL] = {"interval", 0, "DURATION", "shortest time between two steps (default 1s)"},
     [C_LEASE] = {"lease", 0, "DURATION", "the ticker role's lease (default 10s)"},
     [C_GRACE] = {"skip-grace", 0, "DURATION", "SKIP fires an occurrence at most this late (default 60s)"},
+    [C_WIDE] = {"wide", 0, NULL, "every column, however wide"},
     [C_JSON] = {"json", 0, NULL, "one JSON object a line (as before the command)"},
 };
 /* clang-format on */
@@ -184,11 +185,30 @@ static void check_flow(struct pd_app *a, const char *path, const struct pd_sched
 	}
 }
 
+/* The notes of pd_crontab_differences in b ("LINE\tnote\n"...) as a JSON array into j. */
+static void differs_json(const struct pd_buf *b, struct pd_buf *j)
+{
+	const char *s = b->data ? b->data : "";
+	int first = 1;
+
+	pd_buf_putc(j, '[');
+	for (const char *nl; (nl = strchr(s, '\n')) != NULL; s = nl + 1) {
+		const char *msg = strchr(s, '\t') + 1;
+
+		if (!first)
+			pd_buf_putc(j, ',');
+		first = 0;
+		pd_json_quote(j, msg, (size_t)(nl - msg));
+	}
+	pd_buf_putc(j, ']');
+}
+
 /* One schedule of check: a header line and its next three fires after t, or a JSON line. */
 static int check_one(struct pd_app *a, const char *path, const struct pd_sched *s,
-		     const char *command, const struct pd_crontab *t, long long from,
+		     const struct pd_crontab_entry *en, const struct pd_crontab *t, long long from,
 		     struct pd_err *e)
 {
+	const char *command = en ? en->command : NULL;
 	struct pd_buf b = PD_BUF_INIT;
 	struct pd_cron c;
 	long long at = from;
@@ -218,6 +238,14 @@ static int check_one(struct pd_app *a, const char *path, const struct pd_sched *
 			pd_json_quote(&b, flow, strlen(flow));
 			pd_buf_puts(&b, ",\"workflow_check\":");
 			pd_json_quote(&b, note, strlen(note));
+		}
+		if (en) {
+			struct pd_buf d = PD_BUF_INIT;
+
+			pd_crontab_differences(en, &d);
+			pd_buf_puts(&b, ",\"differs_from_cron\":");
+			differs_json(&d, &b);
+			pd_buf_release(&d);
 		}
 		pd_buf_puts(&b, ",\"next\":[");
 	} else {
@@ -348,6 +376,9 @@ int pd_croncmd_set(struct pd_subcall *k, int opt, const char *v, struct pd_err *
 	case C_DRY:
 		x->dry = 1;
 		return 0;
+	case C_WIDE:
+		x->wide = 1;
+		return 0;
 	case C_ONCE:
 		x->t.once = 1;
 		return 0;
@@ -405,21 +436,77 @@ int pd_croncmd_add(struct pd_subcall *k, struct pd_err *e)
 	return 0;
 }
 
+/*
+ * What rm, pause or resume changed: fmt with the schedule's label
+ * (TENANT/NAME outside the default tenant) and, when next is not 0, ",
+ * next fire UTC (LOCAL)"; or one JSON line {"name", "tenant", "state",
+ * "changed", "next_fire_utc"}.
+ */
+static int said(struct pd_app *a, const char *tenant, const char *name, const char *state,
+		int changed, long long next, const char *fmt)
+{
+	struct pd_buf b = PD_BUF_INIT;
+	char utc[PD_INSTANT_MAX], local[96];
+
+	if (next)
+		both(next, "UTC", utc, local, sizeof(local));
+	if (a->json) {
+		pd_buf_puts(&b, "{\"name\":");
+		pd_json_quote(&b, name, strlen(name));
+		pd_buf_puts(&b, ",\"tenant\":");
+		tenant = tenant ? tenant : "default";
+		pd_json_quote(&b, tenant, strlen(tenant));
+		pd_buf_printf(&b, ",\"state\":\"%s\",\"changed\":%s", state,
+			      changed ? "true" : "false");
+		if (next)
+			pd_buf_printf(&b, ",\"next_fire_utc\":\"%s\"", utc);
+		pd_buf_puts(&b, "}\n");
+	} else {
+		struct pd_buf l = PD_BUF_INIT;
+
+		if (tenant && strcmp(tenant, "default") != 0)
+			pd_buf_printf(&l, "%s/", tenant);
+		pd_buf_puts(&l, name);
+		pd_buf_printf(&b, fmt, l.data);
+		if (next)
+			pd_buf_printf(&b, ", next fire %s", utc);
+		pd_buf_putc(&b, '\n');
+		pd_buf_release(&l);
+	}
+	fputs(b.data, stdout);
+	pd_buf_release(&b);
+	return 0;
+}
+
 int pd_croncmd_by_name(struct pd_subcall *k, struct pd_err *e)
 {
 	const struct args *x = k->x;
 	struct pd_app *a = k->a;
 	const char *cmd = k->cmd->name, *name = k->argv[0];
 	long long id, next;
+	int changed = 1;
 
 	if (connect_db(a, e) < 0)
 		return -1;
-	if (strcmp(cmd, "rm") == 0)
-		return pd_sched_remove(&a->db, x->tenant, name, e);
-	if (strcmp(cmd, "pause") == 0)
-		return pd_sched_pause(&a->db, x->tenant, name, e);
-	if (strcmp(cmd, "resume") == 0)
-		return pd_sched_resume(&a->db, x->tenant, name, &next, e);
+	if (strcmp(cmd, "rm") == 0) {
+		if (pd_sched_remove(&a->db, x->tenant, name, e) < 0)
+			return -1;
+		return said(a, x->tenant, name, "deleted", 1, 0,
+			    "deleted schedule %s (its jobs stay)");
+	}
+	if (strcmp(cmd, "pause") == 0) {
+		if (pd_sched_pause(&a->db, x->tenant, name, &changed, e) < 0)
+			return -1;
+		return said(a, x->tenant, name, "paused", changed, 0,
+			    changed ? "paused schedule %s" : "%s was not active: nothing changed");
+	}
+	if (strcmp(cmd, "resume") == 0) {
+		if (pd_sched_resume(&a->db, x->tenant, name, &next, &changed, e) < 0)
+			return -1;
+		return said(a, x->tenant, name, "active", changed, next,
+			    changed ? "resumed schedule %s"
+				    : "%s was already active: nothing changed");
+	}
 	if (pd_sched_trigger(&a->db, x->tenant, name, &id, e) < 0)
 		return -1;
 	if (a->json)
@@ -429,11 +516,84 @@ int pd_croncmd_by_name(struct pd_subcall *k, struct pd_err *e)
 	return 0;
 }
 
+/* The characters of UTF-8 text s (its bytes that do not continue one). */
+static size_t chars(const char *s)
+{
+	size_t n = 0;
+
+	for (; s && *s; s++)
+		n += ((unsigned char)*s & 0xC0) != 0x80;
+	return n;
+}
+
+/*
+ * The COMMAND of w, at most max characters (max - 3 and "..." when cut, on
+ * a character's boundary) into out (n bytes): a crontab line's command, or
+ * "type TYPE" for a schedule no crontab made.
+ */
+static void command_cell(const struct pd_sched_row *w, size_t max, char *out, size_t n)
+{
+	size_t k = 0, c = 0;
+
+	if (w->command == NULL)
+		snprintf(out, n, "type %s", w->type);
+	else
+		snprintf(out, n, "%s", w->command);
+	if (max < 4 || chars(out) <= max)
+		return;
+	while (out[k] && c < max - 3) {
+		k++;
+		while (((unsigned char)out[k] & 0xC0) == 0x80)
+			k++;
+		c++;
+	}
+	snprintf(out + k, n - k, "...");
+}
+
+/* The width pd-cron list fits its table in by default (--wide: no limit). */
+#define LIST_COLUMNS 120
+#define LIST_NARROW  7 /* NAME CRON TIMEZONE STATE NEXT_FIRE JOB_STATE COMMAND */
+
+/*
+ * The default table of pd-cron list: the columns above, NAME as TENANT/NAME
+ * outside the default tenant, COMMAND cut so that a line fits LIST_COLUMNS
+ * (at least 20 characters of it). cells: n rows of LIST_NARROW, filled
+ * but for COMMAND; then COMMAND's.
+ */
+static void narrow_commands(const struct pd_sched_row *rows, int n, const char **cells, char **cmds)
+{
+	static const char *heads[LIST_NARROW - 1] = {"NAME",  "CRON",	   "TIMEZONE",
+						     "STATE", "NEXT_FIRE", "JOB_STATE"};
+	size_t used = 0, room;
+
+	for (int c = 0; c < LIST_NARROW - 1; c++) {
+		size_t w = strlen(heads[c]);
+
+		for (int i = 0; i < n; i++) {
+			const char *v = cells[i * LIST_NARROW + c];
+			size_t k = v ? chars(v) : 1;
+
+			w = k > w ? k : w;
+		}
+		used += w + 2;
+	}
+	room = used + 20 < LIST_COLUMNS ? LIST_COLUMNS - used : 20;
+	for (int i = 0; i < n; i++) {
+		cmds[i] = pd_xmalloc(strlen(rows[i].command ? rows[i].command : rows[i].type) + 8);
+		command_cell(&rows[i], room, cmds[i],
+			     strlen(rows[i].command ? rows[i].command : rows[i].type) + 8);
+		cells[i * LIST_NARROW + LIST_NARROW - 1] = cmds[i];
+	}
+}
+
 int pd_croncmd_list(struct pd_subcall *k, struct pd_err *e)
 {
-	static const char *tnames[] = {
-	    "name",	     "tenant",	  "cron",     "timezone",  "type",     "state", "next_fire",
-	    "next_fire_utc", "last_fire", "last_job", "job_state", "duration", "reason"};
+	static const char *tnames[] = {"name",	    "tenant",	"cron",	     "timezone",
+				       "type",	    "state",	"next_fire", "next_fire_utc",
+				       "last_fire", "last_job", "job_state", "duration",
+				       "reason",    "command"};
+	static const char *nnames[LIST_NARROW] = {"name",      "cron",	    "timezone", "state",
+						  "next_fire", "job_state", "command"};
 	static const char *jnames[] = {"id",	    "tenant",	       "name",
 				       "cron",	    "timezone",	       "type",
 				       "payload",   "queue",	       "priority",
@@ -442,19 +602,28 @@ int pd_croncmd_list(struct pd_subcall *k, struct pd_err *e)
 				       "next_fire", "next_fire_utc",   "overlap",
 				       "jitter_ms", "max_attempts",    "timeout_ms",
 				       "last_fire", "last_fire_kind",  "last_job",
-				       "job_state", "duration_s",      "concurrency_key"};
+				       "job_state", "duration_s",      "concurrency_key",
+				       "source",    "command"};
 	struct pd_app *a = k->a;
 	const struct args *x = k->x;
 	struct pd_sched_row *rows;
 	struct pd_table t;
+	const char **narrow;
+	char **labels, **cmds, **locals;
 	int n;
 
 	if (connect_db(a, e) < 0 || pd_sched_list(&a->db, x->tenant, &rows, &n, e) < 0)
 		return -1;
 	if (a->json)
-		pd_table_init(&t, 27, jnames, "nsssssjsnsnbssssssnnnssnsns");
+		pd_table_init(&t, 29, jnames, "nsssssjsnsnbssssssnnnssnsnsss");
+	else if (x->wide)
+		pd_table_init(&t, 14, tnames, NULL);
 	else
-		pd_table_init(&t, 13, tnames, NULL);
+		pd_table_init(&t, LIST_NARROW, nnames, NULL);
+	narrow = pd_xcalloc((size_t)n * LIST_NARROW + 1, sizeof(*narrow));
+	labels = pd_xcalloc((size_t)n + 1, sizeof(*labels));
+	cmds = pd_xcalloc((size_t)n + 1, sizeof(*cmds));
+	locals = pd_xcalloc((size_t)n + 1, sizeof(*locals));
 	for (int i = 0; i < n; i++) {
 		const struct pd_sched_row *w = &rows[i];
 		char id[24], prio[24], limit[24], utc[PD_INSTANT_MAX], local[96],
@@ -480,7 +649,7 @@ int pd_croncmd_list(struct pd_subcall *k, struct pd_err *e)
 		snprintf(limit, sizeof(limit), "%lld", w->catch_up_limit);
 		snprintf(jitter, sizeof(jitter), "%lld", w->jitter_ms);
 		if (a->json) {
-			const char *row[27] = {id,
+			const char *row[29] = {id,
 					       w->tenant,
 					       w->name,
 					       w->cron,
@@ -506,11 +675,13 @@ int pd_croncmd_list(struct pd_subcall *k, struct pd_err *e)
 					       num_or_null(w->job_id, 0, job, sizeof(job)),
 					       w->job_state,
 					       duration(w->duration_ms, 1, dur, sizeof(dur)),
-					       w->concurrency_key};
+					       w->concurrency_key,
+					       w->source,
+					       w->command};
 
 			pd_table_add(&t, row);
-		} else {
-			const char *row[13] = {w->name,
+		} else if (x->wide) {
+			const char *row[14] = {w->name,
 					       w->tenant,
 					       w->cron,
 					       w->timezone,
@@ -522,13 +693,43 @@ int pd_croncmd_list(struct pd_subcall *k, struct pd_err *e)
 					       num_or_null(w->job_id, 0, job, sizeof(job)),
 					       w->job_state,
 					       duration(w->duration_ms, 0, dur, sizeof(dur)),
-					       w->disabled_reason};
+					       w->disabled_reason,
+					       w->command};
 
 			pd_table_add(&t, row);
+		} else {
+			const char **row = narrow + (size_t)i * LIST_NARROW;
+			struct pd_buf lb = PD_BUF_INIT;
+
+			if (strcmp(w->tenant, "default") != 0)
+				pd_buf_printf(&lb, "%s/", w->tenant);
+			pd_buf_puts(&lb, w->name);
+			labels[i] = pd_buf_detach(&lb);
+			locals[i] = nl ? pd_xstrdup(nl) : NULL;
+			row[0] = labels[i];
+			row[1] = w->cron;
+			row[2] = w->timezone;
+			row[3] = state;
+			row[4] = locals[i];
+			row[5] = w->job_state;
 		}
+	}
+	if (!a->json && !x->wide) {
+		narrow_commands(rows, n, narrow, cmds);
+		for (int i = 0; i < n; i++)
+			pd_table_add(&t, narrow + (size_t)i * LIST_NARROW);
 	}
 	pd_table_print(&t, stdout, a->json);
 	pd_table_release(&t);
+	for (int i = 0; i < n; i++) {
+		free(labels[i]);
+		free(cmds[i]);
+		free(locals[i]);
+	}
+	free(labels);
+	free(cmds);
+	free(locals);
+	free(narrow);
 	pd_sched_rows_free(rows, n);
 	return 0;
 }
@@ -659,7 +860,8 @@ int pd_croncmd_apply(struct pd_subcall *k, struct pd_err *e)
 	rc = connect_db(a, e);
 	if (rc == 0)
 		rc = pd_sched_apply_types(&a->db, f.v, f.n, x->tenant, f.crontab ? f.prefix : NULL,
-					  x->prune, x->dry, &out, &st, e);
+					  f.crontab ? f.t.source : NULL, x->prune, x->dry, &out,
+					  &st, e);
 	if (rc == 0 && out.len)
 		fputs(out.data, stdout);
 	pd_buf_release(&out);
@@ -689,6 +891,28 @@ static void print_mailto(const struct pd_crontab *t)
 	}
 }
 
+/* What the lines of t do unlike cron: "FILE:LINE: note" a line, after a heading. */
+static void print_differences(const struct pd_crontab *t)
+{
+	struct pd_buf d = PD_BUF_INIT;
+
+	for (int i = 0; i < t->n; i++)
+		pd_crontab_differences(&t->v[i], &d);
+	if (d.len == 0) {
+		pd_buf_release(&d);
+		return;
+	}
+	printf("differs from cron:\n");
+	for (char *s = d.data, *nl; (nl = strchr(s, '\n')) != NULL; s = nl + 1) {
+		char *tab = strchr(s, '\t');
+
+		*nl = '\0';
+		*tab = '\0';
+		printf("%s:%s: %s\n", t->path, s, tab + 1);
+	}
+	pd_buf_release(&d);
+}
+
 int pd_croncmd_check_file(struct pd_subcall *k, struct pd_err *e)
 {
 	struct pd_app *a = k->a;
@@ -713,8 +937,10 @@ int pd_croncmd_check_file(struct pd_subcall *k, struct pd_err *e)
 	} else if (!a->json && rc == 0)
 		printf("%s: %d schedule%s\n", path, f.n, f.n == 1 ? "" : "s");
 	for (int i = 0; i < f.n && rc == 0; i++)
-		rc = check_one(a, path, &f.v[i], f.crontab ? f.t.v[i].command : NULL,
+		rc = check_one(a, path, &f.v[i], f.crontab ? &f.t.v[i] : NULL,
 			       f.crontab ? &f.t : NULL, from, e);
+	if (!a->json && rc == 0 && f.crontab)
+		print_differences(&f.t);
 	release_file(&f);
 	return rc;
 }

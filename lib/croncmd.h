@@ -39,6 +39,7 @@ enum {
 	C_INTERVAL,
 	C_LEASE,
 	C_GRACE,
+	C_WIDE,
 	C_JSON,
 	PD_CRON_NOPTS
 };

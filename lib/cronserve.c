@@ -1,6 +1,7 @@
 /*
  * cronserve: a crontab served by pd-worker. See cronserve.h.
  */
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,13 +10,32 @@
 #include "cronserve.h"
 #include "log.h"
 
+/*
+ * The user's home and login name, as cron gives them: from passwd for our
+ * user, else $HOME and $LOGNAME (else $USER), else "/" and the uid.
+ */
+static void user_of(char *home, size_t nh, char *name, size_t nn)
+{
+	struct passwd *pw = getpwuid(geteuid());
+	const char *h = pw ? pw->pw_dir : getenv("HOME");
+	const char *l = pw ? pw->pw_name : getenv("LOGNAME") ? getenv("LOGNAME") : getenv("USER");
+
+	snprintf(home, nh, "%s", h && *h ? h : "/");
+	if (l && *l)
+		snprintf(name, nn, "%s", l);
+	else
+		snprintf(name, nn, "%u", (unsigned)geteuid());
+}
+
 /* Add version t (parsed) as the current one, with its handlers. */
-static void add_version(struct pd_cronserve *c, const struct pd_crontab *t)
+static void add_version(struct pd_cronserve *c, struct pd_crontab *t)
 {
 	struct pd_handler *h = pd_xcalloc((size_t)t->n + 1, sizeof(*h));
 	int nh = 0;
-	char sendmail[512];
+	char sendmail[512], home[512], name[256];
 	int mail = pd_sendmail_find(sendmail, sizeof(sendmail));
+
+	user_of(home, sizeof(home), name, sizeof(name));
 
 	c->tabs = pd_xrealloc(c->tabs, (size_t)(c->n + 1) * sizeof(*c->tabs));
 	c->hv = pd_xrealloc(c->hv, (size_t)(c->n + 1) * sizeof(*c->hv));
@@ -23,15 +43,20 @@ static void add_version(struct pd_cronserve *c, const struct pd_crontab *t)
 	c->hv[c->n] = h;
 	c->n++;
 	for (int i = 0; i < t->n; i++) {
-		const struct pd_crontab_entry *en = &t->v[i];
+		struct pd_crontab_entry *en = &c->tabs[c->n - 1].v[i];
 
 		if (pd_sched_workflow(en->s.type)) /* a run's steps are the config's */
 			continue;
+		/* cron's environment, directory and shell: nothing of the worker's */
+		en->run_env = pd_crontab_run_env(en, home, name);
 		h[nh].name = (char *)en->s.type;
 		h[nh].run = (char *)en->command;
 		h[nh].timeout_ms = en->s.timeout_ms;
 		h[nh].mode = PD_HANDLER_PROCESS;
-		h[nh].env = en->env;
+		h[nh].env = en->run_env;
+		h[nh].env_only = 1;
+		h[nh].cwd = (char *)pd_crontab_getenv(en->run_env, "HOME");
+		h[nh].shell = (char *)pd_crontab_getenv(en->run_env, "SHELL");
 		if (pd_crontab_mailto(en) != NULL && mail)
 			h[nh].hooks.on[PD_HOOK_FAILURE] = pd_crontab_mail_hook(t, en, sendmail);
 		else if (pd_crontab_mailto(en) != NULL)
@@ -115,7 +140,7 @@ int pd_cronserve_apply(struct pd_cronserve *c, struct pd_db *db, struct pd_err *
 	int rc;
 
 	pd_crontab_prefix(t, prefix, sizeof(prefix));
-	rc = pd_sched_apply_types(db, v, t->n, c->tenant, prefix, 1, 0, &out, &st, e);
+	rc = pd_sched_apply_types(db, v, t->n, c->tenant, prefix, t->source, 1, 0, &out, &st, e);
 	free(v);
 	if (rc == 0) {
 		c->pending = 0;

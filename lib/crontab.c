@@ -3,6 +3,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "crontab.h"
 #include "dur.h"
 #include "flow.h"
+#include "henv.h"
 #include "jobspec.h"
 #include "text.h"
 
@@ -356,11 +358,16 @@ static int ann_pair(struct parser *p, const char *at, const char *k, const char 
 	return 0;
 }
 
-/* The defaults of a crontab line: those of a schedule, overlap skip. */
+/*
+ * The defaults of a crontab line: those of a schedule, overlap skip, and
+ * one attempt (cron runs a line once: a failure is not retried, so the
+ * next occurrence is on time; max_attempts= opts into retries).
+ */
 static void entry_defaults(struct parser *p, struct pd_sched *s)
 {
 	pd_sched_init(s);
 	s->overlap = PD_OVERLAP_SKIP;
+	s->max_attempts = 1;
 	s->tenant = p->tenant;
 	s->payload = "{}";
 }
@@ -462,7 +469,9 @@ static int schedule(struct parser *p, const char *s)
 	en->s.timezone = p->zone;
 	en->s.line = p->line;
 	en->command = own(t, pd_xstrndup(cmd, n));
+	en->s.source = t->source;
 	flow = pd_sched_workflow(en->s.type);
+	en->s.command = flow ? NULL : en->command;
 	if (flow && strcmp(en->command, "-") != 0)
 		return lerr(p, cmd,
 			    "the command of a workflow=%s line must be '-' (the workflow's steps "
@@ -546,6 +555,11 @@ int pd_crontab_parse(struct pd_crontab *t, const char *path, const char *text, s
 		snprintf(t->zone_from, sizeof(t->zone_from), "%s", from);
 	}
 	p.t = t;
+	{
+		char *abs = realpath(path, NULL);
+
+		t->source = own(t, abs ? abs : pd_xstrdup(path));
+	}
 	p.tenant = tenant ? tenant : "default";
 	p.zone = own(t, pd_xstrdup(t->zone)); /* t may be moved: nothing points into it */
 	p.e = e;
@@ -594,8 +608,10 @@ int pd_crontab_load(struct pd_crontab *t, const char *path, const char *tenant, 
 
 void pd_crontab_release(struct pd_crontab *t)
 {
-	for (int i = 0; i < t->n; i++)
+	for (int i = 0; i < t->n; i++) {
 		free(t->v[i].env);
+		pd_strv_free(t->v[i].run_env);
+	}
 	free(t->v);
 	for (int i = 0; i < t->nowned; i++)
 		free(t->owned[i]);
@@ -676,4 +692,103 @@ struct pd_handler *pd_crontab_mail_hook(const struct pd_crontab *t,
 	h->exec_argv = argv;
 	h->timeout_ms = -1;
 	return h;
+}
+
+const char *pd_crontab_getenv(char *const *env, const char *name)
+{
+	size_t l = strlen(name);
+	const char *v = NULL;
+
+	for (; env && *env; env++)
+		if (strncmp(*env, name, l) == 0 && (*env)[l] == '=')
+			v = *env + l + 1;
+	return v;
+}
+
+/* Set "NAME=value" var in env[0..*k), replacing one of the same name. */
+static void env_set(char **env, int *k, char *var)
+{
+	size_t l = strcspn(var, "=");
+
+	for (int i = 0; i < *k; i++)
+		if (strncmp(env[i], var, l) == 0 && env[i][l] == '=') {
+			free(env[i]);
+			env[i] = var;
+			return;
+		}
+	env[(*k)++] = var;
+}
+
+char **pd_crontab_run_env(const struct pd_crontab_entry *en, const char *home, const char *logname)
+{
+	char **env = pd_xcalloc((size_t)en->nenv + 6, sizeof(*env));
+	int k = 0;
+
+	env_set(env, &k, pd_xstrdup("SHELL=" PD_CRONTAB_SHELL));
+	env_set(env, &k, pd_xstrdup("PATH=" PD_CRONTAB_PATH));
+	env_set(env, &k, pd_henv_var("HOME", home));
+	env_set(env, &k, pd_henv_var("LOGNAME", logname));
+	for (int i = 0; i < en->nenv; i++)
+		env_set(env, &k, pd_xstrdup(en->env[i]));
+	env[k] = NULL;
+	return env;
+}
+
+/* Append one note of pd_crontab_differences. */
+static void note(struct pd_buf *b, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void note(struct pd_buf *b, int line, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pd_buf_printf(b, "%d\t%s\n", line, msg);
+}
+
+void pd_crontab_differences(const struct pd_crontab_entry *en, struct pd_buf *out)
+{
+	const struct pd_sched *s = &en->s;
+	const char *flow = pd_sched_workflow(s->type), *to = pd_crontab_mailto(en);
+	char d[PD_DUR_MAX];
+	int line = s->line;
+
+	if (flow)
+		note(out, line, "starts a run of workflow '%s' (workflow=), not a command", flow);
+	if (s->overlap == PD_OVERLAP_SKIP)
+		note(out, line,
+		     "skipped while its previous job waits or runs (overlap=skip); cron starts "
+		     "another (overlap=allow)");
+	if (s->misfire != PD_MISFIRE_SKIP)
+		note(out, line,
+		     "fires late once when no ticker ran at its time (misfire=%s); cron skips it "
+		     "(misfire=skip)",
+		     s->misfire == PD_MISFIRE_FIRE_ALL ? "fire_all" : "fire_once");
+	if (s->max_attempts > 1)
+		note(out, line,
+		     "a failure is retried, up to %lld attempts (max_attempts=); cron "
+		     "runs it once",
+		     s->max_attempts);
+	if (s->timeout_ms > 0) {
+		pd_dur_format(s->timeout_ms, d, sizeof(d));
+		note(out, line, "killed after %s (timeout=); cron lets it run", d);
+	}
+	if (s->jitter_ms > 0) {
+		pd_dur_format(s->jitter_ms, d, sizeof(d));
+		note(out, line, "starts a fixed offset below %s late (jitter=)", d);
+	}
+	if (s->concurrency_key)
+		note(out, line, "waits for its concurrency key '%s' (key=)", s->concurrency_key);
+	if (!flow && strchr(en->command, '%'))
+		note(out, line,
+		     "'%%' is an ordinary character; cron makes the first a newline and what "
+		     "follows the command's stdin");
+	if (to)
+		note(out, line,
+		     "MAILTO=%s: failures are mailed (an on_failure hook), never the output", to);
+	else if (!flow)
+		note(out, line, "output is the job's result and the worker's log, never mailed");
 }

@@ -12,6 +12,10 @@
  *   @hourly /usr/local/bin/rotate  @yearly @annually @monthly @weekly
  *                                  @daily @midnight @hourly
  *
+ * A line's jobs have one attempt, as cron runs a line once (max_attempts=
+ * opts into retries). Its command runs as cron runs it: cron's environment
+ * (pd_crontab_run_env), in $HOME, by $SHELL -c.
+ *
  * Annotation keys: name, timeout, max_attempts, queue, key (the jobs'
  * concurrency_key), misfire, overlap
  * (allow or skip; a crontab line's default is skip), jitter, priority,
@@ -28,9 +32,10 @@
  *
  * Job types: "crontab.SCOPE.NAME", SCOPE being the file's scope
  * (pd_crontab_scope: its base name without the extension). The type is
- * how the worker finds a schedule's command, and how applying one file
- * with --prune deletes only the schedules of that file (every stored
- * schedule whose type begins with "crontab.SCOPE.").
+ * how the worker finds a schedule's command. A schedule belongs to the
+ * file that applied it first (its source, the file's absolute path:
+ * pd_sched_apply_types), so applying one file with --prune deletes only
+ * that file's schedules, and another file naming one is refused.
  *
  * The payload is {}: the command lives in the file on the worker's host,
  * never in the database. '%' in a command has no special meaning.
@@ -57,11 +62,15 @@ struct pd_crontab_entry {
 	const char *command;
 	char **env; /* "NAME=value" exported by the lines before it, NULL-terminated */
 	int nenv;
-	int named; /* the name came from an annotation */
+	int named;	/* the name came from an annotation */
+	char **run_env; /* cron's environment of the command (pd_crontab_run_env), set by
+			   whoever runs it, freed with the crontab; NULL: none */
 };
 
 struct pd_crontab {
 	const char *path;
+	const char *source; /* path made absolute (realpath; path when it fails): its
+			       schedules' owner (struct pd_sched source) */
 	char scope[64];
 	char zone[PD_CRONTAB_ZONE_MAX]; /* the host's zone: lines before any CRON_TZ */
 	char zone_from[64];		/* where it was found ("TZ", "/etc/timezone"...) */
@@ -127,6 +136,34 @@ int pd_sendmail_find(char *out, size_t n);
  */
 struct pd_handler *pd_crontab_mail_hook(const struct pd_crontab *t,
 					const struct pd_crontab_entry *en, const char *sendmail);
+
+/*
+ * cron's environment of en's command, as cron builds it: SHELL=/bin/sh,
+ * PATH=/usr/bin:/bin, HOME=home and LOGNAME=logname (the worker's user,
+ * from passwd), then the file's assignments before the line, which may
+ * replace any of them (PATH=, SHELL=, HOME=). Nothing of the worker's own
+ * environment: a crontab line's handler has env_only, its cwd HOME and its
+ * shell SHELL (lib/cronserve). A new NULL-terminated vector (pd_strv_free);
+ * the job's PD_* variables are added when it runs (lib/jobrun).
+ */
+#define PD_CRONTAB_SHELL "/bin/sh"
+#define PD_CRONTAB_PATH	 "/usr/bin:/bin"
+char **pd_crontab_run_env(const struct pd_crontab_entry *en, const char *home, const char *logname);
+
+/* The value of the last NAME in env ("NAME=value", NULL-terminated), or NULL. */
+const char *pd_crontab_getenv(char *const *env, const char *name);
+
+/*
+ * What en does unlike cron (Vixie cron, cronie) into out, one note a line,
+ * "LINE<TAB>note\n": overlap skip, a missed occurrence fired late, retries,
+ * timeout, jitter, a concurrency key, '%' as an ordinary character, a
+ * workflow instead of a command, and where output and failures go (never
+ * mail; MAILTO= mails failures through the on_failure hook). Nothing when
+ * the line, annotated misfire=skip overlap=allow, does as cron does (but
+ * for its output).
+ */
+struct pd_buf;
+void pd_crontab_differences(const struct pd_crontab_entry *en, struct pd_buf *out);
 
 /* "crontab.SCOPE." of t into out. */
 void pd_crontab_prefix(const struct pd_crontab *t, char *out, size_t n);

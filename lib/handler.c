@@ -50,7 +50,9 @@ int pd_handler_same_command(const struct pd_handler *a, const struct pd_handler 
 
 int pd_handler_check(const struct pd_handler *h, const char *what, struct pd_err *e)
 {
-	const char *prog = h->run ? "/bin/sh" : h->exec_argv ? h->exec_argv[0] : NULL;
+	const char *prog = h->run	  ? (h->shell ? h->shell : "/bin/sh")
+			   : h->exec_argv ? h->exec_argv[0]
+					  : NULL;
 	int err = 0;
 
 	if (prog == NULL || pd_proc_check(prog, NULL, &err) == 0)

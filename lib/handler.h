@@ -46,6 +46,10 @@ struct pd_handler {
 	enum pd_handler_mode mode; /* zeroed: PD_HANDLER_PROCESS */
 	char *const *env;	/* "NAME=value" set in its processes' environment, NULL-terminated;
 				   NULL: none (a crontab's assignments; the job's PD_* win) */
+	int env_only;		/* env is its processes' whole environment with the job's PD_*:
+				   nothing of the worker's (a crontab line's, cron's) */
+	char *cwd;		/* the directory its processes start in; NULL: the worker's */
+	char *shell;		/* run is run by "SHELL -c run"; NULL: /bin/sh */
 	char **pass_env;	/* pass_env: names its processes get though withheld (lib/henv),
 				   NULL-terminated; NULL: none */
 	long long result_limit; /* bytes of stdout kept as the result; 0: the worker's */

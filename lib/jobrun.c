@@ -25,8 +25,10 @@ static char **env_base(const struct pd_handler *h, size_t extra, size_t *k)
 	    "PD_WORKFLOW_RUN_ID", "PD_WORKFLOW",  "PD_STEP_NAME",
 	    "PD_STEP_INDEX",	  "PD_WORKER_FD", NULL};
 
-	return pd_henv_build((const char *const *)environ, pd_henv_secret(),
-			     h ? (const char *const *)h->pass_env : NULL, ours, extra, k);
+	/* A handler with env_only (a crontab line's) gets nothing of ours. */
+	return pd_henv_build(h && h->env_only ? NULL : (const char *const *)environ,
+			     pd_henv_secret(), h ? (const char *const *)h->pass_env : NULL, ours,
+			     extra, k);
 }
 
 /* Set h's variables ("NAME=value") in env[0..*k), replacing the worker's of the same name. */

@@ -19,7 +19,9 @@
  * worker, a workflow step's when plan is not NULL: a NULL-terminated vector
  * (pd_strv_free, text.h). The worker's own environment comes in as lib/henv
  * says (no PD_DATABASE_URL, no PG* variable, no secret_env: name, unless h's
- * pass_env: names it). A job's PD_* variable is never replaced by h's env.
+ * pass_env: names it), or none of it when h has env_only (a crontab line's:
+ * h's env is cron's, lib/crontab). A job's PD_* variable is never replaced
+ * by h's env.
  */
 char **pd_jobrun_env(const struct pd_claimed *j, const char *worker,
 		     const struct pd_flow_plan *plan, const struct pd_handler *h);

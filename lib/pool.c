@@ -535,6 +535,7 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 	s->exit.exit_code = -1;
 	memset(&spec, 0, sizeof(spec));
 	if (j->h->run) {
+		sh[0] = j->h->shell ? j->h->shell : "/bin/sh";
 		sh[2] = j->h->run;
 		spec.argv = sh;
 	} else {
@@ -555,6 +556,7 @@ int pd_pool_start(struct pd_pool *p, int i, const struct pd_pool_job *j)
 		return -1;
 	}
 	spec.envp = (const char *const *)s->envp;
+	spec.cwd = j->h->cwd;
 	spec.input = j->input;
 	spec.input_len = j->input_len;
 	spec.stdout_limit = pd_handler_result_limit(j->h, p->stdout_limit);

@@ -39,12 +39,14 @@ struct child_args {
 	const char *path;
 	char *const *argv;
 	char *const *envp;
+	const char *cwd; /* NULL: stay */
 	int in_r, out_w, err_w;
 	int pass_fd;  /* > 2: to become PD_PROC_PASS_FD */
 	int pass_fd2; /* > 2: to become PD_PROC_PASS_FD2 */
 	long max_fd;
 	pid_t parent; /* getpid() before the clone */
 	int err;      /* set by the child when it could not exec: errno */
+	int in_cwd;   /* set by the child when the chdir to cwd failed */
 };
 
 static void close_fd(int *fd)
@@ -235,6 +237,10 @@ static int child(void *arg)
 		     : c->pass_fd > 2 ? PD_PROC_PASS_FD + 1
 				      : 3,
 		     c->max_fd);
+	if (c->cwd && chdir(c->cwd) < 0) {
+		c->in_cwd = 1;
+		goto fail;
+	}
 	execve(c->path, c->argv, c->envp);
 fail:
 	c->err = errno ? errno : EINVAL;
@@ -333,6 +339,7 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 	c.path = path;
 	c.argv = (char *const *)s->argv;
 	c.envp = (char *const *)envp;
+	c.cwd = s->cwd;
 	c.in_r = in[0];
 	c.out_w = out[1];
 	c.err_w = err[1];
@@ -340,6 +347,7 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 	c.pass_fd2 = s->pass_fd2;
 	c.parent = getpid();
 	c.err = 0;
+	c.in_cwd = 0;
 	c.max_fd = open_max();
 
 	if ((stack = child_stack()) == NULL) {
@@ -370,7 +378,12 @@ int pd_proc_start(struct pd_proc *p, const struct pd_proc_spec *s, struct pd_err
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
 		p->start_errno = c.err;
-		pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': %s", prog, strerror(c.err));
+		if (c.in_cwd)
+			pd_errf(e, PD_EX_SOFTWARE, "could not start '%s' in '%s': %s", prog, s->cwd,
+				strerror(c.err));
+		else
+			pd_errf(e, PD_EX_SOFTWARE, "could not start '%s': %s", prog,
+				strerror(c.err));
 		goto fail;
 	}
 	free(path);

@@ -75,6 +75,9 @@ struct pd_proc_spec {
 	const char *const *argv;
 	/* The child's whole environment, NULL-terminated; NULL: this process's. */
 	const char *const *envp;
+	/* The directory the child starts in (chdir before the exec; failing,
+	   it does not start: start_errno is chdir's); NULL: ours. */
+	const char *cwd;
 	/* Written to stdin (copied at start), then stdin is closed. */
 	const char *input;
 	size_t input_len;

@@ -13,6 +13,7 @@
 #include "dur.h"
 #include "flow.h"
 #include "jobspec.h"
+#include "jobs.h"
 #include "json.h"
 #include "log.h"
 #include "sched.h"
@@ -326,7 +327,7 @@ static const char *or_default(const char *s)
 /* The definition's parameters, as text, in the column order of INSERT_SQL. */
 struct def_params {
 	char priority[24], limit[24], jitter[24], attempts[24], timeout[48];
-	const char *p[16];
+	const char *p[18]; /* 16 source, 17 command: after the rest */
 };
 
 static void def_params(const struct pd_sched *s, struct def_params *d)
@@ -352,14 +353,16 @@ static void def_params(const struct pd_sched *s, struct def_params *d)
 	snprintf(d->timeout, sizeof(d->timeout), "%lld milliseconds", s->timeout_ms);
 	d->p[14] = s->timeout_ms > 0 ? d->timeout : NULL;
 	d->p[15] = s->concurrency_key;
+	d->p[16] = s->source;
+	d->p[17] = s->command;
 }
 
 static const char insert_sql[] =
     "INSERT INTO pendulum.cron_schedules (tenant_id, name, cron, timezone, job_type, payload, "
     "queue, priority, misfire_policy, catch_up_limit, enabled, overlap, jitter_ms, "
-    "max_attempts, timeout, concurrency_key, last_fired_at, next_fire_at) "
+    "max_attempts, timeout, concurrency_key, last_fired_at, next_fire_at, source, command) "
     "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::integer, $9, $10::integer, $11::boolean, "
-    "$12, $13::bigint, $14::integer, $15::interval, $16, now(), $17::timestamptz) "
+    "$12, $13::bigint, $14::integer, $15::interval, $16, now(), $17::timestamptz, $18, $19) "
     "ON CONFLICT (tenant_id, name) DO NOTHING RETURNING id";
 
 /* Insert s inside the caller's transaction; 0 created, 1 the name exists. */
@@ -367,7 +370,7 @@ static int insert(struct pd_db *db, const struct pd_sched *s, long long now, lon
 		  struct pd_err *e)
 {
 	struct def_params d;
-	const char *params[17];
+	const char *params[19];
 	char at[PD_INSTANT_MAX];
 	PGresult *r;
 	int exists;
@@ -379,9 +382,11 @@ static int insert(struct pd_db *db, const struct pd_sched *s, long long now, lon
 		instant(*next, at);
 	}
 	def_params(s, &d);
-	memcpy(params, d.p, sizeof(d.p));
+	memcpy(params, d.p, 16 * sizeof(*params));
 	params[16] = s->enabled ? at : NULL;
-	if (pd_db_exec(db, insert_sql, 17, params, PGRES_TUPLES_OK, &r, e) < 0)
+	params[17] = d.p[16];
+	params[18] = d.p[17];
+	if (pd_db_exec(db, insert_sql, 19, params, PGRES_TUPLES_OK, &r, e) < 0)
 		return -1;
 	exists = PQntuples(r) == 0;
 	PQclear(r);
@@ -436,18 +441,33 @@ int pd_sched_remove(struct pd_db *db, const char *tenant, const char *name, stru
 		       tenant, name, e);
 }
 
-int pd_sched_pause(struct pd_db *db, const char *tenant, const char *name, struct pd_err *e)
+int pd_sched_pause(struct pd_db *db, const char *tenant, const char *name, int *changed,
+		   struct pd_err *e)
 {
 	/* Pausing a paused (or disabled) schedule keeps it as it is. */
-	return by_name(db,
-		       "UPDATE pendulum.cron_schedules SET enabled = false, next_fire_at = NULL, "
-		       "updated_at = CASE WHEN enabled THEN now() ELSE updated_at END "
-		       "WHERE tenant_id = $1 AND name = $2 RETURNING id",
-		       tenant, name, e);
+	static const char sql[] =
+	    "WITH o AS (SELECT id, enabled FROM pendulum.cron_schedules "
+	    "WHERE tenant_id = $1 AND name = $2 FOR UPDATE) "
+	    "UPDATE pendulum.cron_schedules s SET enabled = false, next_fire_at = NULL, "
+	    "updated_at = CASE WHEN o.enabled THEN now() ELSE s.updated_at END "
+	    "FROM o WHERE s.id = o.id RETURNING o.enabled";
+	const char *params[2] = {or_default(tenant), name};
+	PGresult *r;
+
+	*changed = 0;
+	if (pd_db_exec(db, sql, 2, params, PGRES_TUPLES_OK, &r, e) < 0)
+		return -1;
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		return not_found(tenant, name, e);
+	}
+	*changed = PQgetvalue(r, 0, 0)[0] == 't';
+	PQclear(r);
+	return 0;
 }
 
 int pd_sched_resume(struct pd_db *db, const char *tenant, const char *name, long long *next,
-		    struct pd_err *e)
+		    int *changed, struct pd_err *e)
 {
 	const char *params[3] = {or_default(tenant), name, NULL};
 	char id[24], at[PD_INSTANT_MAX];
@@ -456,6 +476,7 @@ int pd_sched_resume(struct pd_db *db, const char *tenant, const char *name, long
 	long long now;
 
 	*next = 0;
+	*changed = 0;
 	if (pd_db_exec_script(db, "BEGIN", e) < 0)
 		return -1;
 	if (db_now(db, &now, e) < 0 ||
@@ -491,6 +512,7 @@ int pd_sched_resume(struct pd_db *db, const char *tenant, const char *name, long
 		       "next_fire_at = $2::timestamptz, updated_at = now() WHERE id = $1",
 		       2, params, PGRES_COMMAND_OK, NULL, e) < 0)
 		goto fail;
+	*changed = 1;
 	return pd_db_exec_script(db, "COMMIT", e);
 fail:
 	rollback(db);
@@ -522,7 +544,7 @@ int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **ro
 		"floor(extract(epoch FROM next_fire_at))::bigint, overlap, jitter_ms, "
 		"max_attempts, round(extract(epoch FROM timeout) * 1000)::bigint, "
 		"f.kind, " EPOCH_US("f.fire_at") ", h.job_id, h.state, " MS(
-		    "h.duration") ", s.concurrency_key "
+		    "h.duration") ", s.concurrency_key, s.source, s.command "
 				  "FROM pendulum.cron_schedules s "
 				  "LEFT JOIN LATERAL (SELECT kind, fire_at FROM "
 				  "pendulum.cron_fires "
@@ -569,6 +591,8 @@ int pd_sched_list(struct pd_db *db, const char *tenant, struct pd_sched_row **ro
 		w->job_state = pd_db_dup(r, i, 22);
 		w->duration_ms = num(r, i, 23, -1);
 		w->concurrency_key = pd_db_dup(r, i, 24);
+		w->source = pd_db_dup(r, i, 25);
+		w->command = pd_db_dup(r, i, 26);
 	}
 	PQclear(r);
 	return 0;
@@ -580,6 +604,8 @@ void pd_sched_rows_free(struct pd_sched_row *rows, int n)
 		struct pd_sched_row *w = &rows[i];
 
 		free(w->tenant);
+		free(w->source);
+		free(w->command);
 		free(w->name);
 		free(w->cron);
 		free(w->timezone);
@@ -689,7 +715,7 @@ void pd_fire_rows_free(struct pd_fire_row *rows, int n)
 #define APPLY_COLS                                                                                 \
 	"overlap, jitter_ms::text, COALESCE(max_attempts::text, 'none'), "                         \
 	"COALESCE(round(extract(epoch FROM timeout) * 1000)::bigint::text, 'none'), "              \
-	"COALESCE(concurrency_key, '')"
+	"COALESCE(concurrency_key, ''), COALESCE(source, ''), COALESCE(command, '')"
 
 enum {
 	C_ID,
@@ -709,6 +735,8 @@ enum {
 	C_ATTEMPTS,
 	C_TIMEOUT,
 	C_KEY,
+	C_SOURCE,
+	C_COMMAND,
 	C_NCOLS
 };
 
@@ -797,6 +825,8 @@ static int diff(const struct pd_sched *s, const char *payload, PGresult *r, int 
 	FIELD(C_ATTEMPTS, "max_attempts", attempts, 0);
 	FIELD(C_TIMEOUT, "timeout_ms", timeout, 0);
 	FIELD(C_KEY, "concurrency_key", s->concurrency_key ? s->concurrency_key : "", 1);
+	FIELD(C_SOURCE, "source", s->source ? s->source : "", 1);
+	FIELD(C_COMMAND, "command", s->command ? s->command : "", 1);
 #undef FIELD
 	if (was_enabled != s->enabled) {
 		change(b, &n, "enabled", was_enabled ? "true" : "false",
@@ -816,13 +846,13 @@ static int update(struct pd_db *db, const char *id, const struct pd_sched *s, in
 	    "payload = $5::jsonb, queue = $6, priority = $7::integer, misfire_policy = $8, "
 	    "catch_up_limit = $9::integer, enabled = $10::boolean, overlap = $11, "
 	    "jitter_ms = $12::bigint, max_attempts = $13::integer, timeout = $14::interval, "
-	    "concurrency_key = $16, "
+	    "concurrency_key = $16, source = $17, command = $18, "
 	    "next_fire_at = CASE WHEN NOT $10::boolean THEN NULL "
 	    "WHEN $15::timestamptz IS NOT NULL THEN $15::timestamptz ELSE next_fire_at END, "
 	    "disabled_reason = CASE WHEN $10::boolean THEN NULL ELSE disabled_reason END, "
 	    "updated_at = now() WHERE id = $1";
 	struct def_params d;
-	const char *params[16];
+	const char *params[18];
 	char at[PD_INSTANT_MAX];
 	long long next;
 
@@ -831,13 +861,15 @@ static int update(struct pd_db *db, const char *id, const struct pd_sched *s, in
 	memcpy(params + 1, d.p + 2, 13 * sizeof(*params));
 	params[14] = NULL;
 	params[15] = d.p[15];
+	params[16] = d.p[16];
+	params[17] = d.p[17];
 	if (retime && s->enabled) {
 		if (first_after(s->cron, s->timezone, now, &next, e) < 0)
 			return -1;
 		instant(next, at);
 		params[14] = at;
 	}
-	return pd_db_exec(db, sql, 16, params, PGRES_COMMAND_OK, NULL, e);
+	return pd_db_exec(db, sql, 18, params, PGRES_COMMAND_OK, NULL, e);
 }
 
 /*
@@ -861,15 +893,84 @@ static int of_types(PGresult *r, int row, const char *types)
 	return yes;
 }
 
+/*
+ * Stored row `row` of r may be written by an entry of source (NULL: not a
+ * crontab) whose file's types are `types`: it has no source and, when
+ * source is given, is one of types (a crontab schedule stored before
+ * sources were, adopted), or it has that very source. Else -1 with e
+ * filled (code 1), naming the owner.
+ */
+static int owned(PGresult *r, int row, const struct pd_sched *s, const char *types,
+		 struct pd_err *e)
+{
+	const char *had = PQgetvalue(r, row, C_SOURCE);
+	char at[PD_SCHED_SOURCE_MAX + 32] = "";
+
+	if (*had == '\0' && (s->source == NULL || (types && of_types(r, row, types))))
+		return 0;
+	if (s->source && strcmp(had, s->source) == 0)
+		return 0;
+	if (s->source)
+		snprintf(at, sizeof(at), "%s:%d: ", s->source, s->line);
+	if (*had)
+		return pd_errf(e, PD_EX_CONFLICT,
+			       "%sschedule '%s' belongs to %s: remove it there, or name this one "
+			       "otherwise",
+			       at, s->name, had);
+	return pd_errf(e, PD_EX_CONFLICT,
+		       "%sschedule '%s' (type '%s') belongs to no crontab (pd-cron add, or a "
+		       "schedules file): remove it, or name this one otherwise",
+		       at, s->name, PQgetvalue(r, row, C_TYPE));
+}
+
+/*
+ * Cancel the waiting jobs (PENDING, BLOCKED) of deleted row `row` of r, a
+ * crontab line's, with the jobs blocked on them (pd_jobs_cancel); their ids
+ * appended to b as " (cancelled waiting jobs 7, 9)" (dry_run: " (would
+ * cancel waiting jobs 7, 9)"). A held job runs on.
+ */
+static int cancel_waiting(struct pd_db *db, PGresult *r, int row, int dry_run, struct pd_buf *b,
+			  struct pd_err *e)
+{
+	const char *params[2] = {PQgetvalue(r, row, C_TENANT), PQgetvalue(r, row, C_TYPE)};
+	struct pd_buf why = PD_BUF_INIT;
+	PGresult *ids, *c;
+	int n, rc = 0;
+
+	if (pd_db_exec(db,
+		       "SELECT id FROM pendulum.jobs WHERE tenant_id = $1 AND job_type = $2 "
+		       "AND state IN ('PENDING', 'BLOCKED') ORDER BY id FOR UPDATE",
+		       2, params, PGRES_TUPLES_OK, &ids, e) < 0)
+		return -1;
+	n = PQntuples(ids);
+	pd_buf_printf(&why, "schedule '%s' deleted from %s", PQgetvalue(r, row, C_NAME),
+		      *PQgetvalue(r, row, C_SOURCE) ? PQgetvalue(r, row, C_SOURCE) : "its crontab");
+	for (int i = 0; i < n && rc == 0; i++) {
+		rc = pd_jobs_cancel(db, strtoll(PQgetvalue(ids, i, 0), NULL, 10), why.data, &c, e);
+		if (rc == 0)
+			PQclear(c);
+		pd_buf_printf(b, "%s%s",
+			      i		? ", "
+			      : dry_run ? " (would cancel waiting jobs "
+					: " (cancelled waiting jobs ",
+			      PQgetvalue(ids, i, 0));
+	}
+	if (n)
+		pd_buf_putc(b, ')');
+	PQclear(ids);
+	pd_buf_release(&why);
+	return rc;
+}
+
 int pd_sched_apply(struct pd_db *db, const struct pd_sched *v, int n, const char *scope, int prune,
 		   int dry_run, struct pd_buf *out, struct pd_apply_stats *st, struct pd_err *e)
 {
-	return pd_sched_apply_types(db, v, n, scope, NULL, prune, dry_run, out, st, e);
+	return pd_sched_apply_types(db, v, n, scope, NULL, NULL, prune, dry_run, out, st, e);
 }
 
 int pd_sched_apply_types(struct pd_db *db, const struct pd_sched *v, int n, const char *scope,
-			 const char *types, int prune, int dry_run, struct pd_buf *out,
-			 struct pd_apply_stats *st, struct pd_err *e)
+			 const char *types, const char *src, int prune, int dry_run,
+			 struct pd_buf *out, struct pd_apply_stats *st, struct pd_err *e)
 {
 	const char *params[1] = {scope};
 	struct pd_buf lines = PD_BUF_INIT, chg = PD_BUF_INIT;
@@ -913,13 +1014,15 @@ int pd_sched_apply_types(struct pd_db *db, const struct pd_sched *v, int n, cons
 					s->name, tenant);
 				goto out;
 			}
-			pd_buf_puts(&lines, "create ");
+			pd_buf_puts(&lines, dry_run ? "would create " : "create ");
 			label(&lines, tenant, s->name);
 			pd_buf_putc(&lines, '\n');
 			st->created++;
 			continue;
 		}
 		seen[row] = 1;
+		if (owned(r, row, s, types, e) < 0)
+			goto out;
 		pd_buf_reset(&chg);
 		if (diff(s, payloads[i], r, row, &chg, &retime) == 0) {
 			st->unchanged++;
@@ -927,21 +1030,26 @@ int pd_sched_apply_types(struct pd_db *db, const struct pd_sched *v, int n, cons
 		}
 		if (update(db, PQgetvalue(r, row, C_ID), s, retime, now, e) < 0)
 			goto out;
-		pd_buf_puts(&lines, "update ");
+		pd_buf_puts(&lines, dry_run ? "would update " : "update ");
 		label(&lines, tenant, s->name);
 		pd_buf_printf(&lines, "%s\n", chg.data);
 		st->updated++;
 	}
 	for (int k = 0; prune && k < rows; k++) {
-		const char *id[1] = {PQgetvalue(r, k, C_ID)};
+		const char *id[1] = {PQgetvalue(r, k, C_ID)}, *had = PQgetvalue(r, k, C_SOURCE);
+		/* A crontab's (source) are its file's alone; its lines' jobs go with them. */
+		int mine = *had ? src && strcmp(had, src) == 0 : !types || of_types(r, k, types);
 
-		if (seen[k] || (types && !of_types(r, k, types)))
+		if (seen[k] || !mine)
 			continue;
 		if (pd_db_exec(db, "DELETE FROM pendulum.cron_schedules WHERE id = $1", 1, id,
 			       PGRES_COMMAND_OK, NULL, e) < 0)
 			goto out;
-		pd_buf_puts(&lines, "delete ");
+		pd_buf_puts(&lines, dry_run ? "would delete " : "delete ");
 		label(&lines, PQgetvalue(r, k, C_TENANT), PQgetvalue(r, k, C_NAME));
+		if (types && !pd_sched_workflow(PQgetvalue(r, k, C_TYPE)) &&
+		    cancel_waiting(db, r, k, dry_run, &lines, e) < 0)
+			goto out;
 		pd_buf_putc(&lines, '\n');
 		st->deleted++;
 	}

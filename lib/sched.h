@@ -76,7 +76,11 @@ struct pd_sched {
 	long long max_attempts, timeout_ms; /* of its jobs; -1: the defaults */
 	int line;			    /* where it is defined in a file; 0 otherwise */
 	const char *concurrency_key;	    /* of its jobs (pendulum.limits); NULL: none */
+	const char *source;  /* the crontab file that owns it (absolute path); NULL: none */
+	const char *command; /* a crontab line's command, shown by pd-cron list; NULL: none */
 };
+
+#define PD_SCHED_SOURCE_MAX 4096
 
 /*
  * The workflow a schedule of type "workflow:NAME" starts a run of at each
@@ -158,16 +162,21 @@ int pd_sched_add(struct pd_db *db, const struct pd_sched *s, long long *next, st
 /* Delete, pause, resume a schedule by tenant (NULL: default) and name; code 2 when there is none.
  */
 int pd_sched_remove(struct pd_db *db, const char *tenant, const char *name, struct pd_err *e);
-/* enabled = false, next_fire_at = NULL. Pausing a paused schedule changes nothing. */
-int pd_sched_pause(struct pd_db *db, const char *tenant, const char *name, struct pd_err *e);
+/*
+ * enabled = false, next_fire_at = NULL. Pausing a paused (or disabled)
+ * schedule changes nothing: *changed 0 then, 1 when it was active.
+ */
+int pd_sched_pause(struct pd_db *db, const char *tenant, const char *name, int *changed,
+		   struct pd_err *e);
 /*
  * enabled = true, disabled_reason cleared, next_fire_at = the first
  * occurrence after now(): the time it was paused is not caught up. The
  * expression and zone are checked again (code 65 if they no longer
- * evaluate). Resuming an enabled schedule changes nothing. *next as for add.
+ * evaluate). Resuming an enabled schedule changes nothing (*changed 0,
+ * else 1). *next as for add (an enabled one's stored next fire).
  */
 int pd_sched_resume(struct pd_db *db, const char *tenant, const char *name, long long *next,
-		    struct pd_err *e);
+		    int *changed, struct pd_err *e);
 
 /* A stored schedule, for listings. */
 struct pd_sched_row {
@@ -185,6 +194,7 @@ struct pd_sched_row {
 	char *fire_kind, *job_state;		   /* job_state NULL when skipped */
 	long long fire_at_us, job_id, duration_ms; /* job_id 0, duration_ms -1: none */
 	char *concurrency_key;			   /* of its jobs, or NULL */
+	char *source, *command; /* a crontab line's file and command (sql/031), or NULL */
 };
 
 /* Every schedule of tenant (NULL: all), ordered by tenant and name; *rows is malloc'd. */
@@ -301,13 +311,24 @@ int pd_sched_apply(struct pd_db *db, const struct pd_sched *v, int n, const char
 		   int dry_run, struct pd_buf *out, struct pd_apply_stats *st, struct pd_err *e);
 
 /*
- * pd_sched_apply, whose --prune deletes only the stored schedules whose job
- * type begins with `types` (NULL: any): a crontab file's ("crontab.SCOPE.",
- * lib/crontab), so that two files do not delete each other's schedules;
- * and the file's workflow schedules, whose payload is {"crontab": "SCOPE"}.
+ * pd_sched_apply of a crontab file: source its absolute path (every entry's
+ * source), types its job types ("crontab.SCOPE.", lib/crontab). A schedule
+ * belongs to one file (pendulum.cron_schedules.source, sql/031): an entry
+ * naming a stored schedule of another source, or one that no crontab made
+ * (no source, a type not of types), is refused, code 1, "FILE:LINE:
+ * schedule 'NAME' belongs to OTHER: ..."; one of types without a source
+ * (stored before sources were) is adopted. --prune deletes only the
+ * file's (its source, or no source and of types; its workflow schedules
+ * are those whose payload is {"crontab": "SCOPE"}), and cancels each
+ * deleted line's waiting jobs (PENDING, BLOCKED: pd_jobs_cancel, reason
+ * "schedule 'NAME' deleted from FILE"), their ids in its line:
+ *   delete NAME (cancelled waiting jobs 7, 9)
+ * With types and src NULL it is pd_sched_apply, whose entries may not
+ * take a crontab's schedules either, and whose --prune leaves them.
+ * With dry_run each line begins "would " ("would create NAME").
  */
 int pd_sched_apply_types(struct pd_db *db, const struct pd_sched *v, int n, const char *scope,
-			 const char *types, int prune, int dry_run, struct pd_buf *out,
-			 struct pd_apply_stats *st, struct pd_err *e);
+			 const char *types, const char *src, int prune, int dry_run,
+			 struct pd_buf *out, struct pd_apply_stats *st, struct pd_err *e);
 
 #endif

@@ -55,6 +55,8 @@ setup_file() {
 	printf 'handlers:\n  t:\n    run: cat\n    concurrency_key: "queue:q"\n' >"$T/handler-reserved-key.yaml"
 	printf 'workflows:\n  w:\n    steps:\n      - name: a\n        run: cat\n        concurrency_key: ""\n' >"$T/wf-empty-key.yaml"
 	printf '# pd: name=x key=type:t\n0 * * * * echo hi\n' >"$T/crontab-reserved-key"
+	printf 'crontab: jobs.cron\n' >"$T/crontab-relative.yaml"
+	printf '# pd: name=sched\n0 * * * * echo hi\n' >"$T/crontab-owned"
 	printf 'key: [unclosed\n' >"$T/syntax.yaml"
 	printf '{"a": "x\0y"}' >"$T/nul.json"
 	printf '{"type": "t"}\n{"type": "t", "payload": {"a": "x\0y"}}\n' >"$T/nul.ndjson"
@@ -313,6 +315,7 @@ row() {
 	row crontab-bad-cron 65 "crontab-bad:2:" "" pd-worker --crontab "$T/crontab-bad"
 	row crontab-bad-zone 65 "Mars/Olympus" "" pd-worker --crontab "$T/crontab-zone"
 	row crontab-reserved-key 65 "crontab-reserved-key:1:" "" pd-worker --crontab "$T/crontab-reserved-key"
+	row config-crontab-relative 78 "not an absolute path" "" pd-worker -c "$T/crontab-relative.yaml"
 	row config-unknown-key 78 "bogus_key" "" pd-worker -c "$T/unknown-key.yaml" --handler t=cat
 	row config-bad-lease 78 "lease" "" pd-worker -c "$T/bad-lease.yaml" --handler t=cat
 	row config-huge-concurrency 78 "concurrency" "" pd-worker -c "$T/huge-concurrency.yaml" --handler t=cat
@@ -448,6 +451,7 @@ row() {
 	row apply-huge-attempts 65 "max_attempts" "" pd-cron apply "$T/sched-attempts.yaml"
 	row apply-reserved-key 65 "concurrency_key" "" pd-cron apply "$T/sched-reserved-key.yaml"
 	row apply-crontab-reserved-key 65 "annotation 'key'" "" pd-cron apply --crontab "$T/crontab-reserved-key"
+	row apply-crontab-owned 1 "crontab-owned:2: schedule 'sched' (type 't') belongs to no crontab" "" pd-cron apply "$T/crontab-owned"
 	row apply-name-newline 65 "name" "" pd-cron apply "$T/sched-name.yaml"
 	row apply-bad-cron 65 "61" "" pd-cron apply "$T/sched-bad-cron.yaml"
 	row apply-bad-zone 65 "Mars/Olympus" "" pd-cron apply "$T/sched-zone.yaml"

@@ -220,9 +220,9 @@ max_running() {
 	run --separate-stderr pd-cron history failing --json
 	[ "$status" -eq 0 ]
 	printf '%s\n' "$output" | jq -e '.kind == "triggered" and .state == "DEAD_LETTERED" and .attempts == 1 and .exit_code == 3 and (.duration_s | type) == "number"'
-	run --separate-stderr pd-cron list
+	run --separate-stderr pd-cron list --wide
 	[ "$status" -eq 0 ]
-	[[ "${lines[0]}" == NAME*TIMEZONE*NEXT_FIRE*NEXT_FIRE_UTC*LAST_FIRE*LAST_JOB*JOB_STATE*DURATION*REASON ]]
+	[[ "${lines[0]}" == NAME*TIMEZONE*NEXT_FIRE*NEXT_FIRE_UTC*LAST_FIRE*LAST_JOB*JOB_STATE*DURATION*REASON*COMMAND ]]
 	[[ "${lines[1]}" =~ ^failing\ .*\ UTC\ .*Z\ +[0-9]+\ +DEAD_LETTERED\ +[0-9]+m?s ]]
 	[[ "${lines[2]}" =~ ^yearly\ .*Europe/Berlin.*\ CET\ .*Z\ +[0-9]+\ +SUCCEEDED\ +[0-9]+m?s ]]
 	run --separate-stderr pd-cron list --json

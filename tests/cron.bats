@@ -174,9 +174,9 @@ half_hour_ago_cron() {
 	[ "$status" -eq 65 ]
 	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules")" -eq 2 ]
 
-	run --separate-stderr pd-cron list
+	run --separate-stderr pd-cron list --wide
 	[ "$status" -eq 0 ]
-	[[ "${lines[0]}" == NAME*TENANT*CRON*TIMEZONE*TYPE*STATE*NEXT_FIRE*NEXT_FIRE_UTC*REASON ]]
+	[[ "${lines[0]}" == NAME*TENANT*CRON*TIMEZONE*TYPE*STATE*NEXT_FIRE*NEXT_FIRE_UTC*REASON*COMMAND ]]
 	[[ "${lines[1]}" == "nightly  acme "*"@hourly"*"UTC"*"active"*" UTC  "*Z* ]]
 	[[ "${lines[2]}" == "nightly  default  30 2 * * *  Europe/Berlin"*"active"*" 02:30:00 CE"*T*Z* ]]
 	run --separate-stderr pd-cron --json list -t acme
@@ -188,7 +188,7 @@ half_hour_ago_cron() {
 
 	run --separate-stderr pd-cron pause nightly
 	[ "$status" -eq 0 ]
-	[ -z "$output" ]
+	[ "$output" = "paused schedule nightly" ]
 	[ "$(sql "SELECT enabled, next_fire_at IS NULL FROM pendulum.cron_schedules WHERE tenant_id = 'default'")" = 'f|t' ]
 	run --separate-stderr pd-cron --json list -t default
 	printf '%s\n' "$output" | jq -e '.state == "paused" and .next_fire == null and .enabled == false'
@@ -498,9 +498,9 @@ EOF
 	run --separate-stderr pd-cron apply --dry-run "$BATS_TEST_TMPDIR/b.yaml"
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(printf '%s\n' \
-		"update a (cron: '0 3 * * *' -> '0 4 * * *', timezone: 'UTC' -> 'Europe/Paris', priority: 0 -> 5)" \
-		"update b (enabled: true -> false)" \
-		"create c")" ]
+		"would update a (cron: '0 3 * * *' -> '0 4 * * *', timezone: 'UTC' -> 'Europe/Paris', priority: 0 -> 5)" \
+		"would update b (enabled: true -> false)" \
+		"would create c")" ]
 	[ "$(sql "$snapshot")" = "$before" ]
 	run --separate-stderr pd-cron apply "$BATS_TEST_TMPDIR/b.yaml"
 	[ "$status" -eq 0 ]
@@ -536,7 +536,7 @@ EOF
 	[ -z "$output" ]
 	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules")" -eq 6 ]
 	run --separate-stderr pd-cron apply --prune --dry-run "$BATS_TEST_TMPDIR/some.yaml"
-	[ "$output" = "$(printf 'delete acme/z\ndelete b\ndelete manual')" ]
+	[ "$output" = "$(printf 'would delete acme/z\nwould delete b\nwould delete manual')" ]
 	[ "$(sql "SELECT count(*) FROM pendulum.cron_schedules")" -eq 6 ]
 	# -t limits the file and the pruning to one tenant
 	write_file acme.yaml <<'EOF'

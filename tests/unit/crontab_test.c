@@ -9,7 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "crontab.h"
+#include "text.h"
 #include "tap.h"
 
 static int parse(struct pd_crontab *t, const char *text, struct pd_err *e)
@@ -269,9 +271,56 @@ static void workflows(void)
 	   "a workflow line takes no timeout");
 }
 
+/* Issue 27: one attempt, cron's environment, what differs from cron. */
+static void like_cron(void)
+{
+	static const char text[] = "@daily a\n"
+				   "SHELL=/bin/bash\n"
+				   "PATH=/opt/bin:/usr/bin\n"
+				   "HOME=/srv\n"
+				   "# pd: max_attempts=4 misfire=skip overlap=allow\n"
+				   "@daily date +%s\n";
+	struct pd_err e = PD_ERR_INIT;
+	struct pd_buf d = PD_BUF_INIT;
+	struct pd_crontab t;
+	char **env;
+
+	ok(parse(&t, text, &e) == 0, "parses");
+	is_int(t.v[0].s.max_attempts, 1, "a line has one attempt by default");
+	is_int(t.v[1].s.max_attempts, 4, "max_attempts= opts into retries");
+	is_str(t.v[0].s.command, "a", "the command, for pd-cron list");
+	ok(t.v[0].s.source != NULL && t.v[0].s.source == t.source, "the file owns it");
+	env = pd_crontab_run_env(&t.v[0], "/home/u", "u");
+	is_str(pd_crontab_getenv(env, "SHELL"), "/bin/sh", "cron's SHELL");
+	is_str(pd_crontab_getenv(env, "PATH"), "/usr/bin:/bin", "cron's PATH");
+	is_str(pd_crontab_getenv(env, "HOME"), "/home/u", "the user's HOME");
+	is_str(pd_crontab_getenv(env, "LOGNAME"), "u", "the user's LOGNAME");
+	ok(env[4] == NULL, "nothing else");
+	pd_strv_free(env);
+	env = pd_crontab_run_env(&t.v[1], "/home/u", "u");
+	is_str(pd_crontab_getenv(env, "SHELL"), "/bin/bash", "the file's SHELL= wins");
+	is_str(pd_crontab_getenv(env, "PATH"), "/opt/bin:/usr/bin", "the file's PATH= wins");
+	is_str(pd_crontab_getenv(env, "HOME"), "/srv", "the file's HOME= wins");
+	ok(env[4] == NULL, "replaced, not added");
+	pd_strv_free(env);
+	pd_crontab_differences(&t.v[0], &d);
+	ok(strstr(d.data, "3\tskipped while its previous job waits or runs") == NULL &&
+	       strstr(d.data, "1\tskipped while its previous job waits or runs") != NULL,
+	   "overlap skip noted, with the line");
+	pd_buf_reset(&d);
+	pd_crontab_differences(&t.v[1], &d);
+	ok(strstr(d.data, "skipped") == NULL && strstr(d.data, "fires late") == NULL,
+	   "misfire=skip overlap=allow: as cron");
+	ok(strstr(d.data, "6\ta failure is retried, up to 4 attempts") != NULL, "retries noted");
+	ok(strstr(d.data, "6\t'%' is an ordinary character") != NULL, "'%' noted");
+	pd_buf_release(&d);
+	pd_crontab_release(&t);
+}
+
 int main(void)
 {
 	example();
+	like_cron();
 	scoping();
 	names();
 	errors();

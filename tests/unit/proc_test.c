@@ -406,9 +406,29 @@ static void test_dies_with_parent(void)
 		kill(child, SIGKILL);
 }
 
+/* spec.cwd: the child starts there; a directory that is not there: not started, said. */
+static void test_cwd(void)
+{
+	const char *pwd[] = {"/bin/sh", "-c", "pwd", NULL};
+	struct pd_proc_spec s = {.argv = pwd, .cwd = "/tmp"};
+	struct pd_err e = PD_ERR_INIT;
+	struct pd_proc p;
+
+	is_int(pd_proc_run(&p, &s, &e), 0, "runs in cwd");
+	is_str(pd_buf_str(&p.out), "/tmp\n", "pwd says /tmp");
+	pd_proc_release(&p);
+	s.cwd = "/nonexistent/dir";
+	is_int(pd_proc_start(&p, &s, &e), -1, "a missing cwd: not started");
+	is_str(e.msg, "could not start '/bin/sh' in '/nonexistent/dir': No such file or directory",
+	       "the message names the directory");
+	ok(no_children(), "the failed child was reaped");
+	pd_proc_release(&p);
+}
+
 int main(void)
 {
 	pd_sig_ignore_pipe();
+	test_cwd();
 	test_clock();
 	test_sig();
 	test_lines();
