@@ -2375,6 +2375,8 @@ CREATE TABLE pendulum.cron_schedules (
     max_attempts integer,
     timeout interval,
     concurrency_key text,
+    source text,
+    command text,
     CONSTRAINT cron_schedules_catch_up_limit_check CHECK (((catch_up_limit >= 1) AND (catch_up_limit <= 10000))),
     CONSTRAINT cron_schedules_check CHECK (((name <> ''::text) AND (cron <> ''::text) AND (timezone <> ''::text) AND (job_type <> ''::text) AND (queue <> ''::text) AND (tenant_id <> ''::text))),
     CONSTRAINT cron_schedules_concurrency_key_check CHECK (((concurrency_key <> ''::text) AND (concurrency_key !~ '^(queue|tenant|type):'::text))),
@@ -2382,6 +2384,7 @@ CREATE TABLE pendulum.cron_schedules (
     CONSTRAINT cron_schedules_max_attempts_check CHECK (((max_attempts >= 1) AND (max_attempts <= 1000))),
     CONSTRAINT cron_schedules_misfire_policy_check CHECK ((misfire_policy = ANY (ARRAY['SKIP'::text, 'FIRE_ONCE'::text, 'FIRE_ALL'::text]))),
     CONSTRAINT cron_schedules_overlap_check CHECK ((overlap = ANY (ARRAY['allow'::text, 'skip'::text]))),
+    CONSTRAINT cron_schedules_source_check CHECK ((source <> ''::text)),
     CONSTRAINT cron_schedules_timeout_check CHECK ((timeout > '00:00:00'::interval))
 );
 
@@ -2390,6 +2393,18 @@ CREATE TABLE pendulum.cron_schedules (
 --
 
 COMMENT ON COLUMN pendulum.cron_schedules.concurrency_key IS 'The concurrency_key of each occurrence''s job (pendulum.limits); NULL: none.';
+
+--
+-- Name: COLUMN cron_schedules.source; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON COLUMN pendulum.cron_schedules.source IS 'The crontab file that owns the schedule (its absolute path); NULL: pd-cron add or a schedules file.';
+
+--
+-- Name: COLUMN cron_schedules.command; Type: COMMENT; Schema: pendulum; Owner: -
+--
+
+COMMENT ON COLUMN pendulum.cron_schedules.command IS 'A crontab line''s command, shown by pd-cron list (never run from here: the worker runs its file''s); NULL: none.';
 
 --
 -- Name: job_attempts; Type: VIEW; Schema: pendulum; Owner: -
