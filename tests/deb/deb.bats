@@ -98,8 +98,11 @@ root_dpkg() {
 	[ -f "$ROOT/etc/pendulum/pendulum.yaml.example" ]
 	# nothing enabled: no .wants links, in the root or its /lib
 	[ -z "$(find "$ROOT" -path '*.wants*' -print)" ]
-	# nothing started: the maintainer scripts never start or restart a unit
-	run grep -E 'deb-systemd-invoke|systemctl.*(start|restart)' "$ROOT"/var/lib/dpkg/info/pendulum.*
+	# nothing started, nor stopped on an upgrade: no maintainer script
+	# starts, stops or restarts a unit
+	dpkg-deb -e "$(deb)" "$BATS_TEST_TMPDIR/control"
+	[ -f "$BATS_TEST_TMPDIR/control/postinst" ]
+	run grep -E 'deb-systemd-invoke|systemctl.*(start|stop)' "$BATS_TEST_TMPDIR"/control/*
 	[ "$status" -eq 1 ]
 	# the installed programs run, and their completion is found under their names
 	run "$ROOT/usr/bin/pd-admin" --version
