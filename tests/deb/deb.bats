@@ -110,6 +110,11 @@ root_dpkg() {
 	[ "$output" = "pd-admin (Pendulum) $(cat "$PD_ROOT/VERSION")" ]
 	run bash -c ". '$ROOT/usr/share/bash-completion/completions/pd-admin' && complete -p pd-admin"
 	[ "$output" = "complete -F _pendulum pd-admin" ]
+	# installed again (dpkg's upgrade path): one user still, nothing enabled
+	run root_dpkg -i "$(deb)"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^pendulum:' "$ROOT/etc/passwd")" -eq 1 ]
+	[ -z "$(find "$ROOT" -path '*.wants*' -print)" ]
 }
 
 @test "purged, it leaves no file of its own behind, and the database it migrated as it was" {
