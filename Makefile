@@ -11,7 +11,7 @@
 #   make ha-check   only the failover tests: etcd + two-node Patroni (also in check)
 #   make lint       clang-format, shellcheck, mandoc -T lint, the layers of lib/
 #   make schema     regenerate sql/schema.sql (the schema in force) from a migrated database
-#   make install    PREFIX=/usr/local DESTDIR= (SYSTEMDUNITDIR, SYSCONFDIR)
+#   make install    PREFIX=/usr/local DESTDIR= (SYSTEMDUNITDIR, SYSCONFDIR, DATADIR, BASHCOMPDIR)
 #   make deb        the Debian package (debian/) into build/deb, lintian clean
 #   make deb-check  build it, check its contents, install and purge it in a root (tests/deb)
 
