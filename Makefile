@@ -9,7 +9,7 @@
 #   make bench      performance figures beside their targets (never gates anything)
 #   make bench-peers  the same figures beside graphile-worker's and pg-boss's (npm)
 #   make ha-check   only the failover tests: etcd + two-node Patroni (also in check)
-#   make lint       clang-format, shellcheck, mandoc -T lint, the layers of lib/
+#   make lint       clang-format, shellcheck, man pages (mandoc, groff), the layers of lib/
 #   make schema     regenerate sql/schema.sql (the schema in force) from a migrated database
 #   make install    PREFIX=/usr/local DESTDIR= (SYSTEMDUNITDIR, SYSCONFDIR, DATADIR, BASHCOMPDIR)
 #   make deb        the Debian package (debian/) into build/deb, lintian clean
@@ -187,7 +187,9 @@ lint:
 	# bats defines $$output, $$stderr, $$lines... for the tests that read them.
 	shellcheck -S warning -s bash -e SC2154,SC2034 $(BATS) $(HA_BATS) $(wildcard tests/deb/*.bats)
 	shellcheck -S warning -s bash completion/pendulum.bash
-	mandoc -T lint -W warning $(MANS)
+	# Every page renders clean: mandoc -T lint -W style, groff -ww at 80 columns,
+	# and the mdoc traps neither reports (scripts/man-lint).
+	sh scripts/man-lint $(MANS)
 	# lib/'s includes point only down the layers of lib/README.md.
 	sh scripts/layers
 
