@@ -11,7 +11,9 @@
 #   make ha-check   only the failover tests: etcd + two-node Patroni (also in check)
 #   make lint       clang-format, shellcheck, man pages (mandoc, groff), the layers of lib/
 #   make schema     regenerate sql/schema.sql (the schema in force) from a migrated database
-#   make install    PREFIX=/usr/local DESTDIR= (SYSTEMDUNITDIR, SYSCONFDIR)
+#   make install    PREFIX=/usr/local DESTDIR= (SYSTEMDUNITDIR, SYSCONFDIR, DATADIR, BASHCOMPDIR)
+#   make deb        the Debian package (debian/) into build/deb, lintian clean
+#   make deb-check  build it, check its contents, install and purge it in a root (tests/deb)
 
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
@@ -19,6 +21,8 @@ MANDIR   ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+DATADIR  ?= $(PREFIX)/share
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 B        ?= build
 CC       ?= cc
 CFLAGS   ?= -O2 -g
@@ -63,6 +67,9 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH     := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 
 all: $(BINS) $(UNITS) $(HELPERS)
+
+# The programs alone (the package's build).
+bins: $(BINS)
 
 $(B)/lib/%.o: lib/%.c
 	@mkdir -p $(@D)
@@ -178,7 +185,8 @@ lint:
 	clang-format --dry-run -Werror lib/*.[ch] cmd/*.c tests/unit/*.[ch] $(wildcard tests/helper/*.c tests/fuzz/*.[ch] bench/*.c)
 	shellcheck -S warning $(SCRIPTS)
 	# bats defines $$output, $$stderr, $$lines... for the tests that read them.
-	shellcheck -S warning -s bash -e SC2154,SC2034 $(BATS) $(HA_BATS)
+	shellcheck -S warning -s bash -e SC2154,SC2034 $(BATS) $(HA_BATS) $(wildcard tests/deb/*.bats)
+	shellcheck -S warning -s bash completion/pendulum.bash
 	# Every page renders clean: mandoc -T lint -W style, groff -ww at 80 columns,
 	# and the mdoc traps neither reports (scripts/man-lint).
 	sh scripts/man-lint $(MANS)
@@ -196,11 +204,28 @@ install: $(BINS)
 		mv $(DESTDIR)$(SYSTEMDUNITDIR)/$${u##*/}.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/$${u##*/} || exit 1; done
 	install -m 644 systemd/pendulum.sysusers $(DESTDIR)$(SYSUSERSDIR)/pendulum.conf
 	install -m 644 systemd/pendulum.yaml.example $(DESTDIR)$(SYSCONFDIR)/pendulum/pendulum.yaml.example
+	# The migrations to read (pd-admin migrate applies its embedded copy); bash
+	# completion, one script under each program's name.
+	install -d $(DESTDIR)$(DATADIR)/pendulum/sql $(DESTDIR)$(BASHCOMPDIR)
+	install -m 644 $(SQL) $(DESTDIR)$(DATADIR)/pendulum/sql
+	install -m 644 completion/pendulum.bash $(DESTDIR)$(BASHCOMPDIR)/pendulum
+	for p in $(PROGS); do ln -sf pendulum $(DESTDIR)$(BASHCOMPDIR)/$$p || exit 1; done
+
+# dpkg-buildpackage -us -uc -b on a copy of the tree (scripts/deb), then
+# lintian; the .deb lands in build/deb. About a minute: not part of make check.
+deb:
+	sh scripts/deps deb
+	sh scripts/deb build/deb
+
+# tests/deb builds its own package (scripts/deb into a scratch directory).
+deb-check:
+	sh scripts/deps deb
+	bats tests/deb
 
 clean:
 	rm -rf build build-asan $(FUZZ_B)
 
-.PHONY: all deps fuzz fuzz-targets check verify-units unit demo demo-flow bench bench-peers ha-check lint schema install clean
+.PHONY: all bins deb deb-check deps fuzz fuzz-targets check verify-units unit demo demo-flow bench bench-peers ha-check lint schema install clean
 .SECONDARY:
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B) -name '*.d' -type f 2>/dev/null)

@@ -218,6 +218,7 @@ int main(int argc, char **argv)
 
 	pd_cli_init(argv[0]);
 	pd_app_init(&a);
+	pd_subcmd_complete(&p);
 	while ((ch = pd_cli_getopt(argc, argv, "+:c:d:vhV", opts)) != -1) {
 		switch (ch) {
 		case 'c':

@@ -55,14 +55,56 @@ int pd_cli_usage(const char *synopsis, const char *fmt, ...)
 	return PD_EX_USAGE;
 }
 
+static void (*complete_more)(const void *);
+static const void *complete_arg;
+
+void pd_cli_complete_more(void (*fn)(const void *arg), const void *arg)
+{
+	complete_more = fn;
+	complete_arg = arg;
+}
+
+void pd_cli_complete_line(const char *path, const char *optstring, const struct option *longopts)
+{
+	const char *sep = "";
+
+	printf("%s\t", path);
+	for (const char *s = optstring; *s; s++) {
+		if (*s == '+' || *s == ':' || *s == '-')
+			continue;
+		printf("%s-%c%s", sep, *s, s[1] == ':' ? "=" : "");
+		sep = " ";
+	}
+	for (const struct option *o = longopts; o->name; o++) {
+		printf("%s--%s%s", sep, o->name, o->has_arg != no_argument ? "=" : "");
+		sep = " ";
+	}
+	printf("\n");
+}
+
+/* PROG --complete-words: the program's line, its commands' lines; exits. */
+static void complete_exit(const char *optstring, const struct option *longopts)
+{
+	pd_cli_complete_line("", optstring, longopts);
+	if (complete_more)
+		complete_more(complete_arg);
+	exit(pd_cli_finish_stdout());
+}
+
 /* The option pd_cli_getopt refused a value for: "-q" or "--queue" (getopt's state is global too).
  */
 static char refused_opt[64];
 
 int pd_cli_getopt(int argc, char **argv, const char *optstring, const struct option *longopts)
 {
-	int li = -1, ch = getopt_long(argc, argv, optstring, longopts, &li);
-	const char *v = optarg;
+	static int calls; /* only the first call of the process takes --complete-words */
+	int li = -1, ch;
+	const char *v;
+
+	if (calls++ == 0 && argc == 2 && strcmp(argv[1], PD_CLI_COMPLETE) == 0)
+		complete_exit(optstring, longopts);
+	ch = getopt_long(argc, argv, optstring, longopts, &li);
+	v = optarg;
 
 	if (ch == -1 || ch == '?' || ch == ':' || v == NULL || optind < 2 || v != argv[optind - 1])
 		return ch; /* no value, or one attached to its option */

@@ -42,6 +42,22 @@ struct option;
 int pd_cli_getopt(int argc, char **argv, const char *optstring, const struct option *longopts);
 
 /*
+ * Shell completion (scripts/completion.bash), from the very tables getopt
+ * parses: `PROG --complete-words` (argv[1], alone; hidden) makes the
+ * process's first pd_cli_getopt call print the program's line, then call
+ * what pd_cli_complete_more registered (subcmd: a line per command), and
+ * exit 0 (70 when stdout could not be written). A line is "PATH<TAB>WORDS":
+ * PATH empty for the program, else the command ("jobs", "job show"); WORDS
+ * space-separated "-x" and "--long", each followed by "=" when it takes a
+ * value.
+ */
+#define PD_CLI_COMPLETE "--complete-words"
+void pd_cli_complete_more(void (*fn)(const void *arg), const void *arg);
+
+/* Print one such line: path, the letters of optstring, the names of longopts. */
+void pd_cli_complete_line(const char *path, const char *optstring, const struct option *longopts);
+
+/*
  * After pd_cli_getopt returned '?', ':' (optstring starts with "+:" or ":")
  * or PD_CLI_OPT_LOOKS_LIKE_OPTION, report the unknown option, the missing
  * value or the value that looks like an option, by name; returns 64.

@@ -140,15 +140,22 @@ static int missing_operand(const struct pd_subcmd *c, int have, struct pd_err *e
  * Parse the options of k->cmd into k->x and its operands into k->argc,
  * k->argv. Returns 0, 1 after --help, or -1 with e (an empty msg: said).
  */
-static int parse(struct pd_subcall *k, int argc, char **argv, struct pd_err *e)
-{
-	const struct pd_subprog *p = k->prog;
-	const struct pd_subcmd *c = k->cmd;
-	struct option *lo = pd_xcalloc((size_t)p->nopts + 2, sizeof(*lo));
-	char shorts[80] = ":h";
-	size_t ns = 2;
-	int n = 0, ch, rc = 0;
+#define SHORTS_MAX 80
 
+/*
+ * getopt's tables for command c: the long options (malloc'd, ending with a
+ * zero entry; getopt's value of option id i is OPT_BASE + i, of --help 'h')
+ * and the short ones into shorts (SHORTS_MAX bytes). parse and completion
+ * both read them.
+ */
+static struct option *getopt_tables(const struct pd_subprog *p, const struct pd_subcmd *c,
+				    char *shorts)
+{
+	struct option *lo = pd_xcalloc((size_t)p->nopts + 2, sizeof(*lo));
+	size_t ns = 2;
+	int n = 0;
+
+	strcpy(shorts, ":h");
 	for (int i = 0; i < p->nopts; i++) {
 		const struct pd_subopt *o = &p->opts[i];
 
@@ -156,7 +163,7 @@ static int parse(struct pd_subcall *k, int argc, char **argv, struct pd_err *e)
 			continue;
 		lo[n++] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL,
 					  OPT_BASE + i};
-		if (o->letter && ns + 3 < sizeof(shorts)) {
+		if (o->letter && ns + 3 < SHORTS_MAX) {
 			shorts[ns++] = (char)o->letter;
 			if (o->arg)
 				shorts[ns++] = ':';
@@ -164,6 +171,38 @@ static int parse(struct pd_subcall *k, int argc, char **argv, struct pd_err *e)
 		}
 	}
 	lo[n++] = (struct option){"help", no_argument, NULL, 'h'};
+	return lo;
+}
+
+/* What PROG --complete-words prints after the program's own line: a line per command. */
+static void complete_commands(const void *arg)
+{
+	const struct pd_subprog *p = arg;
+	char shorts[SHORTS_MAX], path[128];
+
+	for (const struct pd_subcmd *c = p->cmds; c->name; c++) {
+		struct option *lo = getopt_tables(p, c, shorts);
+
+		snprintf(path, sizeof(path), "%s%s%s", c->group ? c->group : "",
+			 c->group ? " " : "", c->name);
+		pd_cli_complete_line(path, shorts, lo);
+		free(lo);
+	}
+}
+
+void pd_subcmd_complete(const struct pd_subprog *p)
+{
+	pd_cli_complete_more(complete_commands, p);
+}
+
+static int parse(struct pd_subcall *k, int argc, char **argv, struct pd_err *e)
+{
+	const struct pd_subprog *p = k->prog;
+	const struct pd_subcmd *c = k->cmd;
+	char shorts[SHORTS_MAX];
+	struct option *lo = getopt_tables(p, c, shorts);
+	int ch, rc = 0;
+
 	while (rc == 0 && (ch = pd_cli_getopt(argc, argv, shorts, lo)) != -1) {
 		int id = ch - OPT_BASE;
 

@@ -81,6 +81,12 @@ struct pd_subcall {
  */
 int pd_subcmd_main(const struct pd_subprog *p, struct pd_app *a, int argc, char **argv);
 
+/*
+ * Have `PROG --complete-words` (pd_cli_getopt) list p's commands with the
+ * options each takes, from the tables their parse gives getopt. p is kept.
+ */
+void pd_subcmd_complete(const struct pd_subprog *p);
+
 /* 1 when c takes the option named (keyed) name. */
 int pd_subcmd_takes(const struct pd_subcmd *c, const char *name);
 
