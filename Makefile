@@ -141,6 +141,7 @@ schema: $(B)/bin/pd-admin
 # compilers build the tree with -Werror on every check.
 check: deps
 	sh scripts/deps ha
+	sh scripts/deps deb
 	$(MAKE) lint
 	$(MAKE) -j$$(nproc) all
 	$(MAKE) -j$$(nproc) B=build-asan SANITIZE=1 CC=clang all
@@ -177,6 +178,7 @@ bench-peers: deps all $(BENCH)
 # minutes, so not part of make check (see README, Through a primary failover).
 ha-check: deps
 	sh scripts/deps ha
+	sh scripts/deps deb
 	$(MAKE) -j$$(nproc) B=build-asan SANITIZE=1 CC=clang all
 	PD_BIN=$(abspath build-asan)/bin PD_TEST_TOOL=$(abspath build-asan)/tests/pd-test-tool \
 		PD_HA_REPORT=$(abspath build-asan)/ha-check.txt bats $(HA_BATS)
@@ -212,7 +214,8 @@ install: $(BINS)
 	for p in $(PROGS); do ln -sf pendulum $(DESTDIR)$(BASHCOMPDIR)/$$p || exit 1; done
 
 # dpkg-buildpackage -us -uc -b on a copy of the tree (scripts/deb), then
-# lintian; the .deb lands in build/deb. About a minute: not part of make check.
+# lintian; the .deb lands in build/deb. About a minute; make check runs
+# tests/deb, which builds its own.
 deb:
 	sh scripts/deps deb
 	sh scripts/deb build/deb
