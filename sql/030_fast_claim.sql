@@ -111,13 +111,17 @@ BEGIN
                NOT EXISTS (SELECT 1 FROM pendulum.jobs x
                             WHERE x.state = 'PENDING' AND x.parked_on IS NOT NULL)
                AND (h.priority IS NULL
-                    OR NOT EXISTS (SELECT 1 FROM pendulum.jobs x
-                                    WHERE x.queue = claim_jobs_fair.queues[1] AND x.state = 'PENDING'
-                                      AND x.parked_on IS NULL AND x.priority = h.priority
-                                      AND x.tenant_id > h.tenant_id)
-                       AND NOT EXISTS (SELECT 1 FROM pendulum.jobs x
-                                        WHERE x.queue = claim_jobs_fair.queues[1] AND x.state = 'PENDING'
-                                          AND x.parked_on IS NULL AND x.priority < h.priority))
+                    -- (each an ORDER BY ... LIMIT 1 in the index's order: as a
+                    -- NOT EXISTS the planner chose a sequential scan)
+                    OR (SELECT x.tenant_id FROM pendulum.jobs x
+                         WHERE x.queue = claim_jobs_fair.queues[1] AND x.state = 'PENDING'
+                           AND x.parked_on IS NULL AND x.priority = h.priority
+                           AND x.tenant_id > h.tenant_id
+                         ORDER BY x.priority DESC, x.tenant_id LIMIT 1) IS NULL
+                       AND (SELECT x.priority FROM pendulum.jobs x
+                             WHERE x.queue = claim_jobs_fair.queues[1] AND x.state = 'PENDING'
+                               AND x.parked_on IS NULL AND x.priority < h.priority
+                             ORDER BY x.priority DESC LIMIT 1) IS NULL)
           INTO v_p, v_t, v_fast
           FROM (SELECT 1) AS d
           LEFT JOIN LATERAL (
