@@ -14,8 +14,8 @@
 #include "relay.h"
 
 #define SYNOPSIS                                                                                   \
-	"usage: pd-relay [-hVv] [-c file] [-d conninfo] [options] --publish COMMAND | --exec "     \
-	"PATH\n"
+	"usage: pd-relay [-hVv] [-c file] [-d conninfo] [options] --publish COMMAND\n"             \
+	"       pd-relay [-hVv] [-c file] [-d conninfo] [options] --exec PATH\n"
 
 static void help(void)
 {
@@ -26,12 +26,12 @@ static void help(void)
 	    "      --exec PATH             exec PATH (no shell) for every topic\n"
 	    "      --topic TOPIC           claim only this topic (repeatable)\n"
 	    "      --timeout DURATION      kill a publish command after this (default 30s)\n"
-	    "      --visibility DURATION   a claimed message stays hidden this long (default "
-	    "60s)\n"
+	    "      --visibility DURATION   a claimed message stays hidden this long\n"
+	    "                              (default 60s)\n"
 	    "  -j, --concurrency N         publish commands at once (default 4)\n"
 	    "      --batch N               messages claimed at once (default: concurrency)\n"
-	    "      --poll DURATION         poll interval when no notification comes (default 1s)\n"
-	    "      --drain-timeout DUR     on SIGTERM, wait this long for commands (default 30s)\n"
+	    "      --poll DURATION         poll interval without notifications (default 1s)\n"
+	    "      --drain-timeout DUR     on SIGTERM, wait for commands this long (30s)\n"
 	    "      --once                  claim one batch, publish it, exit\n"
 	    "      --until-idle            exit once nothing is claimable and nothing runs\n"
 	    "  -c, --config FILE           configuration file (relay:, retry:)\n"
