@@ -1028,7 +1028,8 @@ int pd_admin_outbox_purge(struct pd_db *db, long long older_ms, const char *topi
 /* clang-format off */
 #define FLOW_FROM                                                                                  \
 	" FROM pendulum.workflow_runs r JOIN pendulum.workflow_run_states v ON v.run_id = r.id"    \
-	" JOIN pendulum.jobs j ON j.id = r.job_id WHERE"                                           \
+	" JOIN pendulum.jobs j ON j.id = r.job_id CROSS JOIN LATERAL (SELECT j.state = 'PENDING'"   \
+	" AND NOT pendulum.served(j.queue, j.job_type) AS unserved) u WHERE"                       \
 	" ($1::text[] IS NULL OR v.state = ANY ($1::text[])) AND ($2::text IS NULL OR r.tenant_id = $2)" \
 	" AND ($3::text IS NULL OR r.workflow = $3) AND ($4::text IS NULL OR j.queue = $4)"
 
@@ -1037,11 +1038,14 @@ static const char flow_runs_sql[] =
     " LEFT JOIN LATERAL (SELECT r.id, r.workflow, v.state,"
     " concat_ws(' ', r.position || coalesce('/' || array_length(r.steps, 1), ''),"
     " r.steps[r.position + 1]), r.tenant_id, " SECS("now() - r.created_at") ", r.job_id,"
+    /* what it waits for; else a job no live worker would claim, said as jobs says it */
     " CASE v.state WHEN 'WAITING' THEN 'signal ' || r.waiting_for"
-    " WHEN 'SLEEPING' THEN 'until ' || " ISO("r.sleep_until") " ELSE j.dead_reason END,"
+    " WHEN 'SLEEPING' THEN 'until ' || " ISO("r.sleep_until")
+    " ELSE CASE WHEN u.unserved THEN 'no live worker serves type ' || j.job_type"
+    "  || ' in queue ' || j.queue ELSE j.dead_reason END END,"
     " r.position, r.steps[r.position + 1], to_json(r.steps)::text, j.state, j.attempt, j.queue,"
     " r.waiting_for, " ISO("r.sleep_until") ", " ISO("r.created_at") ", " ISO("r.updated_at") ","
-    " " ISO("j.finished_at") ", j.dead_reason"
+    " " ISO("j.finished_at") ", j.dead_reason, u.unserved"
     FLOW_FROM " ORDER BY r.id DESC LIMIT $5 OFFSET $6) x ON true ORDER BY x.id DESC";
 #undef FLOW_FROM
 /* clang-format on */
@@ -1057,7 +1061,7 @@ static const struct pd_col flow_runs_cols[] = {
     {"waiting_for", NULL, 's', 'j'},   {"sleep_until", NULL, 's', 'j'},
     {"created_at", NULL, 's', 'j'},    {"updated_at", NULL, 's', 'j'},
     {"finished_at", NULL, 's', 'j'},   {"dead_reason", NULL, 's', 'j'},
-    {"total", NULL, 'n', 'j'},
+    {"unserved", NULL, 'b', 'j'},      {"total", NULL, 'n', 'j'},
 };
 
 int pd_admin_flow_runs(struct pd_db *db, const struct pd_admin_filter *f, const struct pd_fmt *fmt,
