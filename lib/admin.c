@@ -1474,6 +1474,27 @@ int pd_admin_limits(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *o
 	return 0;
 }
 
+/* "limit KEY set: concurrency 5, rate 100/1m": what `limit set` changed. */
+static void limit_changed(const char *key, const struct pd_admin_limit *l, struct pd_buf *out)
+{
+	char d[PD_DUR_MAX];
+
+	pd_buf_printf(out, "limit %s set:", key);
+	if (l->concurrency_set && l->concurrency >= 0)
+		pd_buf_printf(out, " concurrency %lld", l->concurrency);
+	else if (l->concurrency_set)
+		pd_buf_puts(out, " concurrency none");
+	if (l->rate_set && l->concurrency_set)
+		pd_buf_putc(out, ',');
+	if (l->rate_set && l->rate > 0) {
+		pd_dur_format(l->period_ms, d, sizeof(d));
+		pd_buf_printf(out, " rate %lld/%s", l->rate, d);
+	} else if (l->rate_set) {
+		pd_buf_puts(out, " rate none");
+	}
+	pd_buf_putc(out, '\n');
+}
+
 int pd_admin_limit_set(struct pd_db *db, const char *key, const struct pd_admin_limit *l,
 		       const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
@@ -1500,6 +1521,8 @@ int pd_admin_limit_set(struct pd_db *db, const char *key, const struct pd_admin_
 		goto done;
 	if (PQntuples(r) == 1 && PQnfields(r) == 9) {
 		render_limits(r, fmt, out);
+		if (!fmt->json) /* what changed, under the row it left */
+			limit_changed(key, l, out);
 	} else if (fmt->json) {
 		pd_buf_puts(out, "{\"key\":");
 		pd_json_quote_or_null(out, key);
