@@ -30,9 +30,9 @@ static void help(void)
 	printf(
 	    SYNOPSIS
 	    "\nEnqueue a job of type TYPE with a JSON PAYLOAD (default: read from stdin when it\n"
-	    "is not a terminal and -n is not given; {} otherwise) and print its id. With\n"
-	    "--workflow, start a run of workflow NAME with the JSON INPUT (read the same\n"
-	    "way) and print the run's id.\n\n"
+	    "is not a terminal and --no-stdin is not given; {} otherwise) and print its id.\n"
+	    "With --workflow, start a run of workflow NAME with the JSON INPUT (read the\n"
+	    "same way) and print the run's id.\n\n"
 	    "  -t, --tenant TENANT          tenant (default 'default')\n"
 	    "  -q, --queue QUEUE            queue (default 'default')\n"
 	    "  -p, --priority N             integer, higher first; or high, normal, low\n"
@@ -50,12 +50,12 @@ static void help(void)
 	    "                               default: the handler's concurrency_key)\n"
 	    "      --after ID               run only after job ID succeeded (repeatable)\n"
 	    "      --ndjson                 one job a line on stdin, all or nothing\n"
-	    "  -n, --no-stdin               never read stdin: the payload is {} unless given\n"
+	    "      --no-stdin               never read stdin: the payload is {} unless given\n"
 	    "                               (for loops reading stdin: while read ...)\n"
 	    "      --max-payload SIZE       refuse larger payloads (default max_payload)\n"
-	    "      --workflow NAME          start a run of workflow NAME (-t -q -p -k -n,\n"
+	    "      --workflow NAME          start a run of workflow NAME (-t -q -p -k,\n"
 	    "                               --run-at, --delay, --start-by, --max-attempts,\n"
-	    "                               --json, --wait)\n"
+	    "                               --no-stdin, --json, --wait)\n"
 	    "      --json                   print the job rows as JSON, not the ids\n"
 	    "      --wait                   wait for the job (the run) to end; print only its\n"
 	    "                               result (the last step's output) and exit with\n"
@@ -99,14 +99,15 @@ enum {
 	O_WAIT_TIMEOUT,
 	O_MAX_PAYLOAD,
 	O_KEY,
-	O_START_BY
+	O_START_BY,
+	O_NO_STDIN
 };
 
 struct opts {
 	struct pd_jobspec spec; /* the flags: defaults for every job */
 	long long after[MAX_AFTER];
 	int ndjson, json, wait, print_id;
-	int no_stdin; /* -n: never read stdin */
+	int no_stdin;		   /* --no-stdin: never read stdin */
 	long long wait_timeout_ms; /* --wait-timeout; -1: none */
 	long long max_payload;	   /* --max-payload; 0: the file's */
 	const char *workflow;	   /* --workflow NAME */
@@ -241,7 +242,8 @@ static int check_args(int argc, char **argv, struct opts *o, struct pd_err *e)
 			return pd_errf(e, PD_EX_DATAERR, "option --start-by: %s", se.msg);
 	}
 	if (o->ndjson && o->no_stdin)
-		return pd_errf(e, PD_EX_USAGE, "--ndjson reads the jobs from stdin: not with -n");
+		return pd_errf(e, PD_EX_USAGE,
+			       "--ndjson reads the jobs from stdin: not with --no-stdin");
 	if (!o->wait && (o->print_id || o->wait_timeout_ms >= 0))
 		return pd_errf(e, PD_EX_USAGE, "%s applies to --wait only",
 			       o->print_id ? "--print-id" : "--wait-timeout");
@@ -290,7 +292,7 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 	    {"start-by", required_argument, NULL, O_START_BY},
 	    {"after", required_argument, NULL, O_AFTER},
 	    {"ndjson", no_argument, NULL, O_NDJSON},
-	    {"no-stdin", no_argument, NULL, 'n'},
+	    {"no-stdin", no_argument, NULL, O_NO_STDIN},
 	    {"json", no_argument, NULL, O_JSON},
 	    {"wait", no_argument, NULL, O_WAIT},
 	    {"workflow", required_argument, NULL, O_WORKFLOW},
@@ -302,7 +304,7 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 	};
 	int ch, rc;
 
-	while ((ch = pd_cli_getopt(argc, argv, ":t:q:p:k:c:d:nvhV", opts)) != -1) {
+	while ((ch = pd_cli_getopt(argc, argv, ":t:q:p:k:c:d:vhV", opts)) != -1) {
 		if ((rc = job_option(o, ch, optarg, e)) != 0) {
 			if (rc < 0)
 				return -1;
@@ -320,12 +322,12 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 			if (pd_size_parse(optarg, &o->max_payload, &se) < 0)
 				return pd_errf(e, PD_EX_USAGE, "option --max-payload: %s", se.msg);
 		} else if (ch == O_NDJSON || ch == O_JSON || ch == O_WAIT || ch == O_PRINT_ID ||
-			   ch == 'n') {
-			*(ch == O_NDJSON ? &o->ndjson
-			  : ch == O_JSON ? &o->json
-			  : ch == O_WAIT ? &o->wait
-			  : ch == 'n'	 ? &o->no_stdin
-					 : &o->print_id) = 1;
+			   ch == O_NO_STDIN) {
+			*(ch == O_NDJSON     ? &o->ndjson
+			  : ch == O_JSON     ? &o->json
+			  : ch == O_WAIT     ? &o->wait
+			  : ch == O_NO_STDIN ? &o->no_stdin
+					     : &o->print_id) = 1;
 		} else if ((rc = pd_app_option(a, NULL, ch, optarg, help, SYNOPSIS, argv, e)) !=
 			   0) {
 			return rc == 2 ? (e->code = PD_EX_USAGE, -2) : rc;
@@ -613,14 +615,14 @@ int main(int argc, char **argv)
 				   o.workflow ? "INPUT" : "PAYLOAD", 0, &e) < 0)
 			goto done;
 	} else {
-		/* no PAYLOAD: stdin's, unless a terminal or -n (`while read` loops) */
+		/* no PAYLOAD: stdin's, unless a terminal or --no-stdin (`while read` loops) */
 		if (!o.no_stdin && !isatty(0) && pd_enqueue_read(0, &in, max, &e) < 0)
 			goto done;
 		if (pd_enqueue_one(&q, &o.spec, in.data, in.len, "stdin", 1, &e) < 0) {
 			struct pd_err je = e;
 
 			pd_err_clear(&e);
-			pd_errf(&e, je.code, "%s (to not read stdin: -n, --no-stdin)", je.msg);
+			pd_errf(&e, je.code, "%s (to not read stdin: --no-stdin)", je.msg);
 			goto done;
 		}
 	}

@@ -71,7 +71,7 @@ int pd_db_conninfo_check(const char *conninfo, struct pd_err *e)
 			continue;
 		}
 		if (len <= 1 || strspn(p + 1, "abcdefghijklmnopqrstuvwxyz"
-					       "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == len)
+					      "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == len)
 			pd_buf_append(&b, p, len + 2);
 		else
 			pd_buf_puts(&b, "\"...\"");

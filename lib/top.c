@@ -107,8 +107,8 @@ static int widest(const char *text)
  * too wide is the terminal's to cut: pd_top_clip). Rows whose first
  * column is NULL are skipped, as pd_render_result does.
  */
-static void fitted(const PGresult *r, const struct pd_col *cols, const int *order, int n,
-		   int keep, int width, const struct pd_fmt *fmt, struct pd_buf *out)
+static void fitted(const PGresult *r, const struct pd_col *cols, const int *order, int n, int keep,
+		   int width, const struct pd_fmt *fmt, struct pd_buf *out)
 {
 	struct pd_col *c = pd_xcalloc((size_t)n, sizeof(*c));
 	const char **cells = pd_xcalloc((size_t)PQntuples(r) * (size_t)n + 1, sizeof(*cells));
