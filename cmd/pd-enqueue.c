@@ -19,9 +19,8 @@
 
 #define SYNOPSIS                                                                                   \
 	"usage: pd-enqueue [-hVv] [-c file] [-d conninfo] [options] TYPE [PAYLOAD]\n"              \
-	"       pd-enqueue [-hVv] [-c file] [-d conninfo] [options] --ndjson [TYPE]\n"             \
-	"       pd-enqueue [-hVv] [-c file] [-d conninfo] [options] --workflow NAME\n"             \
-	"                  [INPUT]\n"
+	"       pd-enqueue [options] --ndjson [TYPE]\n"                                            \
+	"       pd-enqueue [options] --workflow NAME [INPUT]\n"
 
 #define MAX_AFTER 64
 
@@ -38,10 +37,8 @@ static void help(void)
 	    "  -p, --priority N             integer, higher first; or high, normal, low\n"
 	    "      --run-at INSTANT         not before this ISO 8601 instant\n"
 	    "      --delay DURATION         not before now + DURATION (250ms 30s 5m 2h 1d)\n"
-	    "      --start-by WHEN          cancel it if not started by WHEN (now + DURATION,\n"
-	    "                               or an INSTANT)\n"
-	    "  -k, --idempotency-key KEY    one job per KEY and tenant; a repeat returns the\n"
-	    "                               first one's id\n"
+	    "      --start-by WHEN          cancel unless started by now+DURATION or INSTANT\n"
+	    "  -k, --idempotency-key KEY    one job per KEY and tenant; repeats get its id\n"
 	    "      --max-attempts N         attempts before dead-lettering (default 25)\n"
 	    "      --timeout DURATION       kill the handler after DURATION\n"
 	    "      --at-most-once           never re-run after a lost lease: dead-letter it\n"
@@ -50,20 +47,14 @@ static void help(void)
 	    "                               default: the handler's concurrency_key)\n"
 	    "      --after ID               run only after job ID succeeded (repeatable)\n"
 	    "      --ndjson                 one job a line on stdin, all or nothing\n"
-	    "      --no-stdin               never read stdin: the payload is {} unless given\n"
-	    "                               (for loops reading stdin: while read ...)\n"
+	    "      --no-stdin               never read stdin (while read loops): payload {}\n"
 	    "      --max-payload SIZE       refuse larger payloads (default max_payload)\n"
-	    "      --workflow NAME          start a run of workflow NAME (-t -q -p -k,\n"
-	    "                               --run-at, --delay, --start-by, --max-attempts,\n"
-	    "                               --no-stdin, --json, --wait)\n"
+	    "      --workflow NAME          start a run of workflow NAME instead of a job\n"
 	    "      --json                   print the job rows as JSON, not the ids\n"
-	    "      --wait                   wait for the job (the run) to end; print only its\n"
-	    "                               result (the last step's output) and exit with\n"
-	    "                               the handler's status; meanwhile a line on stderr\n"
-	    "                               for each failed attempt tried again, each new\n"
-	    "                               progress\n"
-	    "      --print-id               with --wait, print the id (--json: the row) on\n"
-	    "                               stderr first\n"
+	    "      --wait                   wait for the job (run) to end, print only its\n"
+	    "                               result and exit with the handler's status; a\n"
+	    "                               line on stderr per failed attempt and progress\n"
+	    "      --print-id               with --wait, the id (--json: row) on stderr first\n"
 	    "      --wait-timeout DURATION  with --wait, give up after DURATION: exit 124,\n"
 	    "                               the job stays queued\n"
 	    "  -c, --config FILE            configuration file\n"
