@@ -21,7 +21,7 @@ static const struct pd_subcmd commands[] = {
      "Apply the pending schema migrations in order, each in its own transaction.",
      "status,json",
      0, 0, "job id", 0, 0, 2},
-    {NULL, "jobs", pd_admincmd_jobs, "jobs [options]", "list jobs, newest first, filtered and paged",
+    {NULL, "jobs", pd_admincmd_jobs, "jobs [options]", "jobs, newest first, filtered and paged",
      "List jobs, newest (highest id) first, and how many match.", FILTERS, 0, 0, "job id", 50, 10000, 1},
     {"job", "show", pd_admincmd_on_id, "job show ID", "a job's fields, result and attempt chain",
      "Print every field of job ID, its result and the chain of its attempts.", "json", 1, 1, "job id", 0, 0, 1},
@@ -30,7 +30,7 @@ static const struct pd_subcmd commands[] = {
      "(BLOCKED while one of its dependencies has not succeeded): attempts reset,\n"
      "replay_count + 1.", "with-dependents,json", 1, 1, "job id", 0, 0, 1},
     {"job", "cancel", pd_admincmd_on_id, "job cancel ID [--reason TEXT]",
-     "cancel a job (a running one: its worker stops it)",
+     "cancel a job (a running one is stopped)",
      "Cancel a PENDING or BLOCKED job now; of a LEASED or RUNNING one, ask the worker\n"
      "that holds it to stop its handler and record it CANCELLED.", "reason,json", 1, 1, "job id", 0, 0, 1},
     {NULL, "wait", pd_admincmd_wait, "wait [options] [ID...]", "wait until jobs end: 0 all succeeded",
@@ -76,7 +76,7 @@ static const struct pd_subcmd commands[] = {
      "Per topic: outbox messages in each state, and how long the oldest PENDING\n"
      "message has waited since it was recorded.", "json", 0, 0, "job id", 0, 0, 1},
     {"outbox", "list", pd_admincmd_outbox_list, "outbox list [options]",
-     "outbox messages, newest first, filtered and paged",
+     "outbox messages, newest first, paged",
      "List outbox messages, newest (highest id) first, and how many match.",
      "state,tenant,topic,limit,offset,json", 0, 0, "job id", 50, 10000, 1},
     {"outbox", "replay", pd_admincmd_on_ids, "outbox replay ID...",
@@ -140,7 +140,7 @@ static const struct pd_subcmd commands[] = {
      "List the tenants whose weight was set, with it; every other tenant has weight 1.",
      "json", 0, 0, "job id", 0, 0, 1},
     {"limit", "set", pd_admincmd_limit, "limit set KEY [options]",
-     "cap a key's running jobs or starts, fleet-wide",
+     "cap a key's running jobs or starts",
      "Limit the jobs under KEY across every worker: at most N running at once\n"
      "(--concurrency), at most N started in any PERIOD (--rate 100/1m); none\n"
      "removes that cap. KEY is a job's concurrency key, or queue:NAME, tenant:NAME\n"
@@ -161,7 +161,7 @@ static const struct pd_subcmd commands[] = {
      "works (the limit key queue:QUEUE or type:TYPE, paused).",
      "pause-type,json", 0, 1, "queue name", 0, 0, 1},
     {"queue", "resume", pd_admincmd_queue_pause, "queue resume QUEUE | --type TYPE",
-     "start a paused queue's (or type's) jobs again",
+     "start a paused queue (or type) again",
      "Resume QUEUE (or job type TYPE): workers take its jobs again at once.",
      "pause-type,json", 0, 1, "queue name", 0, 0, 1},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0},
@@ -180,8 +180,12 @@ static void help(void)
 	       "  -v, --verbose           log debug messages\n"
 	       "  -h, --help              show this help\n"
 	       "  -V, --version           show the version\nCommands:\n");
+	struct pd_buf b = PD_BUF_INIT;
+
 	for (const struct pd_subcmd *c = commands; c->name; c++)
-		printf("  %-35s %s\n", c->usage, c->summary);
+		pd_cli_help_item(&b, 2, 36, c->usage, c->summary);
+	fputs(pd_buf_str(&b), stdout);
+	pd_buf_release(&b);
 	printf("Run 'pd-admin COMMAND --help' for a command's options. See pd-admin(1).\n");
 }
 

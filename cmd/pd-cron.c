@@ -12,6 +12,7 @@
 #include "app.h"
 #include "cli.h"
 #include "croncmd.h"
+#include "text.h"
 
 #define SYNOPSIS "usage: pd-cron [-hVv] [-c file] [-d conninfo] [--json] command [args]\n"
 
@@ -79,8 +80,16 @@ static void help(void)
 {
 	printf(SYNOPSIS
 	       "\nSchedules whose occurrences become ordinary Pendulum jobs.\n\nCommands:\n");
-	for (const struct pd_subcmd *c = commands; c->name; c++)
-		printf("  %s\n      %s\n", c->usage, c->summary);
+	struct pd_buf b = PD_BUF_INIT;
+
+	for (const struct pd_subcmd *c = commands; c->name; c++) {
+		pd_buf_puts(&b, "  ");
+		pd_text_wrap(&b, c->usage, 2, 6, PD_CLI_WIDTH);
+		pd_buf_puts(&b, "      ");
+		pd_text_wrap(&b, c->summary, 6, 6, PD_CLI_WIDTH);
+	}
+	fputs(pd_buf_str(&b), stdout);
+	pd_buf_release(&b);
 	printf("\nOptions:\n"
 	       "  -c, --config FILE        configuration file\n"
 	       "  -d, --database CONNINFO  libpq conninfo or URI (default $PD_DATABASE_URL)\n"

@@ -19,8 +19,8 @@
 
 #define SYNOPSIS                                                                                   \
 	"usage: pd-enqueue [-hVv] [-c file] [-d conninfo] [options] TYPE [PAYLOAD]\n"              \
-	"       pd-enqueue [-hVv] [-c file] [-d conninfo] [options] --ndjson [TYPE]\n"             \
-	"       pd-enqueue [-hVv] [-c file] [-d conninfo] [options] --workflow NAME [INPUT]\n"
+	"       pd-enqueue [options] --ndjson [TYPE]\n"                                            \
+	"       pd-enqueue [options] --workflow NAME [INPUT]\n"
 
 #define MAX_AFTER 64
 
@@ -29,35 +29,34 @@ static void help(void)
 	printf(
 	    SYNOPSIS
 	    "\nEnqueue a job of type TYPE with a JSON PAYLOAD (default: read from stdin when it\n"
-	    "is not a terminal; {} otherwise) and print its id. With --workflow, start a run\n"
-	    "of workflow NAME with the JSON INPUT (read the same way) and print the run's id.\n\n"
+	    "is not a terminal and --no-stdin is not given; {} otherwise) and print its id.\n"
+	    "With --workflow, start a run of workflow NAME with the JSON INPUT (read the\n"
+	    "same way) and print the run's id.\n\n"
 	    "  -t, --tenant TENANT          tenant (default 'default')\n"
 	    "  -q, --queue QUEUE            queue (default 'default')\n"
 	    "  -p, --priority N             integer, higher first; or high, normal, low\n"
 	    "      --run-at INSTANT         not before this ISO 8601 instant\n"
 	    "      --delay DURATION         not before now + DURATION (250ms 30s 5m 2h 1d)\n"
-	    "      --start-by WHEN          cancel it if not started by now + DURATION or INSTANT\n"
-	    "  -k, --idempotency-key KEY    one job per KEY and tenant; a repeat returns its id\n"
+	    "      --start-by WHEN          cancel unless started by now+DURATION or INSTANT\n"
+	    "  -k, --idempotency-key KEY    one job per KEY and tenant; repeats get its id\n"
 	    "      --max-attempts N         attempts before dead-lettering (default 25)\n"
 	    "      --timeout DURATION       kill the handler after DURATION\n"
-	    "      --at-most-once           never re-run after a lost lease: dead-letter instead\n"
+	    "      --at-most-once           never re-run after a lost lease: dead-letter it\n"
 	    "      --traceparent TP         W3C trace context (default $TRACEPARENT)\n"
 	    "      --key KEY                count against KEY's limits (pd-admin limit set;\n"
 	    "                               default: the handler's concurrency_key)\n"
 	    "      --after ID               run only after job ID succeeded (repeatable)\n"
 	    "      --ndjson                 one job a line on stdin, all or nothing\n"
-	    "      --max-payload SIZE       refuse larger payloads (default max_payload, 1MiB)\n"
-	    "      --workflow NAME          start a run of workflow NAME (-t -q -p -k, --run-at,\n"
-	    "                               --delay, --start-by, --max-attempts, --json, --wait)\n"
+	    "      --no-stdin               never read stdin (while read loops): payload {}\n"
+	    "      --max-payload SIZE       refuse larger payloads (default max_payload)\n"
+	    "      --workflow NAME          start a run of workflow NAME instead of a job\n"
 	    "      --json                   print the job rows as JSON, not the ids\n"
-	    "      --wait                   wait for the job (the run) to end; print only its\n"
-	    "                               result (the last step's output) and exit with the\n"
-	    "                               handler's status; meanwhile a line on stderr for\n"
-	    "                               each failed attempt tried again, each new progress\n"
-	    "      --print-id               with --wait, print the id (--json: the row) on\n"
-	    "                               stderr first\n"
-	    "      --wait-timeout DURATION  with --wait, give up after DURATION: exit 124, the\n"
-	    "                               job stays queued\n"
+	    "      --wait                   wait for the job (run) to end, print only its\n"
+	    "                               result and exit with the handler's status; a\n"
+	    "                               line on stderr per failed attempt and progress\n"
+	    "      --print-id               with --wait, the id (--json: row) on stderr first\n"
+	    "      --wait-timeout DURATION  with --wait, give up after DURATION: exit 124,\n"
+	    "                               the job stays queued\n"
 	    "  -c, --config FILE            configuration file\n"
 	    "  -d, --database CONNINFO      libpq conninfo or URI (default $PD_DATABASE_URL)\n"
 	    "      --database-url-file PATH\n"
@@ -91,13 +90,15 @@ enum {
 	O_WAIT_TIMEOUT,
 	O_MAX_PAYLOAD,
 	O_KEY,
-	O_START_BY
+	O_START_BY,
+	O_NO_STDIN
 };
 
 struct opts {
 	struct pd_jobspec spec; /* the flags: defaults for every job */
 	long long after[MAX_AFTER];
 	int ndjson, json, wait, print_id;
+	int no_stdin;		   /* --no-stdin: never read stdin */
 	long long wait_timeout_ms; /* --wait-timeout; -1: none */
 	long long max_payload;	   /* --max-payload; 0: the file's */
 	const char *workflow;	   /* --workflow NAME */
@@ -231,6 +232,9 @@ static int check_args(int argc, char **argv, struct opts *o, struct pd_err *e)
 		if (pd_jobspec_check_start_by(s, pd_jobspec_wall_us(), &se) < 0)
 			return pd_errf(e, PD_EX_DATAERR, "option --start-by: %s", se.msg);
 	}
+	if (o->ndjson && o->no_stdin)
+		return pd_errf(e, PD_EX_USAGE,
+			       "--ndjson reads the jobs from stdin: not with --no-stdin");
 	if (!o->wait && (o->print_id || o->wait_timeout_ms >= 0))
 		return pd_errf(e, PD_EX_USAGE, "%s applies to --wait only",
 			       o->print_id ? "--print-id" : "--wait-timeout");
@@ -279,6 +283,7 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 	    {"start-by", required_argument, NULL, O_START_BY},
 	    {"after", required_argument, NULL, O_AFTER},
 	    {"ndjson", no_argument, NULL, O_NDJSON},
+	    {"no-stdin", no_argument, NULL, O_NO_STDIN},
 	    {"json", no_argument, NULL, O_JSON},
 	    {"wait", no_argument, NULL, O_WAIT},
 	    {"workflow", required_argument, NULL, O_WORKFLOW},
@@ -307,11 +312,13 @@ static int parse_args(int argc, char **argv, struct pd_app *a, struct opts *o, s
 
 			if (pd_size_parse(optarg, &o->max_payload, &se) < 0)
 				return pd_errf(e, PD_EX_USAGE, "option --max-payload: %s", se.msg);
-		} else if (ch == O_NDJSON || ch == O_JSON || ch == O_WAIT || ch == O_PRINT_ID) {
-			*(ch == O_NDJSON ? &o->ndjson
-			  : ch == O_JSON ? &o->json
-			  : ch == O_WAIT ? &o->wait
-					 : &o->print_id) = 1;
+		} else if (ch == O_NDJSON || ch == O_JSON || ch == O_WAIT || ch == O_PRINT_ID ||
+			   ch == O_NO_STDIN) {
+			*(ch == O_NDJSON     ? &o->ndjson
+			  : ch == O_JSON     ? &o->json
+			  : ch == O_WAIT     ? &o->wait
+			  : ch == O_NO_STDIN ? &o->no_stdin
+					     : &o->print_id) = 1;
 		} else if ((rc = pd_app_option(a, NULL, ch, optarg, help, SYNOPSIS, argv, e)) !=
 			   0) {
 			return rc == 2 ? (e->code = PD_EX_USAGE, -2) : rc;
@@ -599,10 +606,16 @@ int main(int argc, char **argv)
 				   o.workflow ? "INPUT" : "PAYLOAD", 0, &e) < 0)
 			goto done;
 	} else {
-		if (!isatty(0) && pd_enqueue_read(0, &in, max, &e) < 0)
+		/* no PAYLOAD: stdin's, unless a terminal or --no-stdin (`while read` loops) */
+		if (!o.no_stdin && !isatty(0) && pd_enqueue_read(0, &in, max, &e) < 0)
 			goto done;
-		if (pd_enqueue_one(&q, &o.spec, in.data, in.len, "stdin", 1, &e) < 0)
+		if (pd_enqueue_one(&q, &o.spec, in.data, in.len, "stdin", 1, &e) < 0) {
+			struct pd_err je = e;
+
+			pd_err_clear(&e);
+			pd_errf(&e, je.code, "%s (to not read stdin: --no-stdin)", je.msg);
 			goto done;
+		}
 	}
 	if (pd_app_connect(&a, 1, &e) < 0)
 		goto done;

@@ -14,37 +14,36 @@
 #include "relay.h"
 
 #define SYNOPSIS                                                                                   \
-	"usage: pd-relay [-hVv] [-c file] [-d conninfo] [options] --publish COMMAND | --exec "     \
-	"PATH\n"
+	"usage: pd-relay [-hVv] [-c file] [-d conninfo] [options] --publish COMMAND\n"             \
+	"       pd-relay [-hVv] [-c file] [-d conninfo] [options] --exec PATH\n"
 
 static void help(void)
 {
-	printf(
-	    SYNOPSIS
-	    "\nClaim outbox messages and run a publish command for each, payload on stdin.\n\n"
-	    "      --publish COMMAND       run COMMAND with /bin/sh -c for every topic\n"
-	    "      --exec PATH             exec PATH (no shell) for every topic\n"
-	    "      --topic TOPIC           claim only this topic (repeatable)\n"
-	    "      --timeout DURATION      kill a publish command after this (default 30s)\n"
-	    "      --visibility DURATION   a claimed message stays hidden this long (default "
-	    "60s)\n"
-	    "  -j, --concurrency N         publish commands at once (default 4)\n"
-	    "      --batch N               messages claimed at once (default: concurrency)\n"
-	    "      --poll DURATION         poll interval when no notification comes (default 1s)\n"
-	    "      --drain-timeout DUR     on SIGTERM, wait this long for commands (default 30s)\n"
-	    "      --once                  claim one batch, publish it, exit\n"
-	    "      --until-idle            exit once nothing is claimable and nothing runs\n"
-	    "  -c, --config FILE           configuration file (relay:, retry:)\n"
-	    "  -d, --database CONNINFO     libpq conninfo or URI (default $PD_DATABASE_URL)\n"
-	    "      --database-url-file PATH\n"
-	    "                              the conninfo or URI on PATH's first line\n"
-	    "      --quiet                 log warnings and errors only\n"
-	    "  -v, --verbose               log debug messages\n"
-	    "      --log-format FORMAT     logfmt (default) or json, a line each\n"
-	    "  -h, --help                  show this help\n"
-	    "  -V, --version               show the version\n\n"
-	    "Exit 0 publishes; 64 or 65 dead-letters; anything else is retried with backoff.\n"
-	    "Per message key, messages are published in the order recorded. See pd-relay(1).\n");
+	printf(SYNOPSIS
+	       "\nClaim outbox messages and run a publish command for each, payload on stdin.\n\n"
+	       "      --publish COMMAND       run COMMAND with /bin/sh -c for every topic\n"
+	       "      --exec PATH             exec PATH (no shell) for every topic\n"
+	       "      --topic TOPIC           claim only this topic (repeatable)\n"
+	       "      --timeout DURATION      kill a publish command after this (default 30s)\n"
+	       "      --visibility DURATION   a claimed message stays hidden this long\n"
+	       "                              (default 60s)\n"
+	       "  -j, --concurrency N         publish commands at once (default 4)\n"
+	       "      --batch N               messages claimed at once (default: concurrency)\n"
+	       "      --poll DURATION         poll interval without notifications (default 1s)\n"
+	       "      --drain-timeout DUR     on SIGTERM, wait for commands this long (30s)\n"
+	       "      --once                  claim one batch, publish it, exit\n"
+	       "      --until-idle            exit once nothing is claimable and nothing runs\n"
+	       "  -c, --config FILE           configuration file (relay:, retry:)\n"
+	       "  -d, --database CONNINFO     libpq conninfo or URI (default $PD_DATABASE_URL)\n"
+	       "      --database-url-file PATH\n"
+	       "                              the conninfo or URI on PATH's first line\n"
+	       "      --quiet                 log warnings and errors only\n"
+	       "  -v, --verbose               log debug messages\n"
+	       "      --log-format FORMAT     logfmt (default) or json, a line each\n"
+	       "  -h, --help                  show this help\n"
+	       "  -V, --version               show the version\n\n"
+	       "Exit 0 publishes; 64 or 65 dead-letters; anything else is retried with backoff.\n"
+	       "Per message key, messages are published in the order recorded. See pd-relay(1).\n");
 }
 
 static int set_cmd(struct pd_relay_cfg *r, const char *arg, int exec, struct pd_err *e)

@@ -15,46 +15,45 @@
 #include "worker.h"
 
 #define SYNOPSIS                                                                                   \
-	"usage: pd-worker [-hVv] [-c file] [-d conninfo] [-q queue] [options] --handler "          \
-	"TYPE=COMMAND ...\n"
+	"usage: pd-worker [-hVv] [-c file] [-d conninfo] [-q queue] [options]\n"                   \
+	"                 --handler TYPE=COMMAND ...\n"
 #define MAX_HANDLERS 256
 
 static void help(void)
 {
-	printf(
-	    SYNOPSIS
-	    "\nClaim jobs and run each one's handler with the payload on stdin.\n\n"
-	    "      --handler TYPE=COMMAND  run COMMAND with /bin/sh -c for jobs of TYPE ('*': "
-	    "any)\n"
-	    "      --exec TYPE=PATH        exec PATH (no shell) for jobs of TYPE\n"
-	    "      --stream TYPE=COMMAND   one long-lived /bin/sh -c COMMAND for jobs of TYPE,\n"
-	    "                              a JSON line per job each way\n"
-	    "      --stream-exec TYPE=PATH the same, exec PATH (no shell)\n"
-	    "      --crontab FILE          serve a crontab: its commands, its schedules (applied\n"
-	    "                              with --prune for that file) and the ticker\n"
-	    "  -q, --queue QUEUE           queue to serve (repeatable; default 'default')\n"
-	    "  -j, --concurrency N         jobs in flight at once (default 4)\n"
-	    "      --lease DURATION        lease length (default 30s)\n"
-	    "      --heartbeat DURATION    lease renewal interval (default: a third of the lease)\n"
-	    "      --poll DURATION         poll interval when no notification comes (default 1s)\n"
-	    "      --drain-timeout DUR     on SIGTERM, wait this long for handlers (default 30s)\n"
-	    "      --batch N               least jobs claimed at once (default: concurrency)\n"
-	    "      --batch-max N           most jobs claimed at once (default 1000); between\n"
-	    "                              the two, the batch follows the handlers' rate\n"
-	    "      --no-reap               do not stand for the reaper role (run pd-reaper)\n"
-	    "      --until-idle            exit once nothing is runnable and nothing runs\n"
-	    "      --until-settled         exit once no job served will run without help\n"
-	    "  -c, --config FILE           configuration file (handlers:, worker:, retry:)\n"
-	    "  -d, --database CONNINFO     libpq conninfo or URI (default $PD_DATABASE_URL)\n"
-	    "      --database-url-file PATH\n"
-	    "                              the conninfo or URI on PATH's first line\n"
-	    "      --quiet                 log warnings and errors only\n"
-	    "  -v, --verbose               log debug messages\n"
-	    "      --log-format FORMAT     logfmt (default) or json, a line each\n"
-	    "  -h, --help                  show this help\n"
-	    "  -V, --version               show the version\n\n"
-	    "Handler exit 0 succeeds; 64, 65 or a configured terminal code dead-letters;\n"
-	    "anything else is retried with backoff. See pd-worker(1).\n");
+	printf(SYNOPSIS
+	       "\nClaim jobs and run each one's handler with the payload on stdin.\n\n"
+	       "      --handler TYPE=COMMAND  run COMMAND with /bin/sh -c for jobs of TYPE\n"
+	       "                              ('*': any)\n"
+	       "      --exec TYPE=PATH        exec PATH (no shell) for jobs of TYPE\n"
+	       "      --stream TYPE=COMMAND   one long-lived /bin/sh -c COMMAND for jobs of\n"
+	       "                              TYPE, a JSON line per job each way\n"
+	       "      --stream-exec TYPE=PATH the same, exec PATH (no shell)\n"
+	       "      --crontab FILE          serve a crontab: its commands, its schedules\n"
+	       "                              (applied with --prune for that file), the ticker\n"
+	       "  -q, --queue QUEUE           queue to serve (repeatable; default 'default')\n"
+	       "  -j, --concurrency N         jobs in flight at once (default 4)\n"
+	       "      --lease DURATION        lease length (default 30s)\n"
+	       "      --heartbeat DURATION    lease renewal interval (default: a third of it)\n"
+	       "      --poll DURATION         poll interval without notifications (default 1s)\n"
+	       "      --drain-timeout DUR     on SIGTERM, wait for handlers this long (30s)\n"
+	       "      --batch N               least jobs claimed at once (default: concurrency)\n"
+	       "      --batch-max N           most jobs claimed at once (default 1000); between\n"
+	       "                              the two, the batch follows the handlers' rate\n"
+	       "      --no-reap               do not stand for the reaper role (run pd-reaper)\n"
+	       "      --until-idle            exit once nothing is runnable and nothing runs\n"
+	       "      --until-settled         exit once no job served will run without help\n"
+	       "  -c, --config FILE           configuration file (handlers:, worker:, retry:)\n"
+	       "  -d, --database CONNINFO     libpq conninfo or URI (default $PD_DATABASE_URL)\n"
+	       "      --database-url-file PATH\n"
+	       "                              the conninfo or URI on PATH's first line\n"
+	       "      --quiet                 log warnings and errors only\n"
+	       "  -v, --verbose               log debug messages\n"
+	       "      --log-format FORMAT     logfmt (default) or json, a line each\n"
+	       "  -h, --help                  show this help\n"
+	       "  -V, --version               show the version\n\n"
+	       "Handler exit 0 succeeds; 64, 65 or a configured terminal code dead-letters;\n"
+	       "anything else is retried with backoff. See pd-worker(1).\n");
 }
 
 /* The handlers from the flags (owned strings). */

@@ -1028,7 +1028,8 @@ int pd_admin_outbox_purge(struct pd_db *db, long long older_ms, const char *topi
 /* clang-format off */
 #define FLOW_FROM                                                                                  \
 	" FROM pendulum.workflow_runs r JOIN pendulum.workflow_run_states v ON v.run_id = r.id"    \
-	" JOIN pendulum.jobs j ON j.id = r.job_id WHERE"                                           \
+	" JOIN pendulum.jobs j ON j.id = r.job_id CROSS JOIN LATERAL (SELECT j.state = 'PENDING'"   \
+	" AND NOT pendulum.served(j.queue, j.job_type) AS unserved) u WHERE"                       \
 	" ($1::text[] IS NULL OR v.state = ANY ($1::text[])) AND ($2::text IS NULL OR r.tenant_id = $2)" \
 	" AND ($3::text IS NULL OR r.workflow = $3) AND ($4::text IS NULL OR j.queue = $4)"
 
@@ -1037,11 +1038,14 @@ static const char flow_runs_sql[] =
     " LEFT JOIN LATERAL (SELECT r.id, r.workflow, v.state,"
     " concat_ws(' ', r.position || coalesce('/' || array_length(r.steps, 1), ''),"
     " r.steps[r.position + 1]), r.tenant_id, " SECS("now() - r.created_at") ", r.job_id,"
+    /* what it waits for; else a job no live worker would claim, said as jobs says it */
     " CASE v.state WHEN 'WAITING' THEN 'signal ' || r.waiting_for"
-    " WHEN 'SLEEPING' THEN 'until ' || " ISO("r.sleep_until") " ELSE j.dead_reason END,"
+    " WHEN 'SLEEPING' THEN 'until ' || " ISO("r.sleep_until")
+    " ELSE CASE WHEN u.unserved THEN 'no live worker serves type ' || j.job_type"
+    "  || ' in queue ' || j.queue ELSE j.dead_reason END END,"
     " r.position, r.steps[r.position + 1], to_json(r.steps)::text, j.state, j.attempt, j.queue,"
     " r.waiting_for, " ISO("r.sleep_until") ", " ISO("r.created_at") ", " ISO("r.updated_at") ","
-    " " ISO("j.finished_at") ", j.dead_reason"
+    " " ISO("j.finished_at") ", j.dead_reason, u.unserved"
     FLOW_FROM " ORDER BY r.id DESC LIMIT $5 OFFSET $6) x ON true ORDER BY x.id DESC";
 #undef FLOW_FROM
 /* clang-format on */
@@ -1057,7 +1061,7 @@ static const struct pd_col flow_runs_cols[] = {
     {"waiting_for", NULL, 's', 'j'},   {"sleep_until", NULL, 's', 'j'},
     {"created_at", NULL, 's', 'j'},    {"updated_at", NULL, 's', 'j'},
     {"finished_at", NULL, 's', 'j'},   {"dead_reason", NULL, 's', 'j'},
-    {"total", NULL, 'n', 'j'},
+    {"unserved", NULL, 'b', 'j'},      {"total", NULL, 'n', 'j'},
 };
 
 int pd_admin_flow_runs(struct pd_db *db, const struct pd_admin_filter *f, const struct pd_fmt *fmt,
@@ -1470,6 +1474,27 @@ int pd_admin_limits(struct pd_db *db, const struct pd_fmt *fmt, struct pd_buf *o
 	return 0;
 }
 
+/* "limit KEY set: concurrency 5, rate 100/1m": what `limit set` changed. */
+static void limit_changed(const char *key, const struct pd_admin_limit *l, struct pd_buf *out)
+{
+	char d[PD_DUR_MAX];
+
+	pd_buf_printf(out, "limit %s set:", key);
+	if (l->concurrency_set && l->concurrency >= 0)
+		pd_buf_printf(out, " concurrency %lld", l->concurrency);
+	else if (l->concurrency_set)
+		pd_buf_puts(out, " concurrency none");
+	if (l->rate_set && l->concurrency_set)
+		pd_buf_putc(out, ',');
+	if (l->rate_set && l->rate > 0) {
+		pd_dur_format(l->period_ms, d, sizeof(d));
+		pd_buf_printf(out, " rate %lld/%s", l->rate, d);
+	} else if (l->rate_set) {
+		pd_buf_puts(out, " rate none");
+	}
+	pd_buf_putc(out, '\n');
+}
+
 int pd_admin_limit_set(struct pd_db *db, const char *key, const struct pd_admin_limit *l,
 		       const struct pd_fmt *fmt, struct pd_buf *out, struct pd_err *e)
 {
@@ -1496,6 +1521,8 @@ int pd_admin_limit_set(struct pd_db *db, const char *key, const struct pd_admin_
 		goto done;
 	if (PQntuples(r) == 1 && PQnfields(r) == 9) {
 		render_limits(r, fmt, out);
+		if (!fmt->json) /* what changed, under the row it left */
+			limit_changed(key, l, out);
 	} else if (fmt->json) {
 		pd_buf_puts(out, "{\"key\":");
 		pd_json_quote_or_null(out, key);

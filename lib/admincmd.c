@@ -621,7 +621,7 @@ static void top_signal(int sig)
  * terminal, a frame every interval; q, Ctrl-C, SIGTERM or SIGHUP restore the
  * terminal and return.
  */
-static int top_loop(struct pd_app *a, const struct pd_top_opts *o, struct pd_err *e)
+static int top_loop(struct pd_app *a, struct pd_top_opts *o, struct pd_err *e)
 {
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH};
 	struct sigaction sa, old[4];
@@ -642,11 +642,12 @@ static int top_loop(struct pd_app *a, const struct pd_top_opts *o, struct pd_err
 
 		pd_buf_reset(&frame);
 		pd_buf_reset(&screen);
+		ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws);
+		o->width = ws.ws_col;
 		if (pd_top_frame(&a->db, o, &frame, e) < 0) {
 			rc = -1;
 			break;
 		}
-		ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws);
 		pd_buf_puts(&screen, "\033[H");
 		pd_top_clip(pd_buf_str(&frame), ws.ws_col, ws.ws_row, 1, &screen);
 		pd_buf_puts(&screen, "\033[J");
@@ -692,12 +693,29 @@ int pd_admincmd_top(struct pd_subcall *k, struct pd_err *e)
 	const struct pd_fmt *fmt = &k->fmt;
 	struct pd_buf *out = &k->out;
 	struct pd_top_opts o = {x->stale_ms, x->interval_ms, 10, fmt->color};
+	struct pd_buf frame = PD_BUF_INIT;
 
 	if (fmt->json) /* what top shows, for a script: the queue summary */
 		return pd_admin_queues(&a->db, fmt, out, e);
 	if (x->once || !isatty(STDOUT_FILENO)) {
+		struct winsize ws = {0};
+		const char *cols = getenv("COLUMNS");
+
+		/* a terminal's width, else $COLUMNS (as ls(1)), else no limit */
+		if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+			o.width = ws.ws_col;
+		else if (cols && atoi(cols) > 0)
+			o.width = atoi(cols);
 		o.interval_ms = 0;
-		return pd_top_frame(&a->db, &o, out, e);
+		if (o.width == 0)
+			return pd_top_frame(&a->db, &o, out, e);
+		if (pd_top_frame(&a->db, &o, &frame, e) < 0) {
+			pd_buf_release(&frame);
+			return -1;
+		}
+		pd_top_clip(pd_buf_str(&frame), o.width, 0, 0, out);
+		pd_buf_release(&frame);
+		return 0;
 	}
 	return top_loop(a, &o, e);
 }

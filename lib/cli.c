@@ -94,6 +94,8 @@ static void complete_exit(const char *optstring, const struct option *longopts)
 /* The option pd_cli_getopt refused a value for: "-q" or "--queue" (getopt's state is global too).
  */
 static char refused_opt[64];
+/* The long options pd_cli_getopt was last given: what "did you mean" chooses from. */
+static const struct option *last_longopts;
 
 int pd_cli_getopt(int argc, char **argv, const char *optstring, const struct option *longopts)
 {
@@ -106,6 +108,7 @@ int pd_cli_getopt(int argc, char **argv, const char *optstring, const struct opt
 	ch = getopt_long(argc, argv, optstring, longopts, &li);
 	v = optarg;
 
+	last_longopts = longopts;
 	if (ch == -1 || ch == '?' || ch == ':' || v == NULL || optind < 2 || v != argv[optind - 1])
 		return ch; /* no value, or one attached to its option */
 	if (v[0] != '-' || v[1] == '\0' || (v[1] >= '0' && v[1] <= '9'))
@@ -133,7 +136,35 @@ int pd_cli_bad_option(const char *synopsis, int ch, char **argv)
 		arg = shortopt;
 	if (ch == ':')
 		return pd_cli_usage(synopsis, "option '%s' needs a value", arg);
+	if (arg[0] == '-' && arg[1] == '-' && last_longopts) {
+		struct pd_text_near n;
+		char word[64];
+
+		/* the name alone: "--queu=x" is a mistyped --queue */
+		snprintf(word, sizeof(word), "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
+		pd_text_near_init(&n, word);
+		for (const struct option *o = last_longopts; o->name; o++)
+			pd_text_near_add(&n, o->name);
+		if (n.best)
+			return pd_cli_usage(synopsis, "unknown option '%s'; did you mean '--%s'?",
+					    arg, n.best);
+	}
 	return pd_cli_usage(synopsis, "unknown option '%s'", arg);
+}
+
+void pd_cli_help_item(struct pd_buf *out, int indent, int w, const char *left, const char *right)
+{
+	int col = indent + (int)strlen(left);
+
+	pd_buf_printf(out, "%*s%s", indent, "", left);
+	if (col + 1 > indent + w) { /* too wide: the text on a line of its own */
+		pd_buf_printf(out, "\n%*s", indent + w, "");
+		col = indent + w;
+	} else {
+		pd_buf_printf(out, "%*s", indent + w - col, "");
+		col = indent + w;
+	}
+	pd_text_wrap(out, right, col, indent + w, PD_CLI_WIDTH);
 }
 
 int pd_cli_int(const char *opt, const char *s, long long min, long long max, long long *out,

@@ -60,9 +60,21 @@ void pd_cli_complete_line(const char *path, const char *optstring, const struct 
 /*
  * After pd_cli_getopt returned '?', ':' (optstring starts with "+:" or ":")
  * or PD_CLI_OPT_LOOKS_LIKE_OPTION, report the unknown option, the missing
- * value or the value that looks like an option, by name; returns 64.
+ * value or the value that looks like an option, by name; returns 64. An
+ * unknown long option near one of the options pd_cli_getopt was given is
+ * followed by "did you mean '--NAME'?" (pd_text_near).
  */
 int pd_cli_bad_option(const char *synopsis, int ch, char **argv);
+
+/* The width every help line fits in. */
+#define PD_CLI_WIDTH 80
+
+/*
+ * An item of a help listing into out: indent spaces, left, then right in
+ * a column w wide from the indent's end (on the next line when left does
+ * not leave it a space), wrapped within PD_CLI_WIDTH (pd_text_wrap).
+ */
+void pd_cli_help_item(struct pd_buf *out, int indent, int w, const char *left, const char *right);
 
 /*
  * Option values, each checked; errors name the option and are code 64, but

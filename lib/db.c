@@ -13,13 +13,19 @@
 static void flight_free(struct pd_db *db);
 static void flight_drop(struct pd_db *db);
 
-/* Describe conninfo for messages: "host=... port=... dbname=..." without secrets. */
+/*
+ * Describe conninfo for messages: "host=... port=... dbname=..." without
+ * secrets; a word that is neither conninfo nor a URI is the database name
+ * (libpq's reading), and "" is "libpq defaults".
+ */
 static void pd_db_describe(const char *conninfo, char *out, size_t n)
 {
 	static const char *keep[] = {"host", "hostaddr", "port", "dbname", "user", "service", NULL};
 	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
 	struct pd_buf b = PD_BUF_INIT;
 
+	if (opts == NULL && *conninfo && !pd_db_conninfo_like(conninfo))
+		pd_buf_printf(&b, "dbname=%s", conninfo);
 	if (opts) {
 		for (PQconninfoOption *o = opts; o->keyword; o++) {
 			for (int i = 0; keep[i]; i++)
@@ -31,6 +37,52 @@ static void pd_db_describe(const char *conninfo, char *out, size_t n)
 	}
 	snprintf(out, n, "%s", b.len ? b.data : "libpq defaults");
 	pd_buf_release(&b);
+}
+
+int pd_db_conninfo_like(const char *s)
+{
+	return strchr(s, '=') || strncmp(s, "postgres://", 11) == 0 ||
+	       strncmp(s, "postgresql://", 13) == 0;
+}
+
+int pd_db_conninfo_check(const char *conninfo, struct pd_err *e)
+{
+	char *err = NULL;
+	PQconninfoOption *opts;
+	struct pd_buf b = PD_BUF_INIT;
+
+	if (*conninfo == '\0' || !pd_db_conninfo_like(conninfo))
+		return 0; /* libpq's defaults, or a database name */
+	if ((opts = PQconninfoParse(conninfo, &err)) != NULL) {
+		PQconninfoFree(opts);
+		return 0;
+	}
+	/*
+	 * libpq quotes what it could not read, which may be (part of) a
+	 * password: a quoted part is kept when a keyword (letters and '_') or
+	 * one character ("]", "="), else said as "...".
+	 */
+	for (const char *p = err ? err : "out of memory"; *p && *p != '\n'; p++) {
+		const char *q = *p == '"' ? strchr(p + 1, '"') : NULL;
+		size_t len = q ? (size_t)(q - p - 1) : 0;
+
+		if (q == NULL) {
+			pd_buf_putc(&b, *p);
+			continue;
+		}
+		if (len <= 1 || strspn(p + 1, "abcdefghijklmnopqrstuvwxyz"
+					      "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == len)
+			pd_buf_append(&b, p, len + 2);
+		else
+			pd_buf_puts(&b, "\"...\"");
+		p = q;
+	}
+	PQfreemem(err);
+	pd_errf(e, PD_EX_CONFIG, "the database %s cannot be parsed by libpq: %s",
+		strchr(conninfo, '=') && !strstr(conninfo, "://") ? "conninfo" : "URL",
+		pd_buf_str(&b));
+	pd_buf_release(&b);
+	return -1;
 }
 
 /* The first line of a libpq message, without the trailing newline. */
@@ -81,6 +133,8 @@ int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, s
 		free(db->appname);
 		db->appname = pd_xstrdup(appname);
 	}
+	if (pd_db_conninfo_check(conninfo, e) < 0)
+		return -1;
 	pd_db_describe(conninfo, db->where, sizeof(db->where));
 	if (db->conn)
 		PQfinish(db->conn);

@@ -44,7 +44,9 @@ struct pd_db {
 
 /*
  * Connect with application_name=appname. On failure fills e with code 69 and
- * one line naming the host or socket tried, without the password.
+ * one line naming the host or socket tried, without the password; a
+ * conninfo libpq cannot parse (pd_db_conninfo_check) is code 78, before
+ * any attempt.
  *
  * Then, in one statement, sets the session's time zone to UTC (a pooler in
  * transaction mode keeps it: PgBouncer tracks TimeZone and sets it on
@@ -56,6 +58,17 @@ struct pd_db {
  * db->prepare decide db->named.
  */
 int pd_db_connect(struct pd_db *db, const char *conninfo, const char *appname, struct pd_err *e);
+
+/* 1 when s reads as a conninfo or URI (has '=', or postgres[ql]://), 0 when a database name. */
+int pd_db_conninfo_like(const char *s);
+
+/*
+ * 0 when libpq can parse conninfo (or it is "" or a database name), else
+ * -1 with e (78, a configuration error): "the database URL cannot be
+ * parsed by libpq: WHY", the quoted parts of WHY that could hold a
+ * password (all but keywords and single characters) said as "...".
+ */
+int pd_db_conninfo_check(const char *conninfo, struct pd_err *e);
 
 /* 1 if the connection goes through a pooler (see pd_db_connect). */
 int pd_db_pooled(const struct pd_db *db);

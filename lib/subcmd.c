@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "log.h"
 #include "subcmd.h"
+#include "text.h"
 
 #define OPT_BASE 256 /* getopt's value of option id i: OPT_BASE + i */
 #define KEY(o)	 ((o)->key ? (o)->key : (o)->name)
@@ -25,12 +26,16 @@ int pd_subcmd_takes(const struct pd_subcmd *c, const char *name)
 	return 0;
 }
 
-/* "usage: pd-admin dlq purge --older-than DURATION\n" */
+/* "usage: pd-admin dlq purge --older-than DURATION\n", wrapped within PD_CLI_WIDTH. */
 static const char *synopsis(const struct pd_subprog *p, const struct pd_subcmd *c)
 {
-	static char syn[512];
+	static char syn[1024];
+	struct pd_buf b = PD_BUF_INIT;
 
-	snprintf(syn, sizeof(syn), "usage: %s %s\n", p->name, c->usage);
+	pd_buf_printf(&b, "usage: %s ", p->name);
+	pd_text_wrap(&b, c->usage, (int)b.len, 7, PD_CLI_WIDTH);
+	snprintf(syn, sizeof(syn), "%s", pd_buf_str(&b));
+	pd_buf_release(&b);
 	return syn;
 }
 
@@ -50,6 +55,7 @@ static void sub_help(const struct pd_subprog *p, const struct pd_subcmd *c)
 {
 	char left[64], count[96];
 	int shorts = 0, w = 22;
+	struct pd_buf b = PD_BUF_INIT;
 
 	for (int i = 0; i < p->nopts; i++)
 		shorts |= p->opts[i].letter && pd_subcmd_takes(c, KEY(&p->opts[i]));
@@ -60,7 +66,7 @@ static void sub_help(const struct pd_subprog *p, const struct pd_subcmd *c)
 		if ((int)strlen(left) + 1 > w)
 			w = (int)strlen(left) + 1;
 	}
-	printf("usage: %s %s\n\n%s\n\n", p->name, c->usage, c->about);
+	pd_buf_printf(&b, "%s\n%s\n\n", synopsis(p, c), c->about);
 	for (int i = 0; i < p->nopts; i++) {
 		const struct pd_subopt *o = &p->opts[i];
 
@@ -69,9 +75,12 @@ static void sub_help(const struct pd_subprog *p, const struct pd_subcmd *c)
 		opt_left(o, shorts, left, sizeof(left));
 		if (o->help == NULL)
 			snprintf(count, sizeof(count), p->count_help, c->count_def, c->count_max);
-		printf("  %-*s %s\n", w, left, o->help ? o->help : count);
+		pd_cli_help_item(&b, 2, w + 1, left, o->help ? o->help : count);
 	}
-	printf("  %-*s %s\n\nSee %s(1).\n", w, "-h, --help", "show this help", p->name);
+	pd_cli_help_item(&b, 2, w + 1, "-h, --help", "show this help");
+	pd_buf_printf(&b, "\nSee %s(1).\n", p->name);
+	fputs(pd_buf_str(&b), stdout);
+	pd_buf_release(&b);
 }
 
 /* `PROG GROUP` alone (bad NULL), with --help (to_stdout), or with an unknown command. */
@@ -79,17 +88,33 @@ static int group_usage(const struct pd_subprog *p, const char *group, const char
 		       int to_stdout)
 {
 	FILE *f = to_stdout ? stdout : stderr;
+	struct pd_buf b = PD_BUF_INIT;
+	struct pd_text_near near;
+	char left[128];
 	int n = 0;
 
-	if (!to_stdout)
-		fprintf(f, "%s: %s %s command%s%s%s\n", pd_progname(), bad ? "unknown" : "missing",
-			group, bad ? " '" : "", bad ? bad : "", bad ? "'" : "");
+	pd_text_near_init(&near, bad ? bad : "");
 	for (const struct pd_subcmd *c = p->cmds; c->name; c++)
 		if (c->group && strcmp(c->group, group) == 0)
-			fprintf(f, "%s %s %-33s %s\n", n++ ? "      " : "usage:", p->name, c->usage,
-				c->summary);
+			pd_text_near_add(&near, c->name);
 	if (!to_stdout)
-		fprintf(f, "Try '%s --help' for more information.\n", p->name);
+		pd_buf_printf(&b, "%s: %s %s command%s%s%s%s%s%s\n", pd_progname(),
+			      bad ? "unknown" : "missing", group, bad ? " '" : "", bad ? bad : "",
+			      bad ? "'" : "", near.best ? "; did you mean '" : "",
+			      near.best ? near.best : "", near.best ? "'?" : "");
+	/* "usage: pd-admin dlq replay [ID...]", each command's summary on the line below */
+	for (const struct pd_subcmd *c = p->cmds; c->name; c++)
+		if (c->group && strcmp(c->group, group) == 0) {
+			snprintf(left, sizeof(left), "%s %s ", n++ ? "      " : "usage:", p->name);
+			pd_buf_puts(&b, left);
+			pd_text_wrap(&b, c->usage, (int)strlen(left), 7, PD_CLI_WIDTH);
+			pd_buf_printf(&b, "%*s", 11, "");
+			pd_text_wrap(&b, c->summary, 11, 11, PD_CLI_WIDTH);
+		}
+	if (!to_stdout)
+		pd_buf_printf(&b, "Try '%s %s --help' for more information.\n", p->name, group);
+	fputs(pd_buf_str(&b), f);
+	pd_buf_release(&b);
 	return to_stdout ? 0 : PD_EX_USAGE;
 }
 
@@ -112,7 +137,16 @@ static const struct pd_subcmd *find(const struct pd_subprog *p, int argc, char *
 		}
 	}
 	if (!group) {
-		*rc = pd_cli_usage(p->synopsis, "unknown command '%s'", argv[0]);
+		struct pd_text_near n;
+
+		pd_text_near_init(&n, argv[0]);
+		for (const struct pd_subcmd *c = p->cmds; c->name; c++)
+			pd_text_near_add(&n, c->group ? c->group : c->name);
+		if (n.best)
+			*rc = pd_cli_usage(p->synopsis, "unknown command '%s'; did you mean '%s'?",
+					   argv[0], n.best);
+		else
+			*rc = pd_cli_usage(p->synopsis, "unknown command '%s'", argv[0]);
 		return NULL;
 	}
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))

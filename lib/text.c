@@ -226,3 +226,85 @@ void pd_size_format(long long bytes, char *out, size_t n)
 	}
 	snprintf(out, n, "%lld", bytes);
 }
+
+int pd_text_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	int *d, r;
+
+	if (la > 64 || lb > 64) /* options and commands are short: far apart */
+		return 64;
+	d = pd_xcalloc((la + 1) * (lb + 1), sizeof(*d));
+#define D(i, j) d[(i) * (lb + 1) + (j)]
+	for (size_t i = 0; i <= la; i++)
+		D(i, 0) = (int)i;
+	for (size_t j = 0; j <= lb; j++)
+		D(0, j) = (int)j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			int v = D(i - 1, j - 1) + (a[i - 1] != b[j - 1]);
+
+			if (D(i - 1, j) + 1 < v)
+				v = D(i - 1, j) + 1;
+			if (D(i, j - 1) + 1 < v)
+				v = D(i, j - 1) + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    D(i - 2, j - 2) + 1 < v)
+				v = D(i - 2, j - 2) + 1;
+			D(i, j) = v;
+		}
+	r = D(la, lb);
+#undef D
+	free(d);
+	return r;
+}
+
+void pd_text_near_init(struct pd_text_near *n, const char *word)
+{
+	int len = (int)strlen(word);
+
+	n->word = word;
+	n->best = NULL;
+	/* the most steps a typo may take, plus one */
+	n->dist = (len / 3 < 1 ? 1 : len / 3 > 3 ? 3 : len / 3) + 1;
+}
+
+void pd_text_near_add(struct pd_text_near *n, const char *cand)
+{
+	int d = pd_text_distance(n->word, cand);
+
+	if (d > 0 && d < n->dist) {
+		n->best = cand;
+		n->dist = d;
+	}
+}
+
+void pd_text_wrap(struct pd_buf *out, const char *text, int col, int indent, int width)
+{
+	const char *p = text;
+	int first = 1;
+
+	while (*p) {
+		const char *w;
+		int depth = 0, len;
+
+		while (*p == ' ' || *p == '\n')
+			p++;
+		if (*p == '\0')
+			break;
+		for (w = p; *p && (depth > 0 || (*p != ' ' && *p != '\n')); p++)
+			depth += *p == '[' ? 1 : *p == ']' && depth > 0 ? -1 : 0;
+		len = (int)(p - w);
+		if (!first && col + 1 + len > width) {
+			pd_buf_printf(out, "\n%*s", indent, "");
+			col = indent;
+		} else if (!first) {
+			pd_buf_putc(out, ' ');
+			col++;
+		}
+		pd_buf_append(out, w, (size_t)len);
+		col += len;
+		first = 0;
+	}
+	pd_buf_putc(out, '\n');
+}

@@ -80,6 +80,34 @@ void pd_strset_release(struct pd_strset *s);
  */
 int pd_size_parse(const char *s, long long *out, struct pd_err *e);
 
+/*
+ * The nearest of a set of names to a mistyped word, for "did you mean":
+ * init with the word, add each candidate, then best is the candidate
+ * nearest by edit distance (insert, delete, replace, swap two neighbours:
+ * one step each), the first added of equals, or NULL when none is near
+ * enough to be a typo (more than a third of the word's length, at least 1
+ * and at most 3 steps away). An exact match is no typo: best stays NULL.
+ */
+struct pd_text_near {
+	const char *word, *best;
+	int dist;
+};
+void pd_text_near_init(struct pd_text_near *n, const char *word);
+void pd_text_near_add(struct pd_text_near *n, const char *cand);
+
+/* Steps from a to b as pd_text_near counts them (optimal string alignment). */
+int pd_text_distance(const char *a, const char *b);
+
+/*
+ * Append text to out wrapped within width columns: words (runs of bytes
+ * other than space and newline; spaces inside [...] do not separate
+ * words) laid out greedily, the first line from column col (what is
+ * already on it), each later line indented by indent spaces. A word wider
+ * than a line stands alone. Ends with a newline. Columns are bytes: help
+ * texts are ASCII.
+ */
+void pd_text_wrap(struct pd_buf *out, const char *text, int col, int indent, int width);
+
 /* bytes as pd_size_parse reads it back, the largest exact unit: "1MiB", "1500", "512KiB". */
 void pd_size_format(long long bytes, char *out, size_t n);
 

@@ -67,6 +67,95 @@ static const char title_sql[] =
     "   WHERE paused)";
 /* clang-format on */
 
+/*
+ * The queue table's columns in the order top shows them: what to act on
+ * first (runnable, how long the oldest has waited, workers, types nobody
+ * serves), then the states, the finished last: the first to go when the
+ * terminal is narrow (fitted), and the first five never. Indexes into
+ * pd_summary_queue_cols.
+ */
+static const int queue_order[] = {0, 8, 9, 10, 12, 1, 4, 3, 2, 6, 11, 5, 7};
+
+/* The widest line of text in columns: ANSI sequences take none, UTF-8 a column a character. */
+static int widest(const char *text)
+{
+	int max = 0, cols = 0;
+
+	for (const char *p = text; *p; p++) {
+		if (*p == '\n') {
+			cols = 0;
+			continue;
+		}
+		if (*p == '\033' && p[1] == '[') {
+			p += 2;
+			while (*p && !((unsigned char)*p >= 0x40 && (unsigned char)*p <= 0x7e))
+				p++;
+			if (*p == '\0')
+				break;
+			continue;
+		}
+		if (((unsigned char)*p & 0xC0) != 0x80 && ++cols > max)
+			max = cols;
+	}
+	return max;
+}
+
+/*
+ * Columns order[0..n) of r (whose columns are cols) as a table within
+ * width columns (0: no limit): the last of order dropped first, one at a
+ * time, until every line fits; the first keep columns stay (a line still
+ * too wide is the terminal's to cut: pd_top_clip). Rows whose first
+ * column is NULL are skipped, as pd_render_result does.
+ */
+static void fitted(const PGresult *r, const struct pd_col *cols, const int *order, int n, int keep,
+		   int width, const struct pd_fmt *fmt, struct pd_buf *out)
+{
+	struct pd_col *c = pd_xcalloc((size_t)n, sizeof(*c));
+	const char **cells = pd_xcalloc((size_t)PQntuples(r) * (size_t)n + 1, sizeof(*cells));
+	struct pd_buf t = PD_BUF_INIT;
+	int rows = 0;
+
+	for (int i = 0; i < PQntuples(r); i++) {
+		if (PQgetisnull(r, i, 0))
+			continue;
+		for (int j = 0; j < n; j++)
+			cells[(size_t)rows * (size_t)n + (size_t)j] =
+			    PQgetisnull(r, i, order[j]) ? NULL : PQgetvalue(r, i, order[j]);
+		rows++;
+	}
+	for (int j = 0; j < n; j++)
+		c[j] = cols[order[j]];
+	/* cells stay n wide a row: a narrower table shows a prefix of each row's columns */
+	for (int m = n; m >= keep; m--) {
+		const char **pick = pd_xcalloc((size_t)rows * (size_t)m + 1, sizeof(*pick));
+
+		for (int i = 0; i < rows; i++)
+			for (int j = 0; j < m; j++)
+				pick[(size_t)i * (size_t)m + (size_t)j] =
+				    cells[(size_t)i * (size_t)n + (size_t)j];
+		pd_buf_reset(&t);
+		pd_render(c, m, pick, rows, fmt, &t);
+		free(pick);
+		if (width <= 0 || m == keep || widest(pd_buf_str(&t)) <= width)
+			break;
+	}
+	pd_buf_puts(out, pd_buf_str(&t));
+	pd_buf_release(&t);
+	free(cells);
+	free(c);
+}
+
+/* fitted, every column of cols (n) in its own order. */
+static void fitted_all(const PGresult *r, const struct pd_col *cols, int n, int width,
+		       const struct pd_fmt *fmt, struct pd_buf *out)
+{
+	int order[16];
+
+	for (int j = 0; j < n && j < 16; j++)
+		order[j] = j;
+	fitted(r, cols, order, n < 16 ? n : 16, 1, width, fmt, out);
+}
+
 static void section(struct pd_buf *out, const struct pd_top_opts *o, const char *title)
 {
 	pd_buf_printf(out, "\n%s%s%s\n", o->color ? "\033[1;4m" : "", title,
@@ -107,7 +196,8 @@ int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *o
 	if (PQntuples(q) == 0)
 		pd_buf_puts(out, "no jobs yet\n");
 	else
-		pd_render_result(q, pd_summary_queue_cols, PD_SUMMARY_QUEUE_NCOLS, &fmt, out);
+		fitted(q, pd_summary_queue_cols, queue_order,
+		       (int)(sizeof(queue_order) / sizeof(*queue_order)), 5, o->width, &fmt, out);
 	if (PQntuples(t) && !PQgetisnull(t, 0, 2)) /* queues, types, any key paused */
 		pd_buf_printf(out, "paused: %s\n", PQgetvalue(t, 0, 2));
 
@@ -123,21 +213,21 @@ int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *o
 	section(out, o, "Workers");
 	pd_buf_printf(out, "%d live, %d gone; %d of %d slots busy\n", live, gone, busy, slots);
 	if (PQntuples(w) > 0)
-		pd_render_result(w, worker_cols, (int)(sizeof(worker_cols) / sizeof(*worker_cols)),
-				 &fmt, out);
+		fitted_all(w, worker_cols, (int)(sizeof(worker_cols) / sizeof(*worker_cols)),
+			   o->width, &fmt, out);
 
 	section(out, o, "Running jobs");
 	if (PQntuples(run) == 0)
 		pd_buf_puts(out, "none\n");
 	else
-		pd_render_result(run, running_cols,
-				 (int)(sizeof(running_cols) / sizeof(*running_cols)), &fmt, out);
+		fitted_all(run, running_cols, (int)(sizeof(running_cols) / sizeof(*running_cols)),
+			   o->width, &fmt, out);
 
 	section(out, o, "Newest dead letters");
 	pd_buf_printf(out, "%s in all\n", PQntuples(t) ? PQgetvalue(t, 0, 1) : "0");
 	if (PQntuples(d) > 0)
-		pd_render_result(d, dead_cols, (int)(sizeof(dead_cols) / sizeof(*dead_cols)), &fmt,
-				 out);
+		fitted_all(d, dead_cols, (int)(sizeof(dead_cols) / sizeof(*dead_cols)), o->width,
+			   &fmt, out);
 	PQclear(t);
 	PQclear(q);
 	PQclear(w);

@@ -17,9 +17,15 @@ struct pd_top_opts {
 	long long interval_ms; /* shown in the title; 0 for a single snapshot */
 	int ndead;	       /* newest dead letters shown */
 	int color;	       /* ANSI colours */
+	int width;	       /* the terminal's columns, 0: no limit (see pd_top_frame) */
 };
 
-/* Append one frame (lines ending in '\n', no cursor movement) to out. */
+/*
+ * Append one frame (lines ending in '\n', no cursor movement) to out. Each
+ * table fits o->width by leaving out its last columns; the queues' table
+ * shows QUEUE, RUNNABLE, OLDEST_RUNNABLE, WORKERS and UNSERVED first, then
+ * the states, so that the columns to act on are the last to go.
+ */
 int pd_top_frame(struct pd_db *db, const struct pd_top_opts *o, struct pd_buf *out,
 		 struct pd_err *e);
 

@@ -550,3 +550,69 @@ jobs_ids() {
 	[ -z "$output" ]
 	[[ "$stderr" == "pd-admin: cannot connect to the database"* ]]
 }
+
+@test "top at 80 columns: QUEUE RUNNABLE OLDEST_RUNNABLE WORKERS UNSERVED first, states dropped first" {
+	make_jobs 2 PENDING alpha >/dev/null
+	make_job DEAD_LETTERED alpha boom >/dev/null
+	run --separate-stderr env COLUMNS=80 pd-admin top --once
+	[ "$status" -eq 0 ]
+	head=$(printf '%s\n' "$output" | grep -m1 '^QUEUE ')
+	[[ "$head" =~ ^QUEUE\ +RUNNABLE\ +OLDEST_RUNNABLE\ +WORKERS\ +UNSERVED( |$) ]]
+	[[ "$head" != *SUCCEEDED* ]]
+	printf '%s\n' "$output" | grep -E '^alpha +2 +[0-9.]+s +0 +t( |$)'
+	[ -z "$(printf '%s\n' "$output" | awk 'length > 80')" ]
+	# wide enough, every column, the finished states last
+	run --separate-stderr env COLUMNS=400 pd-admin top --once
+	head=$(printf '%s\n' "$output" | grep -m1 '^QUEUE ')
+	[[ "$head" =~ ^QUEUE\ +RUNNABLE\ +OLDEST_RUNNABLE\ +WORKERS\ +UNSERVED\ +PENDING\ .*SUCCEEDED\ +CANCELLED$ ]]
+}
+
+@test "flow runs: a run no live worker serves says so" {
+	run --separate-stderr pd-enqueue --no-stdin --workflow nobody-serves
+	[ "$status" -eq 0 ]
+	run --separate-stderr pd-admin flow runs
+	[ "$status" -eq 0 ]
+	[[ "${lines[1]}" == *" RUNNING "*"no live worker serves type workflow:nobody-serves in queue default" ]]
+	[ "$(pd-admin --json flow runs | jq -r .unserved)" = true ]
+	sql "DELETE FROM pendulum.workflow_runs"
+}
+
+@test "every state-changing command says what it changed; every --dry-run says would" {
+	a=$(make_job PENDING)
+	b=$(make_job DEAD_LETTERED)
+	c=$(make_job DEAD_LETTERED)
+	make_job DEAD_LETTERED q t default '3 days' >/dev/null
+	r=$(pd-enqueue --no-stdin --workflow wf)
+	for cmd in "job cancel $a" "job replay $a" "dlq replay $b" "dlq delete $c" \
+		"dlq purge --older-than 1d --dry-run" "dlq purge --older-than 1d" "prune --dry-run" "prune" \
+		"outbox purge --older-than 1d --dry-run" "outbox purge --older-than 1d" "flow signal $r go" \
+		"flow cancel $r" "tenant grant postgres acme" "tenant revoke postgres acme" \
+		"tenant set acme --weight 2" "limit set k --concurrency 2" "limit set k --rate 5/1m" \
+		"limit unset k" "queue pause q" "queue resume q" "queue pause --type t" \
+		"queue resume --type t" "migrate"; do
+		# shellcheck disable=SC2086 # a command line
+		run --separate-stderr pd-admin $cmd
+		[ "$status" -eq 0 ] || { echo "$cmd: $status $stderr"; return 1; }
+		[ -n "$output" ] || { echo "$cmd: says nothing"; return 1; }
+		if [[ $cmd == *--dry-run* ]]; then
+			[[ "${lines[-1]}" == "would "* ]] || { echo "$cmd: $output"; return 1; }
+		else
+			[[ "$output" != *would* ]] || { echo "$cmd: $output"; return 1; }
+		fi
+	done
+	run --separate-stderr pd-admin limit set k2 --concurrency 3 --rate 10/1m
+	[ "${lines[-1]}" = "limit k2 set: concurrency 3, rate 10/1m" ]
+	sql "DELETE FROM pendulum.limits; DELETE FROM pendulum.workflow_runs"
+}
+
+@test "a subcommand's usage error points at its own --help, a group's at the group's" {
+	run --separate-stderr pd-admin dlq replay --limit 0
+	[ "$status" -eq 64 ]
+	[ "${stderr_lines[-1]}" = "Try 'pd-admin dlq replay --help' for more information." ]
+	run --separate-stderr pd-admin dlq replay x
+	[ "$status" -eq 64 ]
+	[ "${stderr_lines[-1]}" = "Try 'pd-admin dlq replay --help' for more information." ]
+	run --separate-stderr pd-admin dlq frob
+	[ "$status" -eq 64 ]
+	[ "${stderr_lines[-1]}" = "Try 'pd-admin dlq --help' for more information." ]
+}

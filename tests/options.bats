@@ -153,3 +153,92 @@ table_pairs() {
 	[[ "$stderr" == "pd-admin: cannot write to standard output"* ]]
 	pd_teardown_db
 }
+
+# group_helps PROG: `PROG GROUP --help` for each group of commands its --help lists.
+group_helps() {
+	"$1" --help | sed -n '/^Commands:/,/^$/p' | grep -E '^  [a-z]+ [a-z]+' |
+		sed -E 's/^  ([a-z]+) [a-z]+.*/\1/' | sort -u | while read -r g; do
+		"$1" "$g" --help
+	done
+}
+
+@test "every --help line of every program, command and group fits 80 columns" {
+	for p in $PROGS; do
+		n=$({ helps "$p"; group_helps "$p"; } | wc -l)
+		[ "$n" -gt 10 ] || { echo "$p: $n help lines"; return 1; }
+		wide=$({ helps "$p"; group_helps "$p"; } | awk 'length > 80')
+		[ -z "$wide" ] || { echo "$p: wider than 80 columns:"; echo "$wide"; return 1; }
+	done
+	# the usage line of a usage error too
+	run --separate-stderr pd-cron add x
+	[ "$status" -eq 64 ]
+	[ -z "$(printf '%s\n' "$stderr" | awk 'length > 80')" ]
+}
+
+@test "a mistyped long option or command: did you mean" {
+	run --separate-stderr pd-worker --concurency 3 --handler t=true
+	[ "$status" -eq 64 ]
+	[ "${stderr_lines[0]}" = "pd-worker: unknown option '--concurency'; did you mean '--concurrency'?" ]
+	run --separate-stderr pd-enqueue --queeu=q t '{}'
+	[ "$status" -eq 64 ]
+	[ "${stderr_lines[0]}" = "pd-enqueue: unknown option '--queeu=q'; did you mean '--queue'?" ]
+	run --separate-stderr pd-admin jobs --limt 3
+	[ "$status" -eq 64 ]
+	[ "${stderr_lines[0]}" = "pd-admin: unknown option '--limt'; did you mean '--limit'?" ]
+	run --separate-stderr pd-admin dql list
+	[ "$status" -eq 64 ]
+	[ "${stderr_lines[0]}" = "pd-admin: unknown command 'dql'; did you mean 'dlq'?" ]
+	run --separate-stderr pd-admin dlq replya
+	[ "$status" -eq 64 ]
+	[ "${stderr_lines[0]}" = "pd-admin: unknown dlq command 'replya'; did you mean 'replay'?" ]
+	run --separate-stderr pd-cron lsit
+	[ "$status" -eq 64 ]
+	[ "${stderr_lines[0]}" = "pd-cron: unknown command 'lsit'; did you mean 'list'?" ]
+	# nothing near: no guess
+	run --separate-stderr pd-admin frobnicate
+	[ "$status" -eq 64 ]
+	[ "${stderr_lines[0]}" = "pd-admin: unknown command 'frobnicate'" ]
+	run --separate-stderr pd-worker --xyz
+	[ "${stderr_lines[0]}" = "pd-worker: unknown option '--xyz'" ]
+}
+
+@test "a database URL libpq cannot parse is named as such: 78, no password shown" {
+	for p in "pd-admin jobs" "pd-enqueue t {}" "pd-worker --until-idle --handler t=true" "pd-cron list"; do
+		# shellcheck disable=SC2086 # a command line
+		run --separate-stderr env PD_DATABASE_URL='postgresql://u:s3cret%zz@db/x' $p
+		[ "$status" -eq 78 ] || { echo "$p: $status $stderr"; return 1; }
+		[[ "$stderr" == *"the database URL cannot be parsed by libpq: invalid percent-encoded token"* ]] ||
+			{ echo "$p: $stderr"; return 1; }
+		[[ "$stderr" != *"libpq defaults"* ]]
+		[[ "$stderr" != *s3cret* ]]
+	done
+	run --separate-stderr pd-admin -d 'postgresql://u:pw@[::1/x' jobs
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == "pd-admin: the database URL cannot be parsed by libpq: "* ]]
+	[[ "$stderr" != *"pw@"* ]]
+	run --separate-stderr pd-admin -d 'host=/nonexistent-dir bogus=1' jobs
+	[ "$status" -eq 78 ]
+	[ "$stderr" = "pd-admin: the database conninfo cannot be parsed by libpq: invalid connection option \"bogus\"" ]
+	# a bare word is a database name, as libpq reads it: unreachable, 69
+	run --separate-stderr env PGHOST=/nonexistent-dir pd-admin -d 'no-such-db' jobs
+	[ "$status" -eq 69 ]
+	[[ "$stderr" == *"(dbname=no-such-db)"* ]]
+}
+
+@test "pd-enqueue --no-stdin in a while-read loop leaves the loop its input" {
+	pd_setup_db
+	pd-admin migrate >/dev/null
+	run --separate-stderr bash -c 'printf "a\nb\nc\n" | while read -r l; do
+		pd-enqueue --no-stdin -q nostdin t >/dev/null || exit 1; echo "$l"; done'
+	[ "$status" -eq 0 ]
+	[ "$output" = $'a\nb\nc' ]
+	[ "$(pd-admin depth nostdin)" = 3 ]
+	[ "$(sql "SELECT string_agg(DISTINCT payload::text, ' ') FROM pendulum.jobs WHERE queue = 'nostdin'")" = "{}" ]
+	# without it the first job reads the loop's input: not JSON, and the error names the flag
+	run --separate-stderr bash -c 'printf "a\nb\n" | pd-enqueue -q nostdin t'
+	[ "$status" -eq 65 ]
+	[[ "$stderr" == "pd-enqueue: invalid JSON in stdin"*"(to not read stdin: --no-stdin)" ]]
+	run --separate-stderr pd-enqueue --no-stdin --ndjson </dev/null
+	[ "$status" -eq 64 ]
+	pd_teardown_db
+}

@@ -1,6 +1,7 @@
 /*
  * text_test: the one rule for names (pd_name_check) at each of its edges,
- * and the messages that name the field and the byte; pd_text_show.
+ * and the messages that name the field and the byte; pd_text_show; the
+ * nearest name (pd_text_near) and wrapping (pd_text_wrap).
  */
 #include <string.h>
 
@@ -109,6 +110,52 @@ static void test_strset(void)
 	pd_strset_release(&s);
 }
 
+/* pd_text_near and pd_text_distance: "did you mean". */
+static void test_near(void)
+{
+	static const char *const opts[] = {"queue", "quiet", "concurrency", "limit", "json"};
+	struct pd_text_near n;
+
+	is_int(pd_text_distance("limit", "limt"), 1, "a deletion is one step");
+	is_int(pd_text_distance("dlq", "dql"), 1, "two neighbours swapped are one step");
+	is_int(pd_text_distance("", "abc"), 3, "from nothing: an insertion a byte");
+	is_int(pd_text_distance("kitten", "sitting"), 3, "kitten to sitting");
+	pd_text_near_init(&n, "queu");
+	for (size_t i = 0; i < sizeof(opts) / sizeof(*opts); i++)
+		pd_text_near_add(&n, opts[i]);
+	is_str(n.best ? n.best : "(none)", "queue", "queu: queue, the nearest");
+	pd_text_near_init(&n, "concurency");
+	for (size_t i = 0; i < sizeof(opts) / sizeof(*opts); i++)
+		pd_text_near_add(&n, opts[i]);
+	is_str(n.best ? n.best : "(none)", "concurrency", "concurency: concurrency");
+	pd_text_near_init(&n, "xyz");
+	for (size_t i = 0; i < sizeof(opts) / sizeof(*opts); i++)
+		pd_text_near_add(&n, opts[i]);
+	ok(n.best == NULL, "xyz: nothing near enough");
+	pd_text_near_init(&n, "json");
+	pd_text_near_add(&n, "json");
+	ok(n.best == NULL, "an exact match is no typo");
+}
+
+/* pd_text_wrap: greedy, indented, brackets kept whole. */
+static void test_wrap(void)
+{
+	struct pd_buf b = PD_BUF_INIT;
+
+	pd_text_wrap(&b, "aaa bbb ccc", 0, 2, 7);
+	is_str(pd_buf_str(&b), "aaa bbb\n  ccc\n", "wrapped at 7, indented by 2");
+	pd_buf_reset(&b);
+	pd_text_wrap(&b, "x [--a B] [--c D]", 4, 4, 14);
+	is_str(pd_buf_str(&b), "x [--a B]\n    [--c D]\n", "a bracket is one word");
+	pd_buf_reset(&b);
+	pd_text_wrap(&b, "one\n      two", 0, 0, 80);
+	is_str(pd_buf_str(&b), "one two\n", "newlines and runs of spaces are one space");
+	pd_buf_reset(&b);
+	pd_text_wrap(&b, "averyveryverylongword x", 0, 1, 5);
+	is_str(pd_buf_str(&b), "averyveryverylongword\n x\n", "a word wider than a line alone");
+	pd_buf_release(&b);
+}
+
 int main(void)
 {
 	char long_name[PD_NAME_MAX + 2];
@@ -139,5 +186,7 @@ int main(void)
 	test_show();
 	test_size();
 	test_strset();
+	test_near();
+	test_wrap();
 	return done_testing();
 }
