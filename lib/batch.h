@@ -51,7 +51,8 @@ struct pd_batch_in {
 	long long rtt_us; /* a round trip's moving average; 0: not measured yet */
 	long long run_us; /* a handler run's moving average; 0: not measured yet */
 	int stream;	  /* the worker has stream handlers */
-	long long pause_us; /* the pause: PD_BATCH_PAUSE_MS with handler processes, 0 with streams */
+	long long
+	    pause_us; /* the pause: PD_BATCH_PAUSE_MS with handler processes, 0 with streams */
 };
 
 /* The pause of a worker with handler processes only, in ms (see above). */

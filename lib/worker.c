@@ -304,7 +304,7 @@ static long long deadline(struct pd_daemon *d)
 	if (pd_worksync_startable(w))
 		return now; /* started at once */
 	if (w->flight)
-		return t; /* its results wake the loop */
+		return t;			       /* its results wake the loop */
 	if ((start = pd_worksync_paused(w, now)) >= 0) /* an exited handler is reaped still */
 		return pd_pool_count(&w->pool, PD_SLOT_DONE) > 0 ? now : pd_deadline_min(t, start);
 	start = pd_worksync_starts_due(w);

@@ -83,7 +83,8 @@ static void pause_(void)
 	is_int(pd_batch_depth(&in), 0, "slow handler: none held ready");
 	in = in8(2000, 1000, 0);
 	in.pause_us = 50000;
-	is_int(pd_batch_pause(&in, 17), 1, "17 ready jobs of 1 ms on 8 runs outlast a 2 ms round trip");
+	is_int(pd_batch_pause(&in, 17), 1,
+	       "17 ready jobs of 1 ms on 8 runs outlast a 2 ms round trip");
 	is_int(pd_batch_pause(&in, 16), 0, "16 last exactly a round trip: send now");
 	is_int(pd_batch_pause(&in, 0), 0, "none ready: send now");
 	in.pause_us = 0;
