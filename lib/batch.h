@@ -16,7 +16,8 @@
  *
  * The prefetch depth (the ready jobs held, claimed LEASED ahead of a free
  * run): as many as the runs get through during two round trips, at most
- * the concurrency, or, with stream handlers, at most twice the batch (so
+ * the batch or the concurrency, whichever is more (handler processes), or,
+ * with stream handlers, at most twice the batch (so
  * that each round trip can carry a whole batch of outcomes and claims
  * while the handler works through the previous one). None before anything
  * is measured, and none for handlers that run long compared with a round
