@@ -32,7 +32,7 @@
  * after its last batch, so that one round trip carries the outcomes, the
  * starts and the claim of that many ms of runs. Each round trip costs
  * PostgreSQL about 1.5-2 ms of CPU whatever it carries (the claim's plan,
- * the finish's functions, the commit) against some 30-70 us a job, and on
+ * the finish's functions, the commit) against tens of us a job, and on
  * a machine whose cores the handlers fill, that CPU is taken from them
  * (README, "The process drain"). Most jobs run during a pause are over before the
  * next round trip, and their outcome records their start: one write a job.
