@@ -40,9 +40,9 @@ long long pd_batch_depth(const struct pd_batch_in *in)
 	return d > cap ? cap : d;
 }
 
-int pd_batch_pause(const struct pd_batch_in *in, long long nready)
+int pd_batch_pause(const struct pd_batch_in *in, long long nready, long long left_us)
 {
 	if (in->pause_us <= 0 || in->rtt_us <= 0 || in->run_us <= 0 || nready <= 0)
 		return 0;
-	return nready * in->run_us > in->conc * in->rtt_us;
+	return nready * in->run_us > in->conc * (in->rtt_us + left_us);
 }

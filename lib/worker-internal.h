@@ -107,7 +107,8 @@ int pd_worksync_startable(const struct worker *w);
 /*
  * The worker's writes are paused (lib/batch, the pause) until the ms
  * returned: serving, nothing in flight, no heartbeat due, no lost lease to
- * write, and its ready jobs outlast a round trip; -1: not paused.
+ * write, and its ready jobs outlast the rest of the pause and a round trip;
+ * -1: not paused.
  */
 long long pd_worksync_paused(const struct worker *w, long long now);
 

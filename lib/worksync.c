@@ -112,7 +112,7 @@ long long pd_worksync_paused(const struct worker *w, long long now)
 	long long until = w->trip.sent_ms + PD_BATCH_PAUSE_MS;
 
 	if (w->d.phase != PD_DAEMON_SERVING || w->flight || now >= until || now >= w->next_beat ||
-	    !pd_batch_pause(&in, w->hs.nready))
+	    !pd_batch_pause(&in, w->hs.nready, 1000 * (until - now)))
 		return -1;
 	/* a lost lease, a refused batch's outcomes: written at once */
 	for (int k = 0; k < w->hs.nfin; k++)

@@ -83,18 +83,20 @@ static void pause_(void)
 	is_int(pd_batch_depth(&in), 0, "slow handler: none held ready");
 	in = in8(2000, 1000, 0);
 	in.pause_us = 50000;
-	is_int(pd_batch_pause(&in, 17), 1,
+	is_int(pd_batch_pause(&in, 17, 0), 1,
 	       "17 ready jobs of 1 ms on 8 runs outlast a 2 ms round trip");
-	is_int(pd_batch_pause(&in, 16), 0, "16 last exactly a round trip: send now");
-	is_int(pd_batch_pause(&in, 0), 0, "none ready: send now");
+	is_int(pd_batch_pause(&in, 16, 0), 0, "16 last exactly a round trip: send now");
+	is_int(pd_batch_pause(&in, 0, 0), 0, "none ready: send now");
+	is_int(pd_batch_pause(&in, 417, 50000), 1, "417 outlast 50 ms of pause and a round trip");
+	is_int(pd_batch_pause(&in, 416, 50000), 0, "416 last exactly that: send now");
 	in.pause_us = 0;
-	is_int(pd_batch_pause(&in, 1000), 0, "no pause (stream handlers): send now");
+	is_int(pd_batch_pause(&in, 1000, 0), 0, "no pause (stream handlers): send now");
 	in = in8(0, 1000, 0);
 	in.pause_us = 50000;
-	is_int(pd_batch_pause(&in, 1000), 0, "no round trip measured: send now");
+	is_int(pd_batch_pause(&in, 1000, 0), 0, "no round trip measured: send now");
 	in = in8(2000, 0, 0);
 	in.pause_us = 50000;
-	is_int(pd_batch_pause(&in, 1000), 0, "no run measured: send now");
+	is_int(pd_batch_pause(&in, 1000, 0), 0, "no run measured: send now");
 }
 
 int main(void)
