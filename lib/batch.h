@@ -16,15 +16,32 @@
  *
  * The prefetch depth (the ready jobs held, claimed LEASED ahead of a free
  * run): as many as the runs get through during two round trips, at most
- * the concurrency, or, with stream handlers, at most twice the batch (so
+ * the batch or the concurrency, whichever is more (handler processes), or,
+ * with stream handlers, at most twice the batch (so
  * that each round trip can carry a whole batch of outcomes and claims
  * while the handler works through the previous one). None before anything
  * is measured, and none for handlers that run long compared with a round
  * trip: their jobs stay claimable by idle workers.
  *
+ * With handler processes the round trip counts as rtt + pause_us (below)
+ * when a run is shorter than the pause, and the depth reaches the batch:
+ * the ready jobs last through the pause.
+ *
+ * The pause (handler processes only; pause_us, PD_BATCH_PAUSE_MS): a worker
+ * whose ready jobs outlast the rest of the pause and a round trip sends
+ * nothing for up to pause_us
+ * after its last batch, so that one round trip carries the outcomes, the
+ * starts and the claim of that many ms of runs. Each round trip costs
+ * PostgreSQL about 1.5-2 ms of CPU whatever it carries (the claim's plan,
+ * the finish's functions, the commit) against tens of us a job, and on
+ * a machine whose cores the handlers fill, that CPU is taken from them
+ * (README, "The process drain"). Most jobs run during a pause are over
+ * before the next round trip, and their outcome records their start: one write a job.
+ * Stream handlers need no pause: their batches are large already.
+ *
  * So a worker holds at most concurrency (running) + the depth (ready) jobs:
- * 2 x concurrency with handler processes, concurrency + 2 x the cap with
- * stream handlers; a lost worker's are reaped as every lease is.
+ * concurrency + the cap with handler processes, concurrency + 2 x the cap
+ * with stream handlers; a lost worker's are reaped as every lease is.
  */
 #ifndef PD_BATCH_H
 #define PD_BATCH_H
@@ -36,12 +53,25 @@ struct pd_batch_in {
 	long long rtt_us; /* a round trip's moving average; 0: not measured yet */
 	long long run_us; /* a handler run's moving average; 0: not measured yet */
 	int stream;	  /* the worker has stream handlers */
+	/* the pause: PD_BATCH_PAUSE_MS with handler processes, 0 with streams */
+	long long pause_us;
 };
+
+/* The pause of a worker with handler processes only, in ms (see above). */
+#define PD_BATCH_PAUSE_MS 50
 
 /* The most jobs one claim takes now: floor <= batch <= max(floor, cap). */
 long long pd_batch_size(const struct pd_batch_in *in);
 
 /* The ready jobs to hold now (the prefetch depth), 0 to the bound above. */
 long long pd_batch_depth(const struct pd_batch_in *in);
+
+/*
+ * 1: nready ready jobs outlast left_us (what is left of the pause) and a
+ * round trip (more than conc x (left + rtt) / run), so that the claim sent
+ * at the pause's end is in before they run out: the worker may pause its
+ * writes (pause_us > 0); 0: send now.
+ */
+int pd_batch_pause(const struct pd_batch_in *in, long long nready, long long left_us);
 
 #endif

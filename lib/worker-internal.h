@@ -104,6 +104,13 @@ int pd_worker_requests(const struct worker *w);
 
 /* A ready job would start now. */
 int pd_worksync_startable(const struct worker *w);
+/*
+ * The worker's writes are paused (lib/batch, the pause) until the ms
+ * returned: serving, nothing in flight, no heartbeat due, no lost lease to
+ * write, and its ready jobs outlast the rest of the pause and a round trip;
+ * -1: not paused.
+ */
+long long pd_worksync_paused(const struct worker *w, long long now);
 
 /* When the next start record is due (pd_now_us), or -1. */
 long long pd_worksync_starts_due(const struct worker *w);

@@ -305,6 +305,17 @@ static long long deadline(struct pd_daemon *d)
 		return now; /* started at once */
 	if (w->flight)
 		return t; /* its results wake the loop */
+	if ((start = pd_worksync_paused(w, now)) >= 0) {
+		/* writes and claims wait; an exited handler is reaped still, side work runs */
+		if (pd_pool_count(&w->pool, PD_SLOT_DONE) > 0)
+			return now;
+		t = pd_deadline_min(pd_deadline_min(t, start), w->next_beat);
+		if (w->cfg->reap)
+			t = pd_deadline_min(t, w->next_reap);
+		if (w->cfg->ext)
+			t = pd_deadline_min(t, w->next_ext);
+		return t;
+	}
 	start = pd_worksync_starts_due(w);
 	if (pd_pool_count(&w->pool, PD_SLOT_DONE) > 0 || streams_outcomes(w) ||
 	    pd_holdings_unsent(&w->hs) || (start >= 0 && start <= pd_now_us()) ||

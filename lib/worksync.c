@@ -68,7 +68,8 @@ static struct pd_batch_in batch_in(struct worker *w)
 				    .cap = w->cfg->engine.batch_max,
 				    .rtt_us = w->rtt_us,
 				    .run_us = w->run_us,
-				    .stream = w->nstreams > 0};
+				    .stream = w->nstreams > 0,
+				    .pause_us = w->nstreams > 0 ? 0 : PD_BATCH_PAUSE_MS * 1000LL};
 }
 
 /* Held job x can start in a free run now: its stream handler (if any) takes it. */
@@ -100,6 +101,25 @@ static void start_ready(struct worker *w)
 	/* the few kept (waiting for their stream) just before the rest; the window skips the gap */
 	memmove(hs->ready + (k - kept), hs->ready, (size_t)kept * sizeof(*hs->ready));
 	pd_holdings_ready_skip(hs, k - kept);
+}
+
+long long pd_worksync_paused(const struct worker *w, long long now)
+{
+	struct pd_batch_in in = {.conc = w->cfg->engine.concurrency,
+				 .rtt_us = w->rtt_us,
+				 .run_us = w->run_us,
+				 .pause_us = w->nstreams > 0 ? 0 : PD_BATCH_PAUSE_MS * 1000LL};
+	long long until = w->trip.sent_ms + PD_BATCH_PAUSE_MS;
+
+	if (w->d.phase != PD_DAEMON_SERVING || w->flight || now >= until || now >= w->next_beat ||
+	    !pd_batch_pause(&in, w->hs.nready, 1000 * (until - now)))
+		return -1;
+	/* a lost lease, a refused batch's outcomes: written at once */
+	for (int k = 0; k < w->hs.nfin; k++)
+		if (w->hs.fin[k].fate != PD_HOLD_FATE_BATCHED ||
+		    w->hs.fin[k].exit.cls == PD_EXIT_LEASE_LOST)
+			return -1;
+	return until;
 }
 
 /* A ready job would start now. */
@@ -360,6 +380,10 @@ int pd_worksync_pass(struct worker *w, long long now, struct pd_err *e)
 	 * they would never run.
 	 */
 	if (side_due(w, now)) {
+		start_ready(w);
+		return 0;
+	}
+	if (pd_worksync_paused(w, now) >= 0) {
 		start_ready(w);
 		return 0;
 	}

@@ -52,7 +52,7 @@ static void depth(void)
 	in = in8(1500, 100000, 0);
 	is_int(pd_batch_depth(&in), 0, "slow process handler: none");
 	in = in8(2000, 1000, 0);
-	is_int(pd_batch_depth(&in), 8, "fast process handler: at most the concurrency");
+	is_int(pd_batch_depth(&in), 32, "fast process handler: its batch (two round trips' worth)");
 	in = in8(1000, 4000, 0);
 	is_int(pd_batch_depth(&in), 4, "two round trips' worth");
 	in = in8(1500, 60, 1);
@@ -62,14 +62,47 @@ static void depth(void)
 	in = in8(1500, 5, 1);
 	is_int(pd_batch_depth(&in), 2000, "very fast stream: twice the cap, the bound");
 	in = in8(1500, 5, 0);
-	is_int(pd_batch_depth(&in), 8, "processes: the concurrency whatever the cap");
+	is_int(pd_batch_depth(&in), 1000, "processes: at most the cap (the batch), not twice");
 	in = in8(1000000000LL, 1, 1);
 	is_int(pd_batch_depth(&in), 2000, "a huge ratio: the bound, no overflow");
+}
+
+/* A worker with handler processes: the pause counts in the round trip. */
+static void pause_(void)
+{
+	struct pd_batch_in in = in8(1000, 1000, 0);
+
+	in.pause_us = 50000;
+	is_int(pd_batch_size(&in), 816, "the pause in the round trip: 2 x 8 x 51 ms / 1 ms");
+	is_int(pd_batch_depth(&in), 816, "the depth reaches the batch");
+	in.cap = 100;
+	is_int(pd_batch_depth(&in), 100, "the cap bounds the depth");
+	in = in8(1000, 1000000, 0);
+	in.pause_us = 50000;
+	is_int(pd_batch_size(&in), 8, "slow handler (1 s): the floor, pause or not");
+	is_int(pd_batch_depth(&in), 0, "slow handler: none held ready");
+	in = in8(2000, 1000, 0);
+	in.pause_us = 50000;
+	is_int(pd_batch_pause(&in, 17, 0), 1,
+	       "17 ready jobs of 1 ms on 8 runs outlast a 2 ms round trip");
+	is_int(pd_batch_pause(&in, 16, 0), 0, "16 last exactly a round trip: send now");
+	is_int(pd_batch_pause(&in, 0, 0), 0, "none ready: send now");
+	is_int(pd_batch_pause(&in, 417, 50000), 1, "417 outlast 50 ms of pause and a round trip");
+	is_int(pd_batch_pause(&in, 416, 50000), 0, "416 last exactly that: send now");
+	in.pause_us = 0;
+	is_int(pd_batch_pause(&in, 1000, 0), 0, "no pause (stream handlers): send now");
+	in = in8(0, 1000, 0);
+	in.pause_us = 50000;
+	is_int(pd_batch_pause(&in, 1000, 0), 0, "no round trip measured: send now");
+	in = in8(2000, 0, 0);
+	in.pause_us = 50000;
+	is_int(pd_batch_pause(&in, 1000, 0), 0, "no run measured: send now");
 }
 
 int main(void)
 {
 	size();
 	depth();
+	pause_();
 	return done_testing();
 }
