@@ -911,6 +911,7 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 			if (s->items[i].kind != PD_TRIP_OUTCOME)
 				continue;
 			kind = finish_kind(&s->items[i].out.o);
+			/* any kind but these three may go back (a new kind too: checked) */
 			back |= strcmp(kind, "succeeded") != 0 && strcmp(kind, "dead") != 0 &&
 				strcmp(kind, "cancel") != 0;
 			pd_buf_putc(&batch, batch.len ? ',' : '[');
