@@ -317,8 +317,8 @@ c_sql() {
 		         'kind', 'succeeded', 'backoff_ms', 0, 'result_is_text', false,
 		         'result_truncated', false, 'outcome', 'succeeded', 'exit_code', 0)) AS batch
 		  FROM pendulum.claim_jobs_fair('{q2}', NULL, 100, 'w', '30 s', true) c \gset
-		PREPARE fin (jsonb, text) AS $fin;
-		EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE fin(:'batch', 'w');
+		PREPARE fin (jsonb, text, boolean) AS $fin;
+		EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE fin(:'batch', 'w', false);
 		ROLLBACK;
 	EOF
 	[ "$status" -eq 0 ]
