@@ -88,7 +88,8 @@ check_map() {
 	local h
 	for h in "## Job states" "## Fencing, attempts, retries" \
 		"## The handler contract" "## Exit codes per program" \
-		"## Workflows" "## Configuration precedence" \
+		"## Workflows" "## Cron" "## The outbox" "## Every binary" \
+		"## Configuration precedence" \
 		"## Capabilities of issues 21"; do
 		if ! grep -q "^$h" "$PD_ROOT/tests/README.md"; then
 			echo "# no section $h" >&3
