@@ -346,6 +346,7 @@ setup() {
 	[ "$(outbox_state "$d")" = PENDING ]
 	grep -qx "exec $c audit" "$LOG"
 	run --separate-stderr pd-relay -c "$CFG" --once --topic orders --exec "$BATS_TEST_TMPDIR/pub"
+	[ "$status" -eq 0 ]
 	[ "$(outbox_state "$d")" = PUBLISHED ] # orders has its own command in the file
 	# a command that cannot run is refused at start-up, naming it
 	e=$(record audit '{}')
