@@ -194,6 +194,8 @@ lint:
 	sh scripts/man-lint $(MANS)
 	# lib/'s includes point only down the layers of lib/README.md.
 	sh scripts/layers
+	# No assertion a bats test cannot fail: chains, unchecked runs, || true (scripts/bats-lint).
+	sh scripts/bats-lint $(BATS) $(HA_BATS) $(wildcard tests/deb/*.bats)
 
 install: $(BINS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7

@@ -481,6 +481,7 @@ jobs_ids() {
 	pd-enqueue t '{}' >/dev/null
 	wait_for 30 eval '[ "$(pd-admin --json workers | jq .in_flight)" = 2 ]'
 	run --separate-stderr pd-admin workers
+	[ "$status" -eq 0 ]
 	printf '%s\n' "${lines[1]}" | grep -E " $(bg_pid w) +default +2/3 .* live$"
 }
 
@@ -495,8 +496,10 @@ jobs_ids() {
 	[[ "$output" != *$'\033'* ]]
 	run --separate-stderr timeout 10 pd-admin top --once --interval 1s
 	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "pendulum top  "*" UTC" ]]
 	run --separate-stderr pd-admin top --interval 10ms
 	[ "$status" -eq 64 ]
+	[ "${stderr_lines[0]}" = "pd-admin: option --interval: at least 100ms" ]
 }
 
 @test "top on a terminal: q quits and the terminal is restored" {

@@ -70,9 +70,12 @@ attempts() {
 	[ "$(sql "SELECT string_agg(stderr_tail, '' ORDER BY attempt) FROM pendulum.job_attempts WHERE job_id = $id")" = \
 		"$(printf 'attempt 1 of 3\nattempt 2 of 3\nattempt 3 of 3\n')" ]
 	[ "$(lines "$LOG")" -eq 3 ]
-	# nothing more happens to it
-	sleep 0.5
-	[ "$(lines "$LOG")" -eq 3 ]
+	# nothing more happens to it: the worker claims and runs a later job, not it
+	next=$(pd-enqueue --max-attempts 1 t '{}')
+	wait_final "$next"
+	[ "$(lines "$LOG")" -eq 4 ]
+	[ "$(grep -c "^$id " "$LOG")" -eq 3 ]
+	[ "$(sql "SELECT attempt FROM pendulum.jobs WHERE id = $id")" -eq 3 ]
 }
 
 @test "a failure followed by success: the job succeeds on attempt 2, last_error cleared" {

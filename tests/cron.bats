@@ -148,8 +148,8 @@ half_hour_ago_cron() {
 	run --separate-stderr pd-cron add nightly --cron '30 2 * * *' --tz Europe/Berlin --type report \
 		--payload '{"kind": "daily"}' --queue reports --priority high
 	[ "$status" -eq 0 ]
-	[[ "$output" =~ ^created\ nightly,\ next\ fire\ [0-9-]+T01:30:00Z\ \([0-9-]+\ 02:30:00\ CET\)$ ]] ||
-		[[ "$output" =~ ^created\ nightly,\ next\ fire\ [0-9-]+T00:30:00Z\ \([0-9-]+\ 02:30:00\ CEST\)$ ]]
+	[[ "$output" =~ ^created\ nightly,\ next\ fire\ [0-9-]+T01:30:00Z\ \([0-9-]+\ 02:30:00\ CET\)$ ||
+		"$output" =~ ^created\ nightly,\ next\ fire\ [0-9-]+T00:30:00Z\ \([0-9-]+\ 02:30:00\ CEST\)$ ]]
 	[ "$(sql "SELECT tenant_id, job_type, payload::text, queue, priority, misfire_policy, catch_up_limit, enabled,
 	              last_fired_at <= now() AND last_fired_at > now() - interval '1 minute', next_fire_at > now()
 	          FROM pendulum.cron_schedules WHERE name = 'nightly'")" = \
@@ -283,8 +283,8 @@ half_hour_ago_cron() {
 	run --separate-stderr pd-cron run --once
 	[ "$status" -eq 0 ]
 	[ "$(jobs_of skip | wc -l)" -eq 1 ]
-	[ "$(jobs_of skip)" = "$(sql "SELECT to_char(date_trunc('minute', now()), 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")" ] ||
-		[ "$(jobs_of skip)" = "$(sql "SELECT to_char(date_trunc('minute', now()) - interval '1 minute', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")" ]
+	[[ "$(jobs_of skip)" == "$(sql "SELECT to_char(date_trunc('minute', now()), 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")" ||
+		"$(jobs_of skip)" == "$(sql "SELECT to_char(date_trunc('minute', now()) - interval '1 minute', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")" ]]
 	# with a grace shorter than how late it is, nothing fires
 	expr=$(half_hour_ago_cron)
 	pd-cron add late --cron "$expr" --tz UTC --type t --misfire SKIP >/dev/null
@@ -353,7 +353,7 @@ half_hour_ago_cron() {
 	run --separate-stderr pd-cron run --once
 	[ "$status" -eq 0 ]
 	[[ "$output" =~ ^enqueued\ [01],\ already\ enqueued\ [0-9]+,\ disabled\ 0$ ]]
-	[[ "$output" == *"already enqueued $n,"* ]] || [[ "$output" == *"already enqueued $((n - 1)),"* ]]
+	[[ "$output" == *"already enqueued $n,"* || "$output" == *"already enqueued $((n - 1)),"* ]]
 	[ "$(sql "SELECT count(*) = count(DISTINCT idempotency_key) FROM pendulum.jobs")" = t ]
 }
 
@@ -369,9 +369,8 @@ half_hour_ago_cron() {
 	[ "$output" = "enqueued 1, already enqueued 0, disabled 2" ]
 	[ "$(jobs_of good | wc -l)" -eq 1 ]
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs")" -eq 1 ]
-	[ "$(sql "SELECT enabled, next_fire_at IS NULL, disabled_reason FROM pendulum.cron_schedules WHERE name = 'badcron'")" = \
-		"f|t|invalid cron expression 'every day at noon': expected 5 fields, got 4" ] ||
-		[[ "$(sql "SELECT disabled_reason FROM pendulum.cron_schedules WHERE name = 'badcron'")" == "invalid cron expression 'every day at noon'"* ]]
+	[ "$(sql "SELECT enabled, next_fire_at IS NULL FROM pendulum.cron_schedules WHERE name = 'badcron'")" = "f|t" ]
+	[[ "$(sql "SELECT disabled_reason FROM pendulum.cron_schedules WHERE name = 'badcron'")" == "invalid cron expression 'every day at noon'"* ]]
 	[[ "$(sql "SELECT disabled_reason FROM pendulum.cron_schedules WHERE name = 'badzone'")" == "unknown time zone 'Atlantis/Capital'"* ]]
 	[[ "$stderr" == *'level=warn msg="schedule disabled: it can no longer be evaluated" tenant=default schedule=badzone reason="unknown time zone '"'Atlantis/Capital'"* ]]
 	[ "$(sql "SELECT enabled FROM pendulum.cron_schedules WHERE name = 'good'")" = t ]

@@ -189,11 +189,17 @@ $D/jobs:9: killed after 1h (timeout=); cron lets it run"* ]]
 	pd-enqueue crontab.jobs.added '{}' >/dev/null
 	wait_for 30 lines_at_least "$D/ran" 1
 	[ "$(cat "$D/ran")" = "added hello world" ]
+	schedules=$(sql "SELECT string_agg(name, ',' ORDER BY name) FROM pendulum.cron_schedules")
 	# a file that no longer parses is refused: the worker goes on with the old one
 	echo '99 * * * * x' >>"$D/jobs"
 	kill -HUP "$(bg_pid w)"
 	wait_for 10 grep -q 'config not reloaded' "$BATS_FILE_TMPDIR/w.log"
 	alive "$(bg_pid w)"
+	# the old schedules stand and the old command still runs
+	[ "$(sql "SELECT string_agg(name, ',' ORDER BY name) FROM pendulum.cron_schedules")" = "$schedules" ]
+	pd-enqueue crontab.jobs.added '{}' >/dev/null
+	wait_for 30 lines_at_least "$D/ran" 2
+	[ "$(sort -u "$D/ran")" = "added hello world" ]
 }
 
 @test "two pd-worker --crontab on one database: a * * * * * line fires within 70 s, one job a minute for three minutes; a failing one fires each minute too" {

@@ -133,7 +133,8 @@ setup() {
 	# the default tenant is a third one
 	run --separate-stderr pd-enqueue -k order-1 t '{"v": 4}'
 	[ "$status" -eq 0 ]
-	[ "$output" != "$first" ] && [ "$output" != "$second" ]
+	[ "$output" != "$first" ]
+	[ "$output" != "$second" ]
 	[ "$(njobs)" -eq 3 ]
 	# the first payload stands
 	[ "$(sql "SELECT payload->>'v' FROM pendulum.jobs WHERE id = $first")" = 1 ]

@@ -156,6 +156,7 @@ PROGS="pd-enqueue pd-worker pd-reaper pd-cron pd-relay pd-admin"
 	[ "$status" -eq 0 ]
 	run --separate-stderr env -u PD_DATABASE_URL pd-admin -c "$cfg" -d "host=/nonexistent-dir dbname=x" migrate
 	[ "$status" -eq 69 ]
+	[[ "$stderr" == "pd-admin: cannot connect to the database (dbname=x host=/nonexistent-dir): "* ]]
 }
 
 @test "--help and the man page list the same options" {

@@ -221,11 +221,14 @@ value() {
 	     VALUES ('a', 'h', 1, '{q1}', '{*}', 4, 1, now() - interval '30 s'),
 	            ('b', 'h', 2, '{q1}', '{*}', 8, 2, now() - interval '10 min')"
 	run --separate-stderr pd-admin metrics
+	[ "$status" -eq 0 ]
 	[ "$(value pendulum_workers)" = 1 ]
 	run --separate-stderr pd-admin metrics --stale 1h
+	[ "$status" -eq 0 ]
 	[ "$(value pendulum_workers)" = 2 ]
 	[ "$(value pendulum_worker_in_flight)" = 3 ]
 	run --separate-stderr pd-admin metrics --stale 10s
+	[ "$status" -eq 0 ]
 	[ "$(value pendulum_workers)" = 0 ]
 	[ "$(value pendulum_workers_stale)" = 2 ]
 }
@@ -244,6 +247,7 @@ value() {
 	pd-enqueue bad '{}' >/dev/null
 	timeout 60 pd-worker --until-idle --poll 200ms --handler 'ok=true' --handler 'bad=exit 65' 2>/dev/null
 	run --separate-stderr pd-admin metrics
+	[ "$status" -eq 0 ]
 	check_exposition
 	[ "$(value 'pendulum_attempts_total{outcome="succeeded"}')" = 3 ]
 	[ "$(value 'pendulum_attempts_total{outcome="terminal"}')" = 1 ]

@@ -201,7 +201,11 @@ setup() {
 	[ "$(lines "$LOG")" -eq 1 ]
 	lapsed_by=$(sql "SELECT claimed_by FROM pendulum.outbox WHERE id = $id")
 	# still claimed: a relay started now publishes nothing, but keeps polling
+	b_from=$(sql "SELECT clock_timestamp()")
 	start_relay b -c "$CFG" --visibility 3s --timeout 1s --poll 100ms --publish "$(publish_cmd "$LOG")"
+	# (once b, not a's lingering session, has run its claim statement)
+	wait_for 30 sql_is "SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_start > '$b_from'
+		AND pid <> pg_backend_pid() AND query LIKE 'WITH c AS ( SELECT o.id FROM pendulum.outbox o%'" t
 	[ "$(lines "$LOG")" -eq 1 ]
 	wait_for 30 sql_is "SELECT count(*) FROM pendulum.outbox WHERE state = 'PUBLISHED'" 2
 	# at least once: a's attempt and b's; the later message for the key after it
@@ -346,6 +350,7 @@ setup() {
 	[ "$(outbox_state "$d")" = PENDING ]
 	grep -qx "exec $c audit" "$LOG"
 	run --separate-stderr pd-relay -c "$CFG" --once --topic orders --exec "$BATS_TEST_TMPDIR/pub"
+	[ "$status" -eq 0 ]
 	[ "$(outbox_state "$d")" = PUBLISHED ] # orders has its own command in the file
 	# a command that cannot run is refused at start-up, naming it
 	e=$(record audit '{}')

@@ -160,7 +160,8 @@ job() {
 	b=$(pd-enqueue --after "$wf" p '{}')
 	# a workflow job nobody defines: its worker dead-letters it like any job
 	sql "UPDATE pendulum.jobs SET max_attempts = 1 WHERE id = $wf"
-	pd-worker --until-idle --no-reap --poll 200ms --handler 'workflow:wf=exit 65' --handler "$(broken)" 2>/dev/null || true
+	run --separate-stderr pd-worker --until-idle --no-reap --poll 200ms --handler 'workflow:wf=exit 65' --handler "$(broken)"
+	[ "$status" -eq 0 ]
 	[ "$(sql "SELECT state FROM pendulum.jobs WHERE id = $wf")" = DEAD_LETTERED ]
 	[ "$(job "$b")" = "DEAD_LETTERED|$wf|dependency $wf dead-lettered" ]
 }
