@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -175,7 +176,8 @@ int pd_cli_int(const char *opt, const char *s, long long min, long long max, lon
 
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || errno == ERANGE)
+	/* strtoll skips leading white space; a trailing one is refused, so is this. */
+	if (*s == '\0' || isspace((unsigned char)*s) || *end != '\0' || errno == ERANGE)
 		return pd_errf(e, PD_EX_USAGE, "option %s: '%s' is not a whole number", opt, s);
 	if (v < min || v > max)
 		return pd_errf(e, PD_EX_USAGE, "option %s: %lld is out of range %lld-%lld", opt, v,

@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +115,9 @@ int pd_priority_parse(const char *s, long long *out, struct pd_err *e)
 	if (strcmp(s, "low") == 0)
 		return *out = -10, 0;
 	v = strtoll(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || v < -1000000 || v > 1000000) {
+	/* strtoll skips leading white space: refused, as a trailing one is. */
+	if (*s == '\0' || isspace((unsigned char)*s) || *end != '\0' || v < -1000000 ||
+	    v > 1000000) {
 		char shown[PD_TEXT_SHOW_MAX + 1];
 
 		return pd_errf(e, PD_EX_DATAERR,

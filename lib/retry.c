@@ -39,8 +39,9 @@ long long pd_backoff_ceiling(long long base_ms, long long cap_ms, int attempt)
 
 	if (base_ms <= 0 || cap_ms <= 0)
 		return 0;
+	/* Past half the cap, one more doubling reaches it: d * 2 never overflows. */
 	for (int i = 1; i < attempt && d < cap_ms; i++)
-		d *= 2;
+		d = d > cap_ms / 2 ? cap_ms : d * 2;
 	return d < cap_ms ? d : cap_ms;
 }
 
