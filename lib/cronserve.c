@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cronserve.h"
+#include "henv.h"
 #include "log.h"
 
 /*
@@ -55,8 +56,8 @@ static void add_version(struct pd_cronserve *c, struct pd_crontab *t)
 		h[nh].mode = PD_HANDLER_PROCESS;
 		h[nh].env = en->run_env;
 		h[nh].env_only = 1;
-		h[nh].cwd = (char *)pd_crontab_getenv(en->run_env, "HOME");
-		h[nh].shell = (char *)pd_crontab_getenv(en->run_env, "SHELL");
+		h[nh].cwd = (char *)pd_henv_get(en->run_env, "HOME");
+		h[nh].shell = (char *)pd_henv_get(en->run_env, "SHELL");
 		if (pd_crontab_mailto(en) != NULL && mail)
 			h[nh].hooks.on[PD_HOOK_FAILURE] = pd_crontab_mail_hook(t, en, sendmail);
 		else if (pd_crontab_mailto(en) != NULL)

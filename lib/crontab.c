@@ -694,42 +694,17 @@ struct pd_handler *pd_crontab_mail_hook(const struct pd_crontab *t,
 	return h;
 }
 
-const char *pd_crontab_getenv(char *const *env, const char *name)
-{
-	size_t l = strlen(name);
-	const char *v = NULL;
-
-	for (; env && *env; env++)
-		if (strncmp(*env, name, l) == 0 && (*env)[l] == '=')
-			v = *env + l + 1;
-	return v;
-}
-
-/* Set "NAME=value" var in env[0..*k), replacing one of the same name. */
-static void env_set(char **env, int *k, char *var)
-{
-	size_t l = strcspn(var, "=");
-
-	for (int i = 0; i < *k; i++)
-		if (strncmp(env[i], var, l) == 0 && env[i][l] == '=') {
-			free(env[i]);
-			env[i] = var;
-			return;
-		}
-	env[(*k)++] = var;
-}
-
 char **pd_crontab_run_env(const struct pd_crontab_entry *en, const char *home, const char *logname)
 {
 	char **env = pd_xcalloc((size_t)en->nenv + 6, sizeof(*env));
-	int k = 0;
+	size_t k = 0;
 
-	env_set(env, &k, pd_xstrdup("SHELL=" PD_CRONTAB_SHELL));
-	env_set(env, &k, pd_xstrdup("PATH=" PD_CRONTAB_PATH));
-	env_set(env, &k, pd_henv_var("HOME", home));
-	env_set(env, &k, pd_henv_var("LOGNAME", logname));
+	pd_henv_put(env, &k, pd_xstrdup("SHELL=" PD_CRONTAB_SHELL));
+	pd_henv_put(env, &k, pd_xstrdup("PATH=" PD_CRONTAB_PATH));
+	pd_henv_put(env, &k, pd_henv_var("HOME", home));
+	pd_henv_put(env, &k, pd_henv_var("LOGNAME", logname));
 	for (int i = 0; i < en->nenv; i++)
-		env_set(env, &k, pd_xstrdup(en->env[i]));
+		pd_henv_put(env, &k, pd_xstrdup(en->env[i]));
 	env[k] = NULL;
 	return env;
 }

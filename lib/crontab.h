@@ -150,9 +150,6 @@ struct pd_handler *pd_crontab_mail_hook(const struct pd_crontab *t,
 #define PD_CRONTAB_PATH	 "/usr/bin:/bin"
 char **pd_crontab_run_env(const struct pd_crontab_entry *en, const char *home, const char *logname);
 
-/* The value of the last NAME in env ("NAME=value", NULL-terminated), or NULL. */
-const char *pd_crontab_getenv(char *const *env, const char *name);
-
 /*
  * What en does unlike cron (Vixie cron, cronie) into out, one note a line,
  * "LINE<TAB>note\n": overlap skip, a missed occurrence fired late, retries,

@@ -158,3 +158,26 @@ const char *pd_henv_held(const char *name)
 			return held[i].value;
 	return NULL;
 }
+
+void pd_henv_put(char **env, size_t *k, char *var)
+{
+	size_t l = strcspn(var, "="), i = 0;
+
+	while (i < *k && !(strncmp(env[i], var, l) == 0 && env[i][l] == '='))
+		i++;
+	if (i == *k)
+		(*k)++;
+	else
+		free(env[i]);
+	env[i] = var;
+}
+
+const char *pd_henv_get(char *const *env, const char *name)
+{
+	size_t l = strlen(name);
+
+	for (; env && *env; env++)
+		if (strncmp(*env, name, l) == 0 && (*env)[l] == '=')
+			return *env + l + 1;
+	return NULL;
+}

@@ -65,6 +65,17 @@ const char *pd_henv_withhold(const char *name);
 /* The value pd_henv_withhold took out under name, or NULL. */
 const char *pd_henv_held(const char *name);
 
+/*
+ * Set var ("NAME=value", malloc'd: env owns it from now on) in env[0..*k):
+ * it replaces, and frees, the variable of the same name, or is appended
+ * (*k + 1; env must have room for it). A vector built only through this
+ * holds each name once.
+ */
+void pd_henv_put(char **env, size_t *k, char *var);
+
+/* The value of the first NAME in env ("NAME=value", NULL-terminated), or NULL. */
+const char *pd_henv_get(char *const *env, const char *name);
+
 /* Overwrite the n bytes at s with 'x' (volatile: not optimised away). */
 void pd_henv_wipe(char *s, size_t n);
 

@@ -34,17 +34,8 @@ static char **env_base(const struct pd_handler *h, size_t extra, size_t *k)
 /* Set h's variables ("NAME=value") in env[0..*k), replacing the worker's of the same name. */
 static void handler_env(const struct pd_handler *h, char **env, size_t *k)
 {
-	for (int i = 0; h && h->env && h->env[i]; i++) {
-		size_t l = strcspn(h->env[i], "="), o = 0;
-
-		while (o < *k && !(strncmp(env[o], h->env[i], l) == 0 && env[o][l] == '='))
-			o++;
-		if (o == *k)
-			(*k)++;
-		else
-			free(env[o]);
-		env[o] = pd_xstrdup(h->env[i]);
-	}
+	for (int i = 0; h && h->env && h->env[i]; i++)
+		pd_henv_put(env, k, pd_xstrdup(h->env[i]));
 }
 
 char **pd_jobrun_env(const struct pd_claimed *j, const char *worker,

@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "crontab.h"
+#include "henv.h"
 #include "text.h"
 #include "tap.h"
 
@@ -291,16 +292,16 @@ static void like_cron(void)
 	is_str(t.v[0].s.command, "a", "the command, for pd-cron list");
 	ok(t.v[0].s.source != NULL && t.v[0].s.source == t.source, "the file owns it");
 	env = pd_crontab_run_env(&t.v[0], "/home/u", "u");
-	is_str(pd_crontab_getenv(env, "SHELL"), "/bin/sh", "cron's SHELL");
-	is_str(pd_crontab_getenv(env, "PATH"), "/usr/bin:/bin", "cron's PATH");
-	is_str(pd_crontab_getenv(env, "HOME"), "/home/u", "the user's HOME");
-	is_str(pd_crontab_getenv(env, "LOGNAME"), "u", "the user's LOGNAME");
+	is_str(pd_henv_get(env, "SHELL"), "/bin/sh", "cron's SHELL");
+	is_str(pd_henv_get(env, "PATH"), "/usr/bin:/bin", "cron's PATH");
+	is_str(pd_henv_get(env, "HOME"), "/home/u", "the user's HOME");
+	is_str(pd_henv_get(env, "LOGNAME"), "u", "the user's LOGNAME");
 	ok(env[4] == NULL, "nothing else");
 	pd_strv_free(env);
 	env = pd_crontab_run_env(&t.v[1], "/home/u", "u");
-	is_str(pd_crontab_getenv(env, "SHELL"), "/bin/bash", "the file's SHELL= wins");
-	is_str(pd_crontab_getenv(env, "PATH"), "/opt/bin:/usr/bin", "the file's PATH= wins");
-	is_str(pd_crontab_getenv(env, "HOME"), "/srv", "the file's HOME= wins");
+	is_str(pd_henv_get(env, "SHELL"), "/bin/bash", "the file's SHELL= wins");
+	is_str(pd_henv_get(env, "PATH"), "/opt/bin:/usr/bin", "the file's PATH= wins");
+	is_str(pd_henv_get(env, "HOME"), "/srv", "the file's HOME= wins");
 	ok(env[4] == NULL, "replaced, not added");
 	pd_strv_free(env);
 	pd_crontab_differences(&t.v[0], &d);
