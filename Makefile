@@ -112,7 +112,7 @@ $(B)/fuzz/%_fuzz: tests/fuzz/%_fuzz.c $(B)/libpendulum.a
 # The benchmark's helpers (spawn ceiling, pickup latency, handler stamp): built
 # by `make bench` only, with the tree's flags but without -Ilib, whose sched.h
 # would hide the system's <sched.h> that <spawn.h> includes.
-$(B)/bench/%: bench/%.c
+$(B)/bench/%: bench/%.c bench/bench.h
 	@mkdir -p $(@D)
 	$(CC) $(filter-out -Ilib,$(PD_CFLAGS)) $(CFLAGS) $(PD_LDFLAGS) $(LDFLAGS) -o $@ $< -lpq
 
@@ -184,7 +184,7 @@ ha-check: deps
 		PD_HA_REPORT=$(abspath build-asan)/ha-check.txt bats $(HA_BATS)
 
 lint:
-	clang-format --dry-run -Werror lib/*.[ch] cmd/*.c tests/unit/*.[ch] $(wildcard tests/helper/*.c tests/fuzz/*.[ch] bench/*.c)
+	clang-format --dry-run -Werror lib/*.[ch] cmd/*.c tests/unit/*.[ch] $(wildcard tests/helper/*.c tests/fuzz/*.[ch] bench/*.[ch])
 	shellcheck -S warning $(SCRIPTS)
 	# bats defines $$output, $$stderr, $$lines... for the tests that read them.
 	shellcheck -S warning -s bash -e SC2154,SC2034 $(BATS) $(HA_BATS) $(wildcard tests/deb/*.bats)

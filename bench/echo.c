@@ -17,23 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 #define CHUNK 65536
-
-/* Write all of b (n bytes) to fd 1; 0, or -1 on an error. */
-static int write_all(const char *b, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(1, b, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 int main(void)
 {

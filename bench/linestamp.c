@@ -21,29 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static long long realtime_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* Write all of b (n bytes) to fd 1; 0, or -1 on an error. */
-static int write_all(const char *b, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(1, b, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
+#include "bench.h"
 
 int main(void)
 {

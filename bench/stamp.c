@@ -17,13 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static long long realtime_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
+#include "bench.h"
 
 int main(void)
 {
