@@ -57,12 +57,9 @@ static void harvest(struct worker *w)
  * What the batch and the prefetch depth are sized from (lib/batch), the
  * runs over since the last batch sent averaged in first.
  */
-static struct pd_batch_in batch_in(struct worker *w)
+/* lib/batch's inputs from w's configuration and its averages as they stand. */
+static struct pd_batch_in batch_in_now(const struct worker *w)
 {
-	if (w->run_n > 0) {
-		average(&w->run_us, w->run_sum / w->run_n);
-		w->run_sum = w->run_n = 0;
-	}
 	return (struct pd_batch_in){.conc = w->cfg->engine.concurrency,
 				    .floor = w->cfg->engine.batch,
 				    .cap = w->cfg->engine.batch_max,
@@ -70,6 +67,16 @@ static struct pd_batch_in batch_in(struct worker *w)
 				    .run_us = w->run_us,
 				    .stream = w->nstreams > 0,
 				    .pause_us = w->nstreams > 0 ? 0 : PD_BATCH_PAUSE_MS * 1000LL};
+}
+
+/* The same, after the runs measured since the last call are averaged in. */
+static struct pd_batch_in batch_in(struct worker *w)
+{
+	if (w->run_n > 0) {
+		average(&w->run_us, w->run_sum / w->run_n);
+		w->run_sum = w->run_n = 0;
+	}
+	return batch_in_now(w);
 }
 
 /* Held job x can start in a free run now: its stream handler (if any) takes it. */
@@ -105,10 +112,7 @@ static void start_ready(struct worker *w)
 
 long long pd_worksync_paused(const struct worker *w, long long now)
 {
-	struct pd_batch_in in = {.conc = w->cfg->engine.concurrency,
-				 .rtt_us = w->rtt_us,
-				 .run_us = w->run_us,
-				 .pause_us = w->nstreams > 0 ? 0 : PD_BATCH_PAUSE_MS * 1000LL};
+	struct pd_batch_in in = batch_in_now(w);
 	long long until = w->trip.sent_ms + PD_BATCH_PAUSE_MS;
 
 	if (w->d.phase != PD_DAEMON_SERVING || w->flight || now >= until || now >= w->next_beat ||
