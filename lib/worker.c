@@ -81,8 +81,13 @@ int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struc
 	if (w->reap < 0)
 		w->reap = cfg->worker.reap;
 	w->retention = cfg->retention;
+	if (w->nqueues == 0 && cfg->worker.nqueues > PD_WORKER_MAX_QUEUES)
+		return pd_errf(e, PD_EX_CONFIG,
+			       "%s: worker.queues names %d queues: a worker serves at most %d",
+			       cfg->path ? cfg->path : "the configuration file",
+			       cfg->worker.nqueues, PD_WORKER_MAX_QUEUES);
 	if (w->nqueues == 0)
-		for (int i = 0; i < cfg->worker.nqueues && w->nqueues < PD_WORKER_MAX_QUEUES; i++)
+		for (int i = 0; i < cfg->worker.nqueues; i++)
 			w->queues[w->nqueues++] = cfg->worker.queues[i];
 	if (w->nqueues == 0)
 		w->queues[w->nqueues++] = "default";
