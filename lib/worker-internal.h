@@ -40,7 +40,7 @@ struct worker {
 	struct pd_pool pool;
 	struct pd_holdings hs;	   /* the jobs held: run[i] is pool slot i's (lib/hold) */
 	struct pd_stream *streams; /* MAX_STREAMS slots; one per stream handler, started at
-				      its first job, and old ones a reload left (streams_map) */
+				      its first job, and old ones a reload left */
 	int nstreams;
 	char *stream_old;   /* stream_old[k]: no current handler uses stream k: closed once idle */
 	int *stream_of;	    /* stream_of[h]: handler h's stream, or -1 */
@@ -114,5 +114,36 @@ long long pd_worksync_paused(const struct worker *w, long long now);
 
 /* When the next start record is due (pd_now_us), or -1. */
 long long pd_worksync_starts_due(const struct worker *w);
+
+/*
+ * The stream slots (MAX_STREAMS of them, allocated here), then the current
+ * stream handlers' streams (pd_worker_streams_map). Released, any process
+ * left killed and reaped, by pd_worker_streams_release.
+ */
+int pd_worker_streams_init(struct worker *w, struct pd_err *e);
+void pd_worker_streams_release(struct worker *w);
+
+/*
+ * Give every stream handler of the current settings (w->cfg) a stream,
+ * stream_of[h] for handler h (-1: not a stream handler): the one running
+ * its very command already (the same command, result limit and kill grace:
+ * its process goes on), else a stream no longer in use (no process, nothing
+ * in flight, no ready job for it), else a new one; none runs until its
+ * first job. The streams left over are old (stream_old[k]): closed once the
+ * jobs in flight in them are answered (streams_pass). -1 with e filled (78),
+ * nothing changed, when that takes more than MAX_STREAMS.
+ */
+int pd_worker_streams_map(struct worker *w, struct pd_err *e);
+
+/*
+ * The claim's type filter from the current settings (w->cfg): the
+ * workflows' job types ("workflow:NAME", owned: flow_types), the handlers'
+ * types, and PD_HOOK_TYPE when a handler or the file has a hook command
+ * (w->hooks, pd_hooks_json); or none (types NULL: any type) when a '*'
+ * handler takes any type. Replaces the filter before it; freed by
+ * pd_worker_claim_types_free (w->hooks by the caller).
+ */
+void pd_worker_claim_types(struct worker *w);
+void pd_worker_claim_types_free(struct worker *w);
 
 #endif

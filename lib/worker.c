@@ -487,15 +487,7 @@ static int stream_free(const struct worker *w, int k)
 	return 1;
 }
 
-/*
- * Give every stream handler of the current settings a stream: the one
- * running its very command already (its process goes on), else a stream no
- * longer in use, else a new one; none runs until its first job. The
- * streams left over are old: closed once the jobs in flight in them are
- * answered (streams_pass). -1 with e filled, nothing changed, when that
- * takes more than MAX_STREAMS.
- */
-static int streams_map(struct worker *w, struct pd_err *e)
+int pd_worker_streams_map(struct worker *w, struct pd_err *e)
 {
 	const struct pd_worker_cfg *cfg = w->cfg;
 	int *of = pd_xcalloc((size_t)cfg->nhandlers + 1, sizeof(*of));
@@ -553,8 +545,7 @@ static int streams_map(struct worker *w, struct pd_err *e)
 	return 0;
 }
 
-/* The stream slots, and the current stream handlers' streams. */
-static int streams_init(struct worker *w, struct pd_err *e)
+int pd_worker_streams_init(struct worker *w, struct pd_err *e)
 {
 	w->stream_env = pd_xcalloc(MAX_STREAMS, sizeof(*w->stream_env));
 	w->streams = pd_xcalloc(MAX_STREAMS, sizeof(*w->streams));
@@ -564,11 +555,27 @@ static int streams_init(struct worker *w, struct pd_err *e)
 	w->pool.adopt = adopt;
 	w->pool.adopt_ctx = w;
 	w->d.maxfds = PD_POOL_SLOT_FDS * MAX_STREAMS; /* its pipes and its channel */
-	return streams_map(w, e);
+	return pd_worker_streams_map(w, e);
 }
 
-/* The free of the claim's type filter. */
-static void claim_types_free(struct worker *w)
+void pd_worker_streams_release(struct worker *w)
+{
+	for (int k = 0; k < w->nstreams; k++)
+		pd_stream_release(&w->streams[k]);
+	free(w->streams);
+	free(w->stream_old);
+	free(w->stream_of);
+	for (int k = 0; w->stream_env && k < MAX_STREAMS; k++)
+		pd_strv_free(w->stream_env[k]);
+	free(w->stream_env);
+	w->streams = NULL;
+	w->stream_old = NULL;
+	w->stream_of = NULL;
+	w->stream_env = NULL;
+	w->nstreams = 0;
+}
+
+void pd_worker_claim_types_free(struct worker *w)
 {
 	free(w->types);
 	for (int i = 0; w->flow_types && w->flow_types[i]; i++)
@@ -579,16 +586,11 @@ static void claim_types_free(struct worker *w)
 	w->ntypes = 0;
 }
 
-/*
- * The claim's type filter from the current settings: the workflows' job
- * types and the handlers' types, or none (NULL) when a '*' handler takes
- * any type.
- */
-static void claim_types(struct worker *w)
+void pd_worker_claim_types(struct worker *w)
 {
 	const struct pd_worker_cfg *cfg = w->cfg;
 
-	claim_types_free(w);
+	pd_worker_claim_types_free(w);
 	w->types = pd_xcalloc((size_t)(cfg->nhandlers + cfg->nflows) + 2, sizeof(*w->types));
 	w->flow_types = pd_xcalloc((size_t)cfg->nflows + 1, sizeof(*w->flow_types));
 	for (int i = 0; i < cfg->nflows; i++) {
@@ -661,14 +663,14 @@ static int reload_apply(void *arg, const struct pd_config *c, struct pd_buf *sum
 		goto refuse;
 	}
 	w->cfg = next;
-	if (streams_map(w, e) < 0) {
+	if (pd_worker_streams_map(w, e) < 0) {
 		w->cfg = was;
 		goto refuse;
 	}
 	if (w->own)
 		pd_reload_keep(&w->kept, w->own);
 	w->own = next;
-	claim_types(w);
+	pd_worker_claim_types(w);
 	ready_rehold(w);
 	w->pool.grace_ms = next->engine.grace_ms;
 	w->pool.stdout_limit = (size_t)next->result_limit;
@@ -706,7 +708,7 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 		return pd_errf(e, PD_EX_USAGE, "too many stream handlers: %d, at most %d", nstream,
 			       MAX_STREAMS);
 
-	claim_types(&w);
+	pd_worker_claim_types(&w);
 	pd_pool_init(&w.pool, (int)cfg->engine.concurrency, (size_t)cfg->result_limit,
 		     cfg->engine.grace_ms, "handler stderr");
 	w.pool.chan = 1; /* PD_WORKER_FD: requests_answer */
@@ -717,7 +719,7 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	pd_daemon_init(&w.d, &worker_ops, db, &w, &w.pool, &cfg->engine);
 	rc = pd_daemon_open(&w.d, e);
 	if (rc == 0) {
-		streams_init(&w, e); /* cannot fail: counted above */
+		pd_worker_streams_init(&w, e); /* cannot fail: counted above */
 		pd_log(PD_LOG_INFO, "worker started",
 		       "worker=%s concurrency=%lld queues=%d handlers=%d streams=%d", w.d.id,
 		       cfg->engine.concurrency, cfg->nqueues, cfg->nhandlers, w.nstreams);
@@ -735,18 +737,11 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 		pd_log(PD_LOG_INFO, "worker stopped", "worker=%s", w.d.id);
 	}
 	pd_daemon_close(&w.d);
-	for (int k = 0; k < w.nstreams; k++)
-		pd_stream_release(&w.streams[k]);
+	pd_worker_streams_release(&w);
 	pd_holdings_release(&w.hs);
 	pd_trip_release(&w.trip);
 	pd_pool_release(&w.pool);
-	free(w.streams);
-	free(w.stream_old);
-	free(w.stream_of);
-	for (int k = 0; w.stream_env && k < MAX_STREAMS; k++)
-		pd_strv_free(w.stream_env[k]);
-	free(w.stream_env);
-	claim_types_free(&w);
+	pd_worker_claim_types_free(&w);
 	pd_buf_release(&w.hooks);
 	if (w.own) {
 		pd_worker_cfg_release(w.own);

@@ -7,6 +7,10 @@
  * all), and what it refuses (a lease of 0, a heartbeat not shorter than
  * the lease, a poll of 0, the reserved hook type, a command that cannot
  * run as handler, hook or workflow step, more queues than a worker serves).
+ * Then what the running worker builds from its settings, on a worker
+ * struct alone (no loop, no process started): the claim's type filter
+ * (workflows, handlers, "*", the hook type), and the stream handlers'
+ * streams across reloads (kept, reused, new, old; the MAX_STREAMS refusal).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,7 @@
 #include "config.h"
 #include "err.h"
 #include "handler.h"
+#include "worker-internal.h"
 #include "worker.h"
 #include "tap.h"
 
@@ -464,6 +469,234 @@ static void test_commands(void)
 	pd_worker_cfg_release(&w);
 }
 
+/* A settled cfg w over config c from text (both released by the caller). */
+static void settled(struct pd_worker_cfg *w, struct pd_config *c, const char *text)
+{
+	struct pd_err e = PD_ERR_INIT;
+
+	load(c, text);
+	pd_worker_cfg_init(w);
+	if (pd_worker_settle(w, c, &e) < 0) {
+		printf("Bail out! the test's config does not settle: %s\n", e.msg);
+		exit(1);
+	}
+}
+
+/* w's claim filter as "a,b,c", or "(any)". */
+static void types_are(const struct worker *w, const char *want, const char *name)
+{
+	struct pd_buf b = PD_BUF_INIT;
+
+	if (w->types == NULL)
+		pd_buf_puts(&b, "(any)");
+	for (int i = 0; w->types && i < w->ntypes; i++)
+		pd_buf_printf(&b, "%s%s", i ? "," : "", w->types[i]);
+	is_str(b.data ? b.data : "", want, name);
+	pd_buf_release(&b);
+}
+
+static void test_claim_types(void)
+{
+	static const char flows[] = "workflows:\n"
+				    "  f:\n    steps:\n      - name: s1\n        run: 'true'\n"
+				    "  g:\n    steps:\n      - name: s2\n        run: 'true'\n";
+	struct pd_worker_cfg cfg;
+	struct pd_config c;
+	struct worker w;
+	struct pd_buf text = PD_BUF_INIT;
+
+	memset(&w, 0, sizeof(w));
+	w.cfg = &cfg;
+
+	settled(&cfg, &c, "handlers: {}\n");
+	pd_worker_claim_types(&w);
+	types_are(&w, "", "claim types: no handler, no workflow: none, not any");
+	ok(w.types != NULL, "  an empty filter, never NULL (which claims any type)");
+	pd_worker_cfg_release(&cfg);
+	pd_config_release(&c);
+
+	pd_buf_printf(&text, "%shandlers:\n  a:\n    run: 'true'\n  b:\n    run: 'true'\n", flows);
+	settled(&cfg, &c, text.data);
+	pd_worker_claim_types(&w);
+	types_are(&w, "workflow:f,workflow:g,a,b", "claim types: the workflows', the handlers'");
+	ok(w.flow_types && w.flow_types[0] == w.types[0] && w.flow_types[2] == NULL,
+	   "  the workflows' owned in flow_types");
+	pd_worker_claim_types(&w); /* again: the old filter freed (ASan) */
+	types_are(&w, "workflow:f,workflow:g,a,b", "claim types: built again, the same");
+	pd_worker_cfg_release(&cfg);
+	pd_config_release(&c);
+
+	pd_buf_reset(&text);
+	pd_buf_printf(&text,
+		      "%shandlers:\n  a:\n    run: 'true'\nhooks:\n  on_dead_letter:\n"
+		      "    run: 'true'\n",
+		      flows);
+	settled(&cfg, &c, text.data);
+	pd_worker_claim_types(&w);
+	types_are(&w, "workflow:f,workflow:g,a,pd:hook",
+		  "claim types: a global hook: its jobs too");
+	pd_worker_cfg_release(&cfg);
+	pd_config_release(&c);
+
+	settled(&cfg, &c,
+		"handlers:\n  a:\n    run: 'true'\n    hooks:\n      on_success: 'true'\n");
+	pd_worker_claim_types(&w);
+	types_are(&w, "a,pd:hook", "claim types: a handler's hook: its jobs too");
+	pd_worker_cfg_release(&cfg);
+	pd_config_release(&c);
+
+	pd_buf_reset(&text);
+	pd_buf_printf(&text,
+		      "%shandlers:\n  a:\n    run: 'true'\n  '*':\n    run: 'true'\n"
+		      "  b:\n    run: 'true'\nhooks:\n  on_failure: 'true'\n",
+		      flows);
+	settled(&cfg, &c, text.data);
+	pd_worker_claim_types(&w);
+	types_are(&w, "(any)", "claim types: a '*' handler among others: any type");
+	is_int(w.ntypes, 0, "  none counted");
+	ok(w.flow_types && w.flow_types[1] != NULL, "  the workflows' types still owned (freed)");
+	pd_worker_cfg_release(&cfg);
+	pd_config_release(&c);
+
+	pd_worker_claim_types_free(&w);
+	ok(w.types == NULL && w.flow_types == NULL && w.ntypes == 0, "claim types: freed");
+	pd_buf_release(&w.hooks);
+	pd_buf_release(&text);
+}
+
+/* A file of stream handlers s0..s(n-1), each running "cat -N" with N from first. */
+static char *streams_file(int n, int first, const char *extra)
+{
+	struct pd_buf b = PD_BUF_INIT;
+
+	pd_buf_printf(&b, "%shandlers:\n  p:\n    run: 'true'\n", extra);
+	for (int i = 0; i < n; i++)
+		pd_buf_printf(&b, "  s%d:\n    run: cat -%d\n    mode: stream\n", i, first + i);
+	return pd_buf_detach(&b);
+}
+
+/* "k,k,..." the streams of w's handlers (stream_of), and "01.." the old flags. */
+static void streams_are(const struct worker *w, const char *of, const char *old, const char *name)
+{
+	struct pd_buf a = PD_BUF_INIT, b = PD_BUF_INIT;
+
+	for (int i = 0; i < w->cfg->nhandlers; i++)
+		pd_buf_printf(&a, "%s%d", i ? "," : "", w->stream_of[i]);
+	for (int k = 0; k < w->nstreams; k++)
+		pd_buf_putc(&b, w->stream_old[k] ? '1' : '0');
+	is_str(a.data, of, name);
+	is_str(b.data ? b.data : "", old, "  and which streams are old");
+	pd_buf_release(&a);
+	pd_buf_release(&b);
+}
+
+static void test_streams(void)
+{
+	struct pd_worker_cfg c1, c2, c3, c4, c64, c64b;
+	struct pd_config f1, f2, f3, f4, f64, f64b;
+	struct pd_err e = PD_ERR_INIT;
+	struct worker w;
+	struct pd_hold ready[MAX_STREAMS];
+	char *t1 = streams_file(2, 1, ""), *t2, *t3 = streams_file(2, 10, "");
+	char *t4 = streams_file(2, 10, "worker:\n  kill_grace: 1s\n");
+	char *t64 = streams_file(MAX_STREAMS, 100, ""), *t64b = streams_file(1, 500, "");
+	const int *was;
+
+	/* s0 the same command, s1 another, s2 new */
+	t2 = pd_xstrdup("handlers:\n  p:\n    run: 'true'\n"
+			"  s0:\n    run: cat -1\n    mode: stream\n"
+			"  s1:\n    run: cat -99\n    mode: stream\n"
+			"  s2:\n    run: cat -98\n    mode: stream\n");
+	memset(&w, 0, sizeof(w));
+	memset(ready, 0, sizeof(ready));
+	settled(&c1, &f1, t1);
+	settled(&c2, &f2, t2);
+	settled(&c3, &f3, t3);
+	settled(&c4, &f4, t4);
+	settled(&c64, &f64, t64);
+	settled(&c64b, &f64b, t64b);
+
+	w.cfg = &c1;
+	is_int(pd_worker_streams_init(&w, &e), 0, "streams: mapped at start");
+	is_int(w.nstreams, 2, "  two streams");
+	streams_are(&w, "-1,0,1", "00", "  a stream each stream handler, none for a process");
+	ok(w.streams[1].cfg.h == &c1.handlers[2], "  stream 1 runs s1");
+	ok(!pd_stream_live(&w.streams[0]) && !pd_stream_live(&w.streams[1]),
+	   "  no process yet (none until its first job)");
+
+	/* A reload while a ready job waits for stream 1: it cannot be reused. */
+	ready[0].stream = 1;
+	w.hs.ready = ready;
+	w.hs.nready = 1;
+	w.cfg = &c2;
+	is_int(pd_worker_streams_map(&w, &e), 0, "reload: mapped");
+	streams_are(&w, "-1,0,2,3", "0100",
+		    "reload: s0 keeps its stream, s1 (changed) and s2 (new) get new ones");
+	ok(w.streams[0].cfg.h == &c1.handlers[1],
+	   "  the same command: the stream kept as it was (its process would go on)");
+	ok(w.streams[2].cfg.h == &c2.handlers[2], "  the changed one on the new command");
+
+	/* Nothing waits: the streams no longer in use are taken again. */
+	w.hs.nready = 0;
+	w.cfg = &c3;
+	is_int(pd_worker_streams_map(&w, &e), 0, "reload, all idle: mapped");
+	is_int(w.nstreams, 4, "  no new stream: free ones reused");
+	streams_are(&w, "-1,0,1", "0011", "  the first free ones, the rest old");
+
+	/* The same commands with another kill grace: new streams. */
+	w.cfg = &c4;
+	is_int(pd_worker_streams_map(&w, &e), 0, "reload, another kill_grace: mapped");
+	ok(w.streams[0].cfg.grace_ms == 1000, "  stream 0 taken again on the new grace");
+	is_int(w.nstreams, 4, "  in the same slots (none was busy)");
+	pd_worker_streams_release(&w);
+	ok(w.streams == NULL && w.nstreams == 0, "streams: released");
+
+	/* MAX_STREAMS in use, all busy: one more is refused, nothing changed. */
+	w.cfg = &c64;
+	is_int(pd_worker_streams_init(&w, &e), 0, "64 stream handlers: mapped");
+	is_int(w.nstreams, MAX_STREAMS, "  64 streams");
+	for (int k = 0; k < MAX_STREAMS; k++)
+		ready[k].stream = k;
+	w.hs.nready = MAX_STREAMS;
+	was = w.stream_of;
+	w.cfg = &c64b;
+	is_int(pd_worker_streams_map(&w, &e), -1, "reload: a 65th stream while all are busy");
+	is_int(e.code, PD_EX_CONFIG, "  refused with 78");
+	is_str(e.msg, "too many stream handlers: at most 64, old ones still answering included",
+	       "  saying why");
+	ok(w.stream_of == was && w.nstreams == MAX_STREAMS, "  nothing changed");
+	ok(w.stream_old[0] == 0 && w.streams[63].cfg.h == &c64.handlers[64],
+	   "  no stream marked old or replaced");
+	w.cfg = &c64;
+
+	/* One of them free: the new command takes it. */
+	w.hs.nready = MAX_STREAMS - 1; /* stream 63 waits for nothing */
+	w.cfg = &c64b;
+	is_int(pd_worker_streams_map(&w, &e), 0, "reload: one stream free: mapped");
+	is_int(w.stream_of[1], 63, "  the new handler in the free stream");
+	ok(w.stream_old[0] && w.stream_old[62] && !w.stream_old[63], "  the others old");
+	pd_worker_streams_release(&w);
+
+	pd_worker_cfg_release(&c1);
+	pd_worker_cfg_release(&c2);
+	pd_worker_cfg_release(&c3);
+	pd_worker_cfg_release(&c4);
+	pd_worker_cfg_release(&c64);
+	pd_worker_cfg_release(&c64b);
+	pd_config_release(&f1);
+	pd_config_release(&f2);
+	pd_config_release(&f3);
+	pd_config_release(&f4);
+	pd_config_release(&f64);
+	pd_config_release(&f64b);
+	free(t1);
+	free(t2);
+	free(t3);
+	free(t4);
+	free(t64);
+	free(t64b);
+}
+
 int main(void)
 {
 	test_init();
@@ -473,5 +706,7 @@ int main(void)
 	test_queues();
 	test_merge();
 	test_commands();
+	test_claim_types();
+	test_streams();
 	return done_testing();
 }
