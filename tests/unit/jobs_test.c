@@ -9,17 +9,26 @@
  * no outcome, none), the fenced-off count, the heartbeat's held and cancel
  * flags, and the claim's rows (NULL columns, the cursor-only row, the fair
  * cursor replaced or kept).
+ *
+ * With PD_PG_URL (scripts/check exports it), the same against PostgreSQL,
+ * in a database of this test's own (created, migrated, dropped): one job
+ * twice in a batch under two tokens, each outcome told its own fate, and
+ * text with quotes, control characters and invalid UTF-8 stored as sent.
+ * Without it those cases are skipped (TAP skip): make unit needs no server.
  */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "err.h"
 #include "handler.h"
 #include "jobs.h"
 #include "json.h"
+#include "log.h"
+#include "migrate.h"
 #include "tap.h"
 
 /* A trip of n items, zeroed, kind k each (changed by the caller). */
@@ -738,6 +747,144 @@ static void test_collect_claim(void)
 	free(t.items);
 }
 
+static void skip(int n, const char *why)
+{
+	for (int i = 0; i < n; i++)
+		printf("ok %d # skip %s\n", ++tap_n, why);
+}
+
+/* One value of sql (no parameter), or the test stops. */
+static char *value(struct pd_db *db, const char *sql)
+{
+	struct pd_err e = PD_ERR_INIT;
+	char *v = NULL;
+
+	if (pd_db_value(db, sql, 0, NULL, &v, &e) < 0) {
+		printf("Bail out! %s: %s\n", sql, e.msg);
+		exit(1);
+	}
+	return v;
+}
+
+static long long claim_one(struct pd_db *db)
+{
+	static const char *const queues[] = {"default"};
+	struct pd_claimed *c = NULL;
+	struct pd_err e = PD_ERR_INIT;
+	long long token = 0;
+	int n = 0;
+
+	if (pd_jobs_claim(db, "jobs-test", queues, 1, NULL, 0, 1, 60000, 1, &c, &n, &e) < 0) {
+		printf("Bail out! claim: %s\n", e.msg);
+		exit(1);
+	}
+	if (n == 1)
+		token = c[0].token;
+	pd_claimed_free(c, n);
+	return token;
+}
+
+/* The cases against PostgreSQL, in database name (created: dropped here). */
+static void server_cases(struct pd_db *db)
+{
+	struct pd_err e = PD_ERR_INIT;
+	struct pd_trip t;
+	char *id, *v;
+	long long job, a, b, other;
+	int requeued, dead, applied;
+
+	pd_log_set_level(PD_LOG_WARN); /* not a line a migration */
+	if (pd_migrate_apply(db, &applied, &e) < 0) {
+		printf("Bail out! migrate: %s\n", e.msg);
+		exit(1);
+	}
+	/* Job J claimed (token a), its lease expired and reaped, claimed again (b). */
+	id = value(db, "INSERT INTO pendulum.jobs (queue, job_type) VALUES ('default', 't')"
+		       " RETURNING id");
+	job = strtoll(id, NULL, 10);
+	free(id);
+	a = claim_one(db);
+	free(value(db, "UPDATE pendulum.jobs SET lease_expires_at = now() - interval '1 second'"
+		       " RETURNING id"));
+	if (pd_jobs_reap_leases(db, NULL, 0, 0, &requeued, &dead, NULL, NULL, &e) < 0) {
+		printf("Bail out! reap: %s\n", e.msg);
+		exit(1);
+	}
+	b = claim_one(db);
+	ok(a > 0 && b > a && requeued == 1, "server: one job claimed twice, reaped between");
+	id = value(db, "INSERT INTO pendulum.jobs (queue, job_type) VALUES ('default', 't')"
+		       " RETURNING id");
+	other = strtoll(id, NULL, 10);
+	free(id);
+	claim_one(db);
+
+	/* Both outcomes in one batch, the live token's second; and a retry of odd text. */
+	trip_init(&t, 3);
+	t.worker = "jobs-test";
+	t.lease_ms = 60000;
+	outcome(&t, 0, job, a)->kind = PD_VERDICT_RETRY;
+	t.items[0].out.o.error = "stale";
+	outcome(&t, 1, job, b)->result = "{\"n\":1}";
+	outcome(&t, 2, other, b + 1)->kind = PD_VERDICT_RETRY;
+	t.items[2].out.o.error =
+	    "a \"quote\"\n\ttab \x01 \xff\xfe \xc0\xaf level=error msg=x \xc3\xa9";
+	t.items[2].out.o.backoff_ms = 3600000;
+	if (pd_jobs_sync_send(db, &t, &e) < 0 || pd_jobs_sync_wait(db, &t, &e) < 0) {
+		printf("Bail out! sync: %s\n", e.msg);
+		exit(1);
+	}
+	is_int(t.items[0].out.applied, 0, "server: the stale token's outcome not applied");
+	is_int(t.items[1].out.applied, 1, "server: the live token's applied");
+	is_str(t.items[1].out.state, "SUCCEEDED", "  SUCCEEDED");
+	is_int(t.fenced, 1, "server: one fenced off");
+	v = value(db, "SELECT state || ' ' || result::text FROM pendulum.jobs WHERE id = "
+		      "(SELECT min(id) FROM pendulum.jobs)");
+	is_str(v, "SUCCEEDED {\"n\": 1}", "server: the job stored as the live token wrote it");
+	free(v);
+	is_int(t.items[2].out.applied, 1, "server: the odd text's retry applied");
+	is_str(t.items[2].out.state, "PENDING", "  PENDING");
+	ok(t.items[2].out.due_in_ms > 3500000, "  due in about an hour");
+	v = value(db, "SELECT last_error FROM pendulum.jobs WHERE id = "
+		      "(SELECT max(id) FROM pendulum.jobs)");
+	is_str(v,
+	       "a \"quote\"\n\ttab \x01 \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd "
+	       "level=error msg=x \xc3\xa9",
+	       "server: the text stored as sent, invalid UTF-8 as U+FFFD");
+	free(v);
+	free(t.items);
+}
+
+static void test_server(void)
+{
+	const char *url = getenv("PD_PG_URL");
+	struct pd_db base = PD_DB_INIT, db = PD_DB_INIT;
+	struct pd_err e = PD_ERR_INIT;
+	char name[64], sql[128], conninfo[2048];
+
+	if (url == NULL || *url == '\0') {
+		skip(10, "PD_PG_URL not set: no PostgreSQL");
+		return;
+	}
+	snprintf(name, sizeof(name), "jobs_test_%d", (int)getpid());
+	snprintf(conninfo, sizeof(conninfo), "%s dbname=%s", url, name);
+	if (pd_db_connect(&base, url, "jobs_test", &e) < 0) {
+		printf("Bail out! %s\n", e.msg);
+		exit(1);
+	}
+	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", name);
+	if (pd_db_exec(&base, sql, 0, NULL, PGRES_COMMAND_OK, NULL, &e) < 0 ||
+	    pd_db_connect(&db, conninfo, "jobs_test", &e) < 0) {
+		printf("Bail out! %s\n", e.msg);
+		exit(1);
+	}
+	server_cases(&db);
+	pd_db_close(&db);
+	snprintf(sql, sizeof(sql), "DROP DATABASE %s", name);
+	if (pd_db_exec(&base, sql, 0, NULL, PGRES_COMMAND_OK, NULL, &e) < 0)
+		printf("# %s\n", e.msg);
+	pd_db_close(&base);
+}
+
 int main(void)
 {
 	test_outcome_json();
@@ -748,5 +895,6 @@ int main(void)
 	test_collect_finish();
 	test_collect_beat();
 	test_collect_claim();
+	test_server();
 	return done_testing();
 }
