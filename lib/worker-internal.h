@@ -99,6 +99,19 @@ int pd_worksync_register(struct pd_daemon *d, int first, struct pd_err *e);
  */
 int pd_worksync_release_unheld(struct worker *w, struct pd_err *e);
 
+/*
+ * The answer to request q from a handler's channel (lib/pool), on the
+ * worker's own connection between round trips: "lease JOBID TOKEN" (each a
+ * positive decimal, one space before each, nothing after) gets "held" or
+ * "lost" from a fenced read (pd_jobs_lease_held: the job LEASED or RUNNING
+ * under that token, its lease not expired; "cancelled" when held and an
+ * operator asked to cancel it, sql/022), which is what `pd-admin lease
+ * check` asks in a handler that holds no credential; "unavailable" while
+ * the database is; "error ..." for anything else. -1 with e when the query
+ * failed (answered "unavailable").
+ */
+int pd_worker_request_reply(struct worker *w, const char *q, const char **reply, struct pd_err *e);
+
 /* How many requests wait on the handlers' channels (lib/pool), answered between round trips. */
 int pd_worker_requests(const struct worker *w);
 

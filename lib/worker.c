@@ -3,6 +3,7 @@
  * stream handlers' slots, and the hooks the daemon loop calls. The jobs it
  * holds are lib/hold's; its round trips lib/worksync's, each one a lib/trip.
  */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,23 +178,36 @@ static void streams_pass(struct worker *w)
 }
 
 /*
- * The answer to request q from a handler's channel (lib/pool), on the
- * worker's own connection between round trips: "lease JOBID TOKEN" gets
- * "held" or "lost" from a fenced read (pd_jobs_lease_held: the job LEASED
- * or RUNNING under that token, its lease not expired; "cancelled" when held
- * and an operator asked to cancel it, sql/022), which is what
- * `pd-admin lease check` asks in a handler that holds no credential;
- * "unavailable" while the database is; "error ..." for anything else.
- * -1 with e when the query failed (answered "unavailable").
+ * A positive decimal at *p into *v, *p moved past it: digits only (no sign,
+ * no white space), at most LLONG_MAX (a longer one is refused, never cut).
+ * 0, or -1.
  */
-static int request_reply(struct worker *w, const char *q, const char **reply, struct pd_err *e)
+static int request_num(const char **p, long long *v)
 {
+	const char *s = *p;
+	long long n = 0;
+
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (n > (LLONG_MAX - (*s - '0')) / 10)
+			return -1;
+		n = n * 10 + (*s - '0');
+	}
+	if (s == *p || n <= 0)
+		return -1;
+	*p = s;
+	*v = n;
+	return 0;
+}
+
+int pd_worker_request_reply(struct worker *w, const char *q, const char **reply, struct pd_err *e)
+{
+	int lease = strncmp(q, "lease ", 6) == 0, held;
+	const char *p = lease ? q + 6 : q;
 	long long id, token;
-	int held, end = 0;
 
 	*reply = "unavailable";
-	if (sscanf(q, "lease %lld %lld%n", &id, &token, &end) != 2 || q[end] != '\0' || id <= 0 ||
-	    token <= 0) {
+	if (!lease || request_num(&p, &id) < 0 || *p++ != ' ' || request_num(&p, &token) < 0 ||
+	    *p != '\0') {
 		*reply = "error unknown request (want: lease JOBID TOKEN)";
 		return 0;
 	}
@@ -215,7 +229,7 @@ int pd_worker_requests(const struct worker *w)
 	return n;
 }
 
-/* Answer every request waiting (request_reply). */
+/* Answer every request waiting (pd_worker_request_reply). */
 static int requests_answer(struct worker *w, struct pd_err *e)
 {
 	const char *q, *reply;
@@ -224,13 +238,13 @@ static int requests_answer(struct worker *w, struct pd_err *e)
 	for (int i = 0; i < w->pool.size; i++) {
 		if ((q = pd_pool_request(&w->pool, i)) == NULL)
 			continue;
-		rc = rc < 0 ? rc : request_reply(w, q, &reply, e);
+		rc = rc < 0 ? rc : pd_worker_request_reply(w, q, &reply, e);
 		pd_pool_answer(&w->pool, i, rc < 0 ? "unavailable" : reply);
 	}
 	for (int k = 0; k < w->nstreams; k++) {
 		if ((q = pd_stream_request(&w->streams[k])) == NULL)
 			continue;
-		rc = rc < 0 ? rc : request_reply(w, q, &reply, e);
+		rc = rc < 0 ? rc : pd_worker_request_reply(w, q, &reply, e);
 		pd_stream_answer(&w->streams[k], rc < 0 ? "unavailable" : reply);
 	}
 	return rc < 0 ? pd_daemon_db_failed(&w->d, e) : 0;

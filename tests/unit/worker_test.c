@@ -10,7 +10,8 @@
  * Then what the running worker builds from its settings, on a worker
  * struct alone (no loop, no process started): the claim's type filter
  * (workflows, handlers, "*", the hook type), and the stream handlers'
- * streams across reloads (kept, reused, new, old; the MAX_STREAMS refusal).
+ * streams across reloads (kept, reused, new, old; the MAX_STREAMS refusal),
+ * and which requests on a handler's channel are a lease question.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -697,6 +698,59 @@ static void test_streams(void)
 	free(t64b);
 }
 
+/*
+ * A handler's request to a worker whose database is down: the lease
+ * question gets "unavailable" (it would be asked), anything else an error.
+ */
+static void test_requests(void)
+{
+	static const char *const asked[] = {"lease 1 2", "lease 9223372036854775807 1"};
+	static const char *const refused[] = {
+	    "",
+	    "lease",
+	    "lease 1",
+	    "lease 1 ",
+	    "lease 1 2 ",
+	    "lease 1 2 3",
+	    "lease 1 2x",
+	    "lease 0 2",
+	    "lease 1 0",
+	    "lease -1 2",
+	    "lease 1 -2",
+	    "lease +1 2",
+	    "lease 1 +2",
+	    " lease 1 2",
+	    "lease  1 2",
+	    "lease 1  2",
+	    "lease\t1 2",
+	    "lease 1\n2",
+	    "lease 0x10 2",
+	    "LEASE 1 2",
+	    "lease 9223372036854775808 1",
+	    "lease 1 99999999999999999999999",
+	    "leases 1 2",
+	};
+	struct worker w;
+	struct pd_err e = PD_ERR_INIT;
+	const char *reply;
+	char name[120];
+
+	memset(&w, 0, sizeof(w));
+	for (size_t i = 0; i < sizeof(asked) / sizeof(asked[0]); i++) {
+		snprintf(name, sizeof(name), "request '%s': asked (unavailable, no database)",
+			 asked[i]);
+		reply = NULL;
+		is_int(pd_worker_request_reply(&w, asked[i], &reply, &e), 0, name);
+		is_str(reply, "unavailable", "  unavailable");
+	}
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		snprintf(name, sizeof(name), "request '%s': refused", refused[i]);
+		reply = NULL;
+		is_int(pd_worker_request_reply(&w, refused[i], &reply, &e), 0, name);
+		is_str(reply, "error unknown request (want: lease JOBID TOKEN)", "  an error line");
+	}
+}
+
 int main(void)
 {
 	test_init();
@@ -708,5 +762,6 @@ int main(void)
 	test_commands();
 	test_claim_types();
 	test_streams();
+	test_requests();
 	return done_testing();
 }
