@@ -478,8 +478,9 @@ int pd_jobs_release_unheld(struct pd_db *db, const char *worker, const long long
  * holder of a token writes an outcome for it), f the other fenced-off rows
  * counted, n one wake-up per queue that got runnable work now. Each row of
  * the batch comes back with its new state (NULL: not written now) and, when
- * PENDING, the ms until its run_at; then three counts; the last column says
- * whether it was written before (w). $3: whether the batch has an outcome
+ * PENDING, the ms until its run_at; then three counts; whether it was
+ * written before (w); and its token (a batch may hold one job twice, under
+ * two tokens: pd_jobs_sync_collect matches a row by both). $3: whether the batch has an outcome
  * that would give its job back to PENDING (retry, release, advance, wait,
  * snooze); without one, finish_cancel_asked and snooze_cap would return the
  * batch as it is, and are not called (issue 26: they read every outcome,
@@ -592,7 +593,7 @@ static const char finish_sql[] =
     "SELECT o.id, j.state, CASE WHEN j.state = 'PENDING' AND j.run_at < 'infinity'"
     "  THEN greatest(ceil(extract(epoch FROM j.run_at - now()) * 1000), 0)::bigint END,"
     " (SELECT count(*) FROM n), (SELECT sum(n) FROM p), (SELECT sum(n) FROM c),"
-    " o.id IN (SELECT id FROM w) "
+    " o.id IN (SELECT id FROM w), o.token "
     "FROM o LEFT JOIN j ON j.id = o.id AND j.lease_token = o.token";
 
 /*
@@ -850,14 +851,66 @@ void pd_trip_array(struct pd_buf *b, const struct pd_trip *t, enum pd_trip_kind 
 	pd_buf_putc(b, '}');
 }
 
+void pd_trip_json(const struct pd_trip *t, struct pd_trip_json *j)
+{
+	memset(j, 0, sizeof(*j));
+	for (int i = 0; i < t->n; i++) {
+		if (t->items[i].kind != PD_TRIP_PROGRESS)
+			continue;
+		pd_buf_puts(&j->notes, j->notes.len ? ",{\"id\":" : "[{\"id\":");
+		pd_buf_put_i64(&j->notes, t->items[i].id);
+		pd_json_member_i64(&j->notes, "token", t->items[i].token);
+		pd_json_member_str(&j->notes, "text", t->items[i].text);
+		pd_buf_putc(&j->notes, '}');
+	}
+	if (j->notes.len > 0)
+		pd_buf_putc(&j->notes, ']');
+	for (int i = 0; i < t->n; i++) {
+		if (t->items[i].kind != PD_TRIP_OUTCOME ||
+		    t->items[i].out.o.flow.kind == PD_FLOW_WRITE_NONE)
+			continue;
+		pd_buf_putc(&j->flows, j->flows.len ? ',' : '[');
+		flow_json(&j->flows, &t->items[i].out);
+	}
+	if (j->flows.len > 0)
+		pd_buf_putc(&j->flows, ']');
+	if (t->noutcomes <= 0)
+		return;
+	for (int i = 0; i < t->n; i++) {
+		const char *kind;
+
+		if (t->items[i].kind != PD_TRIP_OUTCOME)
+			continue;
+		kind = finish_kind(&t->items[i].out.o);
+		/* any kind but these three may go back (a new kind too: checked) */
+		j->back |= strcmp(kind, "succeeded") != 0 && strcmp(kind, "dead") != 0 &&
+			   strcmp(kind, "cancel") != 0;
+		pd_buf_putc(&j->outcomes, j->outcomes.len ? ',' : '[');
+		outcome_json(&j->outcomes, &t->items[i].out);
+		hooks_json(&j->hooks, &t->items[i].out);
+	}
+	if (j->outcomes.len > 0)
+		pd_buf_putc(&j->outcomes, ']');
+	if (j->hooks.len > 0)
+		pd_buf_putc(&j->hooks, ']');
+}
+
+void pd_trip_json_release(struct pd_trip_json *j)
+{
+	pd_buf_release(&j->notes);
+	pd_buf_release(&j->flows);
+	pd_buf_release(&j->outcomes);
+	pd_buf_release(&j->hooks);
+}
+
 int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 {
 	struct pd_db_stmt *st = s->st;
-	struct pd_buf batch = PD_BUF_INIT, lost_ids = PD_BUF_INIT, lost_tokens = PD_BUF_INIT;
+	struct pd_buf lost_ids = PD_BUF_INIT, lost_tokens = PD_BUF_INIT;
 	struct pd_buf lost_attempts = PD_BUF_INIT, lost_ago = PD_BUF_INIT;
 	struct pd_buf start_ids = PD_BUF_INIT, start_tokens = PD_BUF_INIT;
-	struct pd_buf beat_ids = PD_BUF_INIT, beat_tokens = PD_BUF_INIT, flows = PD_BUF_INIT;
-	struct pd_buf notes = PD_BUF_INIT, hooks = PD_BUF_INIT;
+	struct pd_buf beat_ids = PD_BUF_INIT, beat_tokens = PD_BUF_INIT;
+	struct pd_trip_json j;
 	struct claim_args ca;
 	char lease[PD_I64_CHARS], inflight[PD_I64_CHARS];
 	const char *fp[3], *lp[5], *bp[5], *sp[2], *wp[1], *np[1], *hp[1];
@@ -868,6 +921,7 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 	s->nclaimed = 0;
 	s->fi = s->bi = s->ci = -1;
 	memset(&ca, 0, sizeof(ca));
+	pd_trip_json(s, &j);
 	if (s->nstart > 0) {
 		pd_trip_array(&start_ids, s, PD_TRIP_START, PD_TRIP_ID);
 		pd_trip_array(&start_tokens, s, PD_TRIP_START, PD_TRIP_TOKEN);
@@ -875,62 +929,25 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 		sp[1] = start_tokens.data;
 		st[n++] = (struct pd_db_stmt){"pd_start", start_sql, 2, sp, PGRES_COMMAND_OK, NULL};
 	}
-	for (int i = 0; i < s->n; i++) {
-		if (s->items[i].kind != PD_TRIP_PROGRESS)
-			continue;
-		pd_buf_puts(&notes, notes.len ? ",{\"id\":" : "[{\"id\":");
-		pd_buf_put_i64(&notes, s->items[i].id);
-		pd_json_member_i64(&notes, "token", s->items[i].token);
-		pd_json_member_str(&notes, "text", s->items[i].text);
-		pd_buf_putc(&notes, '}');
-	}
-	if (notes.len > 0) {
-		pd_buf_putc(&notes, ']');
-		np[0] = notes.data;
+	if (j.notes.len > 0) {
+		np[0] = j.notes.data;
 		st[n++] =
 		    (struct pd_db_stmt){"pd_progress", progress_sql, 1, np, PGRES_COMMAND_OK, NULL};
 	}
-	for (int i = 0; i < s->n; i++) {
-		if (s->items[i].kind != PD_TRIP_OUTCOME ||
-		    s->items[i].out.o.flow.kind == PD_FLOW_WRITE_NONE)
-			continue;
-		pd_buf_putc(&flows, flows.len ? ',' : '[');
-		flow_json(&flows, &s->items[i].out);
-	}
-	if (flows.len > 0) {
-		pd_buf_putc(&flows, ']');
-		wp[0] = flows.data;
+	if (j.flows.len > 0) {
+		wp[0] = j.flows.data;
 		st[n++] = (struct pd_db_stmt){"pd_flow", flow_sql, 1, wp, PGRES_COMMAND_OK, NULL};
 	}
-	if (s->noutcomes > 0) {
-		int back = 0; /* finish_sql's $3 */
-
-		for (int i = 0; i < s->n; i++) {
-			const char *kind;
-
-			if (s->items[i].kind != PD_TRIP_OUTCOME)
-				continue;
-			kind = finish_kind(&s->items[i].out.o);
-			/* any kind but these three may go back (a new kind too: checked) */
-			back |= strcmp(kind, "succeeded") != 0 && strcmp(kind, "dead") != 0 &&
-				strcmp(kind, "cancel") != 0;
-			pd_buf_putc(&batch, batch.len ? ',' : '[');
-			outcome_json(&batch, &s->items[i].out);
-		}
-		pd_buf_putc(&batch, ']');
-		fp[0] = batch.data;
+	if (j.outcomes.len > 0) {
+		fp[0] = j.outcomes.data;
 		fp[1] = s->worker;
-		fp[2] = back ? "true" : "false";
+		fp[2] = j.back ? "true" : "false";
 		s->fi = n;
 		st[n++] =
 		    (struct pd_db_stmt){"pd_finish", finish_sql, 3, fp, PGRES_TUPLES_OK, NULL};
-		for (int i = 0; i < s->n; i++)
-			if (s->items[i].kind == PD_TRIP_OUTCOME)
-				hooks_json(&hooks, &s->items[i].out);
 	}
-	if (hooks.len > 0) {
-		pd_buf_putc(&hooks, ']');
-		hp[0] = hooks.data;
+	if (j.hooks.len > 0) {
+		hp[0] = j.hooks.data;
 		st[n++] = (struct pd_db_stmt){"pd_hooks", hooks_sql, 1, hp, PGRES_TUPLES_OK, NULL};
 	}
 	if (s->nlost > 0) {
@@ -969,10 +986,7 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 	}
 	s->nst = n;
 	rc = n > 0 ? pd_db_pipeline_send(db, st, n, e) : 0;
-	pd_buf_release(&batch);
-	pd_buf_release(&flows);
-	pd_buf_release(&notes);
-	pd_buf_release(&hooks);
+	pd_trip_json_release(&j);
 	pd_buf_release(&start_ids);
 	pd_buf_release(&start_tokens);
 	pd_buf_release(&lost_ids);
@@ -986,12 +1000,14 @@ int pd_jobs_sync_send(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 }
 
 /*
- * An outcome's place in a trip's items, sorted by job id: the finish's rows
- * find theirs by binary search (a trip of 1,000 outcomes scanned the items
- * once a row: 19 % of the worker's CPU in the no-op drain, issue 26).
+ * An outcome's place in a trip's items, sorted by job id and token: the
+ * finish's rows find theirs by binary search (a trip of 1,000 outcomes
+ * scanned the items once a row: 19 % of the worker's CPU in the no-op
+ * drain, issue 26). By the token too: one job may be in a batch twice, its
+ * lease lost and the job claimed again by the same worker.
  */
 struct outcome_at {
-	long long id;
+	long long id, token;
 	int i;
 };
 
@@ -1001,6 +1017,8 @@ static int outcome_at_cmp(const void *a, const void *b)
 
 	if (x->id != y->id)
 		return x->id < y->id ? -1 : 1;
+	if (x->token != y->token)
+		return x->token < y->token ? -1 : 1;
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
@@ -1017,21 +1035,23 @@ int pd_jobs_sync_collect(struct pd_db *db, struct pd_trip *s, struct pd_err *e)
 
 		for (int i = 0; i < s->n; i++)
 			if (s->items[i].kind == PD_TRIP_OUTCOME)
-				by[nby++] = (struct outcome_at){s->items[i].out.id, i};
+				by[nby++] = (struct outcome_at){s->items[i].out.id,
+								s->items[i].out.token, i};
 		qsort(by, (size_t)nby, sizeof(*by), outcome_at_cmp);
 		for (int row = 0; row < PQntuples(r); row++) {
 			long long id = strtoll(PQgetvalue(r, row, 0), NULL, 10);
+			long long token = strtoll(PQgetvalue(r, row, 7), NULL, 10);
 			int lo = 0, hi = nby;
 
-			while (lo < hi) { /* the first entry of by with this id */
+			while (lo < hi) { /* the first entry of by with this id and token */
 				int mid = lo + (hi - lo) / 2;
 
-				if (by[mid].id < id)
+				if (by[mid].id < id || (by[mid].id == id && by[mid].token < token))
 					lo = mid + 1;
 				else
 					hi = mid;
 			}
-			for (int k = lo; k < nby && by[k].id == id; k++) {
+			for (int k = lo; k < nby && by[k].id == id && by[k].token == token; k++) {
 				struct pd_job_outcome *x = &s->items[by[k].i].out;
 
 				x->applied = !PQgetisnull(r, row, 1);

@@ -190,6 +190,36 @@ void pd_trip_array(struct pd_buf *b, const struct pd_trip *t, enum pd_trip_kind 
 		   enum pd_trip_field f);
 
 /*
+ * The JSON parameters of t's statements (pd_jobs_sync_send), each empty
+ * (len 0) when its statement is not sent, else a JSON array:
+ *   notes     progress_sql's: {id, token, text} per progress note;
+ *   flows     flow_sql's: the run write of each workflow job's outcome
+ *             (struct pd_flow_write: act step, park or unpark);
+ *   outcomes  finish_sql's: {id, token, kind, ...} per outcome, in the
+ *             items' order, a member left out where its value is the
+ *             column's default (NULL; false; a backoff of 0). kind is the
+ *             verdict's ("succeeded", "retry", "dead", "release", "snooze",
+ *             "cancel"), or a workflow step's: "advance" (the run goes on),
+ *             "succeeded" (its last step), "wait" (parked);
+ *   hooks     hooks_sql's: {id, token, events} of each outcome whose hooks
+ *             name an event its kind may fire (dead_letter: retry, dead,
+ *             release; failure: retry, dead; success: succeeded);
+ *   back      finish_sql's $3: an outcome may give its job back to PENDING
+ *             (any kind but succeeded, dead and cancel).
+ * Text is quoted as pd_json_quote does (control characters escaped,
+ * invalid UTF-8 and NUL as U+FFFD: the batch always parses); result,
+ * steps and output are JSON text, put in as they are. Release with
+ * pd_trip_json_release.
+ */
+struct pd_trip_json {
+	struct pd_buf notes, flows, outcomes, hooks;
+	int back;
+};
+
+void pd_trip_json(const struct pd_trip *t, struct pd_trip_json *j);
+void pd_trip_json_release(struct pd_trip_json *j);
+
+/*
  * One round trip in two halves (pd_db_pipeline_send/collect): send returns 0
  * or -1; collect 1 when the outs are filled, 0 while the results are on
  * their way, -1 on failure: then nothing was written (or, on 69, maybe all

@@ -40,7 +40,7 @@ struct worker {
 	struct pd_pool pool;
 	struct pd_holdings hs;	   /* the jobs held: run[i] is pool slot i's (lib/hold) */
 	struct pd_stream *streams; /* MAX_STREAMS slots; one per stream handler, started at
-				      its first job, and old ones a reload left (streams_map) */
+				      its first job, and old ones a reload left */
 	int nstreams;
 	char *stream_old;   /* stream_old[k]: no current handler uses stream k: closed once idle */
 	int *stream_of;	    /* stream_of[h]: handler h's stream, or -1 */
@@ -99,6 +99,19 @@ int pd_worksync_register(struct pd_daemon *d, int first, struct pd_err *e);
  */
 int pd_worksync_release_unheld(struct worker *w, struct pd_err *e);
 
+/*
+ * The answer to request q from a handler's channel (lib/pool), on the
+ * worker's own connection between round trips: "lease JOBID TOKEN" (each a
+ * positive decimal, one space before each, nothing after) gets "held" or
+ * "lost" from a fenced read (pd_jobs_lease_held: the job LEASED or RUNNING
+ * under that token, its lease not expired; "cancelled" when held and an
+ * operator asked to cancel it, sql/022), which is what `pd-admin lease
+ * check` asks in a handler that holds no credential; "unavailable" while
+ * the database is; "error ..." for anything else. -1 with e when the query
+ * failed (answered "unavailable").
+ */
+int pd_worker_request_reply(struct worker *w, const char *q, const char **reply, struct pd_err *e);
+
 /* How many requests wait on the handlers' channels (lib/pool), answered between round trips. */
 int pd_worker_requests(const struct worker *w);
 
@@ -114,5 +127,36 @@ long long pd_worksync_paused(const struct worker *w, long long now);
 
 /* When the next start record is due (pd_now_us), or -1. */
 long long pd_worksync_starts_due(const struct worker *w);
+
+/*
+ * The stream slots (MAX_STREAMS of them, allocated here), then the current
+ * stream handlers' streams (pd_worker_streams_map). Released, any process
+ * left killed and reaped, by pd_worker_streams_release.
+ */
+int pd_worker_streams_init(struct worker *w, struct pd_err *e);
+void pd_worker_streams_release(struct worker *w);
+
+/*
+ * Give every stream handler of the current settings (w->cfg) a stream,
+ * stream_of[h] for handler h (-1: not a stream handler): the one running
+ * its very command already (the same command, result limit and kill grace:
+ * its process goes on), else a stream no longer in use (no process, nothing
+ * in flight, no ready job for it), else a new one; none runs until its
+ * first job. The streams left over are old (stream_old[k]): closed once the
+ * jobs in flight in them are answered (streams_pass). -1 with e filled (78),
+ * nothing changed, when that takes more than MAX_STREAMS.
+ */
+int pd_worker_streams_map(struct worker *w, struct pd_err *e);
+
+/*
+ * The claim's type filter from the current settings (w->cfg): the
+ * workflows' job types ("workflow:NAME", owned: flow_types), the handlers'
+ * types, and PD_HOOK_TYPE when a handler or the file has a hook command
+ * (w->hooks, pd_hooks_json); or none (types NULL: any type) when a '*'
+ * handler takes any type. Replaces the filter before it; freed by
+ * pd_worker_claim_types_free (w->hooks by the caller).
+ */
+void pd_worker_claim_types(struct worker *w);
+void pd_worker_claim_types_free(struct worker *w);
 
 #endif

@@ -3,6 +3,7 @@
  * stream handlers' slots, and the hooks the daemon loop calls. The jobs it
  * holds are lib/hold's; its round trips lib/worksync's, each one a lib/trip.
  */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,8 +82,13 @@ int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struc
 	if (w->reap < 0)
 		w->reap = cfg->worker.reap;
 	w->retention = cfg->retention;
+	if (w->nqueues == 0 && cfg->worker.nqueues > PD_WORKER_MAX_QUEUES)
+		return pd_errf(e, PD_EX_CONFIG,
+			       "%s: worker.queues names %d queues: a worker serves at most %d",
+			       cfg->path ? cfg->path : "the configuration file",
+			       cfg->worker.nqueues, PD_WORKER_MAX_QUEUES);
 	if (w->nqueues == 0)
-		for (int i = 0; i < cfg->worker.nqueues && w->nqueues < PD_WORKER_MAX_QUEUES; i++)
+		for (int i = 0; i < cfg->worker.nqueues; i++)
 			w->queues[w->nqueues++] = cfg->worker.queues[i];
 	if (w->nqueues == 0)
 		w->queues[w->nqueues++] = "default";
@@ -172,23 +178,36 @@ static void streams_pass(struct worker *w)
 }
 
 /*
- * The answer to request q from a handler's channel (lib/pool), on the
- * worker's own connection between round trips: "lease JOBID TOKEN" gets
- * "held" or "lost" from a fenced read (pd_jobs_lease_held: the job LEASED
- * or RUNNING under that token, its lease not expired; "cancelled" when held
- * and an operator asked to cancel it, sql/022), which is what
- * `pd-admin lease check` asks in a handler that holds no credential;
- * "unavailable" while the database is; "error ..." for anything else.
- * -1 with e when the query failed (answered "unavailable").
+ * A positive decimal at *p into *v, *p moved past it: digits only (no sign,
+ * no white space), at most LLONG_MAX (a longer one is refused, never cut).
+ * 0, or -1.
  */
-static int request_reply(struct worker *w, const char *q, const char **reply, struct pd_err *e)
+static int request_num(const char **p, long long *v)
 {
+	const char *s = *p;
+	long long n = 0;
+
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (n > (LLONG_MAX - (*s - '0')) / 10)
+			return -1;
+		n = n * 10 + (*s - '0');
+	}
+	if (s == *p || n <= 0)
+		return -1;
+	*p = s;
+	*v = n;
+	return 0;
+}
+
+int pd_worker_request_reply(struct worker *w, const char *q, const char **reply, struct pd_err *e)
+{
+	int lease = strncmp(q, "lease ", 6) == 0, held;
+	const char *p = lease ? q + 6 : q;
 	long long id, token;
-	int held, end = 0;
 
 	*reply = "unavailable";
-	if (sscanf(q, "lease %lld %lld%n", &id, &token, &end) != 2 || q[end] != '\0' || id <= 0 ||
-	    token <= 0) {
+	if (!lease || request_num(&p, &id) < 0 || *p++ != ' ' || request_num(&p, &token) < 0 ||
+	    *p != '\0') {
 		*reply = "error unknown request (want: lease JOBID TOKEN)";
 		return 0;
 	}
@@ -210,7 +229,7 @@ int pd_worker_requests(const struct worker *w)
 	return n;
 }
 
-/* Answer every request waiting (request_reply). */
+/* Answer every request waiting (pd_worker_request_reply). */
 static int requests_answer(struct worker *w, struct pd_err *e)
 {
 	const char *q, *reply;
@@ -219,13 +238,13 @@ static int requests_answer(struct worker *w, struct pd_err *e)
 	for (int i = 0; i < w->pool.size; i++) {
 		if ((q = pd_pool_request(&w->pool, i)) == NULL)
 			continue;
-		rc = rc < 0 ? rc : request_reply(w, q, &reply, e);
+		rc = rc < 0 ? rc : pd_worker_request_reply(w, q, &reply, e);
 		pd_pool_answer(&w->pool, i, rc < 0 ? "unavailable" : reply);
 	}
 	for (int k = 0; k < w->nstreams; k++) {
 		if ((q = pd_stream_request(&w->streams[k])) == NULL)
 			continue;
-		rc = rc < 0 ? rc : request_reply(w, q, &reply, e);
+		rc = rc < 0 ? rc : pd_worker_request_reply(w, q, &reply, e);
 		pd_stream_answer(&w->streams[k], rc < 0 ? "unavailable" : reply);
 	}
 	return rc < 0 ? pd_daemon_db_failed(&w->d, e) : 0;
@@ -482,15 +501,7 @@ static int stream_free(const struct worker *w, int k)
 	return 1;
 }
 
-/*
- * Give every stream handler of the current settings a stream: the one
- * running its very command already (its process goes on), else a stream no
- * longer in use, else a new one; none runs until its first job. The
- * streams left over are old: closed once the jobs in flight in them are
- * answered (streams_pass). -1 with e filled, nothing changed, when that
- * takes more than MAX_STREAMS.
- */
-static int streams_map(struct worker *w, struct pd_err *e)
+int pd_worker_streams_map(struct worker *w, struct pd_err *e)
 {
 	const struct pd_worker_cfg *cfg = w->cfg;
 	int *of = pd_xcalloc((size_t)cfg->nhandlers + 1, sizeof(*of));
@@ -548,8 +559,7 @@ static int streams_map(struct worker *w, struct pd_err *e)
 	return 0;
 }
 
-/* The stream slots, and the current stream handlers' streams. */
-static int streams_init(struct worker *w, struct pd_err *e)
+int pd_worker_streams_init(struct worker *w, struct pd_err *e)
 {
 	w->stream_env = pd_xcalloc(MAX_STREAMS, sizeof(*w->stream_env));
 	w->streams = pd_xcalloc(MAX_STREAMS, sizeof(*w->streams));
@@ -559,11 +569,27 @@ static int streams_init(struct worker *w, struct pd_err *e)
 	w->pool.adopt = adopt;
 	w->pool.adopt_ctx = w;
 	w->d.maxfds = PD_POOL_SLOT_FDS * MAX_STREAMS; /* its pipes and its channel */
-	return streams_map(w, e);
+	return pd_worker_streams_map(w, e);
 }
 
-/* The free of the claim's type filter. */
-static void claim_types_free(struct worker *w)
+void pd_worker_streams_release(struct worker *w)
+{
+	for (int k = 0; k < w->nstreams; k++)
+		pd_stream_release(&w->streams[k]);
+	free(w->streams);
+	free(w->stream_old);
+	free(w->stream_of);
+	for (int k = 0; w->stream_env && k < MAX_STREAMS; k++)
+		pd_strv_free(w->stream_env[k]);
+	free(w->stream_env);
+	w->streams = NULL;
+	w->stream_old = NULL;
+	w->stream_of = NULL;
+	w->stream_env = NULL;
+	w->nstreams = 0;
+}
+
+void pd_worker_claim_types_free(struct worker *w)
 {
 	free(w->types);
 	for (int i = 0; w->flow_types && w->flow_types[i]; i++)
@@ -574,16 +600,11 @@ static void claim_types_free(struct worker *w)
 	w->ntypes = 0;
 }
 
-/*
- * The claim's type filter from the current settings: the workflows' job
- * types and the handlers' types, or none (NULL) when a '*' handler takes
- * any type.
- */
-static void claim_types(struct worker *w)
+void pd_worker_claim_types(struct worker *w)
 {
 	const struct pd_worker_cfg *cfg = w->cfg;
 
-	claim_types_free(w);
+	pd_worker_claim_types_free(w);
 	w->types = pd_xcalloc((size_t)(cfg->nhandlers + cfg->nflows) + 2, sizeof(*w->types));
 	w->flow_types = pd_xcalloc((size_t)cfg->nflows + 1, sizeof(*w->flow_types));
 	for (int i = 0; i < cfg->nflows; i++) {
@@ -656,14 +677,14 @@ static int reload_apply(void *arg, const struct pd_config *c, struct pd_buf *sum
 		goto refuse;
 	}
 	w->cfg = next;
-	if (streams_map(w, e) < 0) {
+	if (pd_worker_streams_map(w, e) < 0) {
 		w->cfg = was;
 		goto refuse;
 	}
 	if (w->own)
 		pd_reload_keep(&w->kept, w->own);
 	w->own = next;
-	claim_types(w);
+	pd_worker_claim_types(w);
 	ready_rehold(w);
 	w->pool.grace_ms = next->engine.grace_ms;
 	w->pool.stdout_limit = (size_t)next->result_limit;
@@ -701,7 +722,7 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 		return pd_errf(e, PD_EX_USAGE, "too many stream handlers: %d, at most %d", nstream,
 			       MAX_STREAMS);
 
-	claim_types(&w);
+	pd_worker_claim_types(&w);
 	pd_pool_init(&w.pool, (int)cfg->engine.concurrency, (size_t)cfg->result_limit,
 		     cfg->engine.grace_ms, "handler stderr");
 	w.pool.chan = 1; /* PD_WORKER_FD: requests_answer */
@@ -712,7 +733,7 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	pd_daemon_init(&w.d, &worker_ops, db, &w, &w.pool, &cfg->engine);
 	rc = pd_daemon_open(&w.d, e);
 	if (rc == 0) {
-		streams_init(&w, e); /* cannot fail: counted above */
+		pd_worker_streams_init(&w, e); /* cannot fail: counted above */
 		pd_log(PD_LOG_INFO, "worker started",
 		       "worker=%s concurrency=%lld queues=%d handlers=%d streams=%d", w.d.id,
 		       cfg->engine.concurrency, cfg->nqueues, cfg->nhandlers, w.nstreams);
@@ -730,18 +751,11 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 		pd_log(PD_LOG_INFO, "worker stopped", "worker=%s", w.d.id);
 	}
 	pd_daemon_close(&w.d);
-	for (int k = 0; k < w.nstreams; k++)
-		pd_stream_release(&w.streams[k]);
+	pd_worker_streams_release(&w);
 	pd_holdings_release(&w.hs);
 	pd_trip_release(&w.trip);
 	pd_pool_release(&w.pool);
-	free(w.streams);
-	free(w.stream_old);
-	free(w.stream_of);
-	for (int k = 0; w.stream_env && k < MAX_STREAMS; k++)
-		pd_strv_free(w.stream_env[k]);
-	free(w.stream_env);
-	claim_types_free(&w);
+	pd_worker_claim_types_free(&w);
 	pd_buf_release(&w.hooks);
 	if (w.own) {
 		pd_worker_cfg_release(w.own);

@@ -98,7 +98,8 @@ void pd_worker_cfg_init(struct pd_worker_cfg *w);
  * flag's handler for a type wins), in an array w owns; the workflows are the
  * file's. The heartbeat
  * defaults to a third of the lease; a lease of 0, or a heartbeat not shorter
- * than the lease, is refused (64).
+ * than the lease, is refused (64); the file's queues, when the flags give
+ * none, are refused (78) past PD_WORKER_MAX_QUEUES, never cut short.
  */
 int pd_worker_settle(struct pd_worker_cfg *w, const struct pd_config *cfg, struct pd_err *e);
 
