@@ -735,8 +735,10 @@ int pd_worker_run(const struct pd_worker_cfg *cfg, struct pd_db *db, struct pd_e
 	if (rc == 0) {
 		pd_worker_streams_init(&w, e); /* cannot fail: counted above */
 		pd_log(PD_LOG_INFO, "worker started",
-		       "worker=%s concurrency=%lld queues=%d handlers=%d streams=%d", w.d.id,
-		       cfg->engine.concurrency, cfg->nqueues, cfg->nhandlers, w.nstreams);
+		       "worker=%s concurrency=%lld queues=%d handlers=%d streams=%d lease_ms=%lld "
+		       "heartbeat_ms=%lld",
+		       w.d.id, cfg->engine.concurrency, cfg->nqueues, cfg->nhandlers, w.nstreams,
+		       cfg->lease_ms, cfg->heartbeat_ms);
 		rc = pd_daemon_run(&w.d, e);
 		/* Release what the drain stopped (or what is left after an error). */
 		if (pd_daemon_up(&w.d)) {

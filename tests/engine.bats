@@ -18,6 +18,19 @@ setup() {
 @test "--lease alone starts: the heartbeat defaults to a third of it" {
 	run --separate-stderr pd-worker --lease 5s --handler t=true --until-idle
 	[ "$status" -eq 0 ]
+	[[ "$stderr" == *'msg="worker started" '*' lease_ms=5000 heartbeat_ms=1666'* ]]
+	# the documented defaults: a 30 s lease, a 10 s heartbeat
+	run --separate-stderr pd-worker --handler t=true --until-idle
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *'msg="worker started" '*' lease_ms=30000 heartbeat_ms=10000'* ]]
+	# --lease without --heartbeat: a third of it, whatever the file says
+	printf 'worker: {heartbeat: 4s}\n' >"$BATS_TEST_TMPDIR/pd.yaml"
+	run --separate-stderr pd-worker -c "$BATS_TEST_TMPDIR/pd.yaml" --lease 6s --handler t=true --until-idle
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *' lease_ms=6000 heartbeat_ms=2000'* ]]
+	run --separate-stderr pd-worker -c "$BATS_TEST_TMPDIR/pd.yaml" --handler t=true --until-idle
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *' lease_ms=30000 heartbeat_ms=4000'* ]]
 	run --separate-stderr pd-worker --lease 5s --heartbeat 5s --handler t=true --until-idle
 	[ "$status" -eq 64 ]
 	[[ "$stderr" == *"heartbeat"*"shorter than the lease"* ]]

@@ -248,27 +248,58 @@ EOF
 	same_as_enqueue_many "$rows" "id <> $dep"
 }
 
-# hold_key NAME KEY: another session enqueues a job with KEY and commits
-# after 2 s; returns once its transaction holds the key.
+# hold_key NAME KEY: another session enqueues a job with KEY and holds its
+# transaction open until open_key_gate; returns once it holds the key.
 hold_key() {
+	sql "CREATE TABLE IF NOT EXISTS key_gate (open boolean); TRUNCATE key_gate"
 	start_bg "$1" psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL application_name=$1" \
 		-c "BEGIN" -c "SELECT pendulum.enqueue_many('[{\"type\": \"held\", \"idempotency_key\": \"$2\"}]')" \
-		-c "SELECT pg_sleep(2)" -c "COMMIT"
+		-c "DO \$\$ BEGIN WHILE NOT EXISTS (SELECT 1 FROM key_gate) LOOP PERFORM pg_sleep(0.02); END LOOP; END \$\$" \
+		-c "COMMIT"
 	wait_for 10 backend_waiting "$1"
+}
+
+open_key_gate() {
+	sql "INSERT INTO key_gate VALUES (true)"
+}
+
+# blocked_by APPNAME: some backend waits for a lock the session APPNAME holds.
+blocked_by() {
+	sql_is "SELECT count(*) > 0 FROM pg_stat_activity w, pg_stat_activity h
+	        WHERE h.application_name = '$1' AND h.pid = ANY (pg_blocking_pids(w.pid))" t
+}
+
+# enqueue_blocked NAME FILE HOLDER: pd-enqueue --ndjson <FILE in the background
+# (see start_bg); returns once it waits for HOLDER's transaction, still running.
+enqueue_blocked() {
+	start_bg "$1" sh -c 'exec pd-enqueue --ndjson <"$0"' "$2"
+	wait_for 30 blocked_by "$3"
+	[ ! -e "$BATS_FILE_TMPDIR/$1.status" ]
 }
 
 @test "a key another transaction is enqueueing: pd-enqueue waits for its commit, then prints that job's id" {
 	hold_key holder1 race1
-	run --separate-stderr pd-enqueue --ndjson < <(keyed_lines 300 300 | sed 's/"k150"/"race1"/')
-	[ "$status" -eq 0 ]
+	keyed_lines 300 300 | sed 's/"k150"/"race1"/' >"$BATS_TEST_TMPDIR/big.ndjson"
+	enqueue_blocked enq1 "$BATS_TEST_TMPDIR/big.ndjson" holder1
+	# it waits as long as the holder's transaction is open
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE idempotency_key = 'race1'")" -eq 0 ]
+	open_key_gate
+	wait_for 30 test -s "$BATS_FILE_TMPDIR/enq1.status"
+	[ "$(bg_status enq1)" -eq 0 ]
 	held=$(sql "SELECT id FROM pendulum.jobs WHERE idempotency_key = 'race1'")
 	[ "$(sql "SELECT job_type FROM pendulum.jobs WHERE id = $held")" = held ]
-	[ "${lines[150]}" = "$held" ]
-	[ "$stderr" = "pd-enqueue: idempotency key already used in tenant 'default': existing job $held" ]
+	[ "$(sed -n 151p "$BATS_FILE_TMPDIR/enq1.out")" = "$held" ]
+	[ "$(wc -l <"$BATS_FILE_TMPDIR/enq1.out")" -eq 300 ]
+	[ "$(bg_log enq1)" = "pd-enqueue: idempotency key already used in tenant 'default': existing job $held" ]
+	# the small (JSON array) path waits the same way
 	hold_key holder2 race2
-	run --separate-stderr pd-enqueue --ndjson < <(printf '%s\n' '{"type": "t"}' '{"type": "t", "idempotency_key": "race2"}')
-	[ "$status" -eq 0 ]
-	[ "${lines[1]}" = "$(sql "SELECT id FROM pendulum.jobs WHERE idempotency_key = 'race2'")" ]
+	printf '%s\n' '{"type": "t"}' '{"type": "t", "idempotency_key": "race2"}' >"$BATS_TEST_TMPDIR/small.ndjson"
+	enqueue_blocked enq2 "$BATS_TEST_TMPDIR/small.ndjson" holder2
+	open_key_gate
+	wait_for 30 test -s "$BATS_FILE_TMPDIR/enq2.status"
+	[ "$(bg_status enq2)" -eq 0 ]
+	[ "$(sed -n 2p "$BATS_FILE_TMPDIR/enq2.out")" = "$(sql "SELECT id FROM pendulum.jobs WHERE idempotency_key = 'race2'")" ]
+	[ "$(sql "SELECT job_type FROM pendulum.jobs WHERE idempotency_key = 'race2'")" = held ]
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE idempotency_key IN ('race1', 'race2')")" -eq 2 ]
 }
 

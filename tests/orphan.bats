@@ -32,17 +32,38 @@ pid_handler() {
 	printf 'echo $$ >>'\''%s'\''; sleep 30 & echo $! >>'\''%s'\''; wait' "$1" "$1"
 }
 
+# poke_handler FILE: like pid_handler, but both processes answer a poke: once
+# FILE.poke exists, each appends its pid to FILE.ack (the child then turns
+# into a sleep 30, the same pid). A process that answers after a reaper
+# exited was not killed by it: a signal sent is acted on before the process
+# runs again, so a plain "alive" right after the reaper could miss a kill
+# still in flight.
+poke_handler() {
+	printf 'sh -c '\''while [ ! -e "$0.poke" ]; do sleep 0.05; done; echo $$ >>"$0.ack"; exec sleep 30'\'' '\''%s'\'' &
+echo $$ >>'\''%s'\''; echo $! >>'\''%s'\''
+while [ ! -e '\''%s.poke'\'' ]; do sleep 0.05; done; echo $$ >>'\''%s.ack'\''; wait' "$1" "$1" "$1" "$1" "$1"
+}
+
+# answered PID...: poke $PIDS's processes, and wait until each PID answered.
+answered() {
+	local pid
+	touch "$PIDS.poke"
+	for pid in "$@"; do
+		wait_for 10 grep -qx "$pid" "$PIDS.ack"
+	done
+}
+
 # dead PID: the process is gone (or a zombie).
 dead() {
 	! alive "$1"
 }
 
-# start_victim NAME ID: a worker with a short lease, no reaping of its own,
-# running pid_handler into $PIDS; waits until job ID runs and both pids are
-# recorded, then sets SH_PID and SLEEP_PID.
+# start_victim NAME ID [HANDLER]: a worker with a short lease, no reaping of
+# its own, running HANDLER (default pid_handler) into $PIDS; waits until job
+# ID runs and both pids are recorded, then sets SH_PID and SLEEP_PID.
 start_victim() {
 	start_worker "$1" -j 1 --lease 2s --heartbeat 500ms --poll 200ms --no-reap \
-		--handler "t=$(pid_handler "$PIDS")"
+		--handler "t=$("${3:-pid_handler}" "$PIDS")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $2" RUNNING
 	wait_for 10 lines_at_least "$PIDS" 2
 	SH_PID=$(sed -n 1p "$PIDS")
@@ -97,7 +118,7 @@ lease_expired() {
 
 @test "a live (stopped) worker's handler is not killed by the reap pass: the worker stops it itself" {
 	id=$(pd-enqueue t '{}')
-	start_victim a "$id"
+	start_victim a "$id" poke_handler
 	a_id=$(worker_id a)
 	kill -STOP "$(bg_pid a)"
 	wait_for 30 lease_expired "$id"
@@ -105,6 +126,8 @@ lease_expired() {
 	[ "$status" -eq 0 ]
 	[ "$output" = "requeued 1, dead-lettered 0" ]
 	[ "$(sql "SELECT outcome FROM pendulum.job_attempts WHERE job_id = $id")" = lease_expired ]
+	# the reaper has exited: both processes still run code afterwards
+	answered "$SH_PID" "$SLEEP_PID"
 	alive "$SH_PID"
 	alive "$SLEEP_PID"
 	[[ "$stderr" != *leftover* ]]
@@ -148,27 +171,35 @@ lease_expired() {
 
 @test "leftovers on another host are not this reaper's to kill" {
 	id=$(pd-enqueue t '{}')
-	start_victim a "$id"
+	start_victim a "$id" poke_handler
 	a_id=$(worker_id a)
 	kill_worker a
+	wait_for 5 dead "$SH_PID"
 	sql "UPDATE pendulum.workers SET host = 'elsewhere' WHERE id = '$a_id'"
 	wait_for 30 lease_expired "$id"
 	run --separate-stderr pd-reaper --once
 	[ "$status" -eq 0 ]
 	[ "$output" = "requeued 1, dead-lettered 0" ]
+	[ "$(job_state "$id")" = PENDING ]
+	# the reaper has exited: the leftover still runs code afterwards
+	answered "$SLEEP_PID"
 	alive "$SLEEP_PID"
+	[[ "$stderr" != *leftover* ]]
 }
 
 @test "a reaper that may not read a leftover's environment skips it and still gives the job back" {
 	[ "$(id -u)" -eq 0 ] || skip "needs root, to run the reaper as another user"
 	id postgres >/dev/null 2>&1 || skip "no user postgres"
 	id=$(pd-enqueue t '{}')
-	start_victim a "$id"
+	start_victim a "$id" poke_handler
 	kill_worker a
+	wait_for 5 dead "$SH_PID"
 	wait_for 30 lease_expired "$id"
 	run --separate-stderr runuser -u postgres -- env PATH="$PATH" PD_DATABASE_URL="$PD_DATABASE_URL" pd-reaper --once
 	[ "$status" -eq 0 ]
 	[ "$output" = "requeued 1, dead-lettered 0" ]
 	[ "$(job_state "$id")" = PENDING ]
+	# the reaper has exited: the leftover still runs code afterwards
+	answered "$SLEEP_PID"
 	alive "$SLEEP_PID"
 }

@@ -159,6 +159,8 @@ counts() {
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs")" -eq 0 ]
 	open_gate
 	wait "$bg"
+	# committed: the job is in the table, as enqueued
+	[ "$(sql "SELECT job_type || ' ' || queue FROM pendulum.jobs")" = "send-email default" ]
 	# polling is an hour away: only the notification can wake it
 	wait_for 15 sql_is "SELECT state FROM pendulum.jobs" SUCCEEDED
 }
@@ -178,8 +180,11 @@ counts() {
 	[ "$(sql "SELECT count(*) FROM pendulum.outbox")" -eq 0 ]
 	open_gate
 	wait "$bg"
+	# committed: the message is in the table, as recorded
+	[ "$(sql "SELECT topic || ' ' || message_key FROM pendulum.outbox")" = "orders k" ]
 	wait_for 15 lines_at_least "$LOG" 1
 	[ "$(sql "SELECT state FROM pendulum.outbox")" = PUBLISHED ]
+	[ "$(cat "$LOG")" = "$(sql "SELECT id FROM pendulum.outbox") k" ]
 }
 
 @test "outbox_record refuses bad arguments with SQLSTATE and a message, recording nothing" {

@@ -175,9 +175,14 @@ known_version() {
 	printf 'relay:\n  topics: [\n' | put "$CFG"
 	hup r
 	logged r 'msg="config not reloaded: keeping the old one" daemon=relay'
-	logged r "$CFG:"
+	logged r "$CFG:3:1"
+	# the old topics, both of them, still publish with their old commands
 	a=$(record a '{}')
+	b2=$(record b '{}')
 	wait_for 10 sql_is "SELECT state FROM pendulum.outbox WHERE id = $a" PUBLISHED
+	wait_for 10 sql_is "SELECT state FROM pendulum.outbox WHERE id = $b2" PUBLISHED
+	grep -qx "$a" "$T/a"
+	grep -qx "$b2" "$T/b"
 	alive "$(bg_pid r)"
 }
 
@@ -204,6 +209,19 @@ known_version() {
 	logged reaper 'msg="config not reloaded: keeping the old one" daemon=reaper'
 	logged reaper "$CFG:2:13"
 	logged ticker 'msg="config not reloaded: keeping the old one" daemon=ticker'
+	logged ticker "$CFG:2:13"
+	# the old file's 100 ms still rules the reaper (not the first file's 1 h)
+	id2=$(pd-enqueue t '{}')
+	sql "UPDATE pendulum.jobs SET state = 'LEASED', attempt = 1,
+	       lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'gone:1:0000',
+	       lease_expires_at = now() - interval '1 s' WHERE id = $id2"
+	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id2" PENDING
+	# and the ticker still fires the schedules (from the database) when due
+	pd-cron add every --cron '* * * * *' --tz UTC --type fired >/dev/null
+	sql "UPDATE pendulum.cron_schedules SET last_fired_at = date_trunc('minute', now()) - interval '1 minute',
+	       next_fire_at = date_trunc('minute', now()) WHERE name = 'every'"
+	wait_for 10 sql_is "SELECT count(*) FROM pendulum.cron_fires WHERE kind = 'fired'" 1
+	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE job_type = 'fired'")" -eq 1 ]
 	alive "$(bg_pid reaper)"
 	alive "$(bg_pid ticker)"
 	stop_bg reaper TERM 5

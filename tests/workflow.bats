@@ -359,11 +359,24 @@ EOF
 }
 
 @test "the claim's context reads with a snapshot of its own (a run committed after the claim's statement began is seen)" {
-	# pendulum.claim_jobs is volatile and takes a fresh snapshot: it can claim a
-	# job whose run committed after the claiming statement's snapshot. A STABLE
-	# workflow_context would read the run with the older snapshot and find
-	# none (the worker then dead-letters the job: "no workflow run drives
-	# this job"), as make check once showed under load.
-	[ "$(sql "SELECT provolatile FROM pg_proc WHERE oid = 'pendulum.workflow_context'::regproc")" = v ]
-	[ "$(sql "SELECT provolatile FROM pg_proc WHERE oid = 'pendulum.claim_jobs'::regproc")" = v ]
+	# The claim's statement calls pendulum.workflow_context for a job that
+	# claim_jobs_fair, volatile, may take although its run committed after
+	# the statement's snapshot. A STABLE workflow_context would read the run
+	# with that older snapshot and find none (the worker then dead-letters
+	# the job: "no workflow run drives this job"), as make check once showed
+	# under load. Here a statement of the claim's shape begins, waits on a
+	# gate while the run commits, then reads the context.
+	job=$(make_job PENDING default workflow:snap)
+	sql "CREATE TABLE IF NOT EXISTS snap_gate (open boolean); TRUNCATE snap_gate;
+	     CREATE OR REPLACE FUNCTION snap_wait(j bigint) RETURNS bigint LANGUAGE plpgsql VOLATILE AS
+	     \$\$ BEGIN WHILE NOT EXISTS (SELECT 1 FROM snap_gate) LOOP PERFORM pg_sleep(0.02); END LOOP;
+	     RETURN j; END \$\$"
+	start_bg ctx psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL application_name=pd-ctx" \
+		-c "SELECT pendulum.workflow_context(g.j) ->> 'run' FROM (SELECT snap_wait($job) AS j OFFSET 0) g"
+	wait_for 20 backend_waiting pd-ctx snap_wait
+	run=$(sql "INSERT INTO pendulum.workflow_runs (workflow, job_id) VALUES ('snap', $job) RETURNING id")
+	sql "INSERT INTO snap_gate VALUES (true)"
+	wait_for 20 test -s "$BATS_FILE_TMPDIR/ctx.status"
+	[ "$(bg_status ctx)" -eq 0 ]
+	[ "$(cat "$BATS_FILE_TMPDIR/ctx.out")" = "$run" ]
 }
