@@ -248,7 +248,9 @@ setup() {
 @test "--wait warns once on stderr when no live worker serves the type" {
 	start_worker w --handler 'billing=cat' --poll 200ms
 	wait_for 30 sql_is "SELECT count(*) FROM pendulum.live_workers" 1
-	run --separate-stderr timeout 60 pd-enqueue --wait --wait-timeout 4s biling '{}'
+	# The question is asked at the first read 3 s into the wait (the stop is
+	# checked after each read): 8 s leave a read 5 s to come back.
+	run --separate-stderr timeout 60 pd-enqueue --wait --wait-timeout 8s biling '{}'
 	[ "$status" -eq 124 ]
 	[ "$(printf '%s\n' "$stderr" | grep -c warning)" -eq 1 ]
 	[[ "$stderr" == *"pd-enqueue: warning: job "*" waits, but no live worker serves type 'biling' in queue 'default'"* ]]
