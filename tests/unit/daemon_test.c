@@ -29,7 +29,7 @@ struct engine {
 	int nstops;
 	int reloads;
 	int children;
-	int raise_step; /* which signal to raise on the next tick */
+	int raise_step;	      /* which signal to raise on the next tick */
 	long long first_pass; /* the loop pass of on_period's first run */
 };
 
@@ -182,7 +182,8 @@ static void test_period(void)
 	d.period_ms = 30;
 	ok(pd_daemon_open(&d, &e) == 0, "period: open without a database");
 	ok(pd_daemon_run(&d, &e) == 0, "period: run until the last period");
-	is_int((int)g.first_pass, 1, "period: the first run in the loop's first pass, before any wait");
+	is_int((int)g.first_pass, 1,
+	       "period: the first run in the loop's first pass, before any wait");
 	for (int i = 1; i < NDEADLINES; i++)
 		early += g.ticked_at[i] - g.ticked_at[i - 1] < 30;
 	is_int(early, 0, "period: no run sooner than period_ms after the one before");
