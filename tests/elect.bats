@@ -65,7 +65,7 @@ two_tickers() {
 	stop_bg t1
 	[ "$(bg_status t1)" -eq 0 ]
 	grep -q 'msg="ticker role released"' "$BATS_FILE_TMPDIR/t1.log"
-	wait_for 3 sql_is "SELECT split_part(holder, ':', 2) FROM pendulum.leaders
+	wait_for 30 sql_is "SELECT split_part(holder, ':', 2) FROM pendulum.leaders
 	                   WHERE role = 'ticker' AND expires_at > now()" "$(bg_pid t2)"
 }
 

@@ -58,7 +58,7 @@ setup() {
 	wait_for 30 grep -qE 'fenced|lease lost' "$BATS_FILE_TMPDIR/w1.log"
 	alive "$(bg_pid w1)"
 	# it tried to write its outcome, and the write was fenced off and counted
-	wait_for 5 sql_is "SELECT value FROM pendulum.counters WHERE name = 'writes_fenced'" $((before + 1)) || {
+	wait_for 30 sql_is "SELECT value FROM pendulum.counters WHERE name = 'writes_fenced'" $((before + 1)) || {
 		grep -E 'fenced|lease lost' "$BATS_FILE_TMPDIR/w1.log"
 		return 1
 	}

@@ -135,9 +135,9 @@ pid_handler() {
 	start_worker s -j 1 --lease 6s --heartbeat 500ms --poll 200ms --handler 'u=true'
 	wait_for 10 logged s 'msg="reaper on standby'
 	kill -STOP "$(bg_pid h)"
-	wait_for 6 holds s
+	wait_for 30 holds s
 	logged s 'msg="reaper role taken'
-	wait_for 5 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" PENDING
+	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" PENDING
 	logged s 'msg="expired leases given back" requeued=1'
 	kill -CONT "$(bg_pid h)"
 	wait_for 10 logged h 'msg="reaper role lost'
@@ -168,7 +168,7 @@ pid_handler() {
 	[ "$(bg_status h)" -eq 0 ]
 	logged h 'msg="reaper role released"'
 	# pendulum_leaders wakes the standby; its next turn would be 30 s away
-	wait_for 3 holds s
+	wait_for 15 holds s
 }
 
 @test "--no-reap: not a candidate; pd-reaper --once passes without the election" {
@@ -216,7 +216,7 @@ pid_handler() {
 	sleep_pid=$(sed -n 2p "$PIDS")
 	kill -KILL "$(bg_pid v)"
 	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" PENDING
-	wait_for 5 eval "! alive $sleep_pid"
+	wait_for 30 eval "! alive $sleep_pid"
 	[[ "$(bg_log s)" == *'msg="killed a leftover handler process"'*" job=$id "*" pid=$sleep_pid "* ]]
 	run ! logged h leftover
 	logged h 'msg="expired leases given back" requeued=1'
