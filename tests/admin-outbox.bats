@@ -206,7 +206,7 @@ published() {
 	[ ! -e "$log" ]
 	pd-admin outbox replay "$m" >/dev/null
 	# polling is an hour away: only the notification can wake it
-	wait_for 15 sql_is "SELECT state FROM pendulum.outbox WHERE id = $m" PUBLISHED
+	wait_for 30 sql_is "SELECT state FROM pendulum.outbox WHERE id = $m" PUBLISHED
 	[ "$(cat "$log")" = "$m k1" ]
 }
 

@@ -296,7 +296,7 @@ jobs_ids() {
 	wait_for 30 lines_at_least "$log" 1
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
 	pd-admin job replay "$id" >/dev/null
-	wait_for 10 lines_at_least "$log" 2
+	wait_for 30 lines_at_least "$log" 2
 }
 
 @test "dlq list: dead letters only, most recently dead first, with reason and total" {

@@ -114,7 +114,7 @@ setup() {
 	pidfile=$BATS_TEST_TMPDIR/handler.pid
 	id=$(pd-enqueue t '{}')
 	start_worker w -j 1 --poll 200ms --drain-timeout 500ms \
-		--handler "t=$(counting_handler "$LOG" "echo \$\$ >'$pidfile'; exec sleep 30")"
+		--handler "t=$(counting_handler "$LOG" "echo \$\$ >'$pidfile'; exec sleep 300")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
 	wait_for 30 test -s "$pidfile"
 	handler=$(cat "$pidfile")
@@ -128,7 +128,7 @@ setup() {
 	          WHERE job_id = $id AND lease_token = $token")" = "released true" ]
 	[ "$(fenced)" -eq 0 ]
 	# the handler was stopped, not left behind
-	wait_for 10 eval "! alive $handler"
+	wait_for 30 eval "! alive $handler"
 	# the job is whole again: the next worker runs it as attempt 1 of 5
 	start_worker w2 -j 1 --poll 200ms --handler "t=$(counting_handler "$LOG" 'echo $PD_ATTEMPT')"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
@@ -170,7 +170,7 @@ setup() {
 	pidfile=$BATS_TEST_TMPDIR/handler.pid
 	id=$(pd-enqueue t '{}')
 	start_worker w -j 1 --lease 2s --heartbeat 200ms --poll 200ms \
-		--handler "t=$(counting_handler "$LOG" "echo \$\$ >'$pidfile'; exec sleep 30")"
+		--handler "t=$(counting_handler "$LOG" "echo \$\$ >'$pidfile'; exec sleep 300")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" RUNNING
 	wait_for 30 test -s "$pidfile"
 	token=$(sql "SELECT lease_token FROM pendulum.jobs WHERE id = $id")
@@ -178,12 +178,12 @@ setup() {
 	sql "UPDATE pendulum.jobs SET lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'thief',
 	     lease_expires_at = now() + interval '1 h' WHERE id = $id" >/dev/null
 	after=$(sql "SELECT row_to_json(j)::text FROM pendulum.jobs j WHERE id = $id")
-	wait_for 10 grep -q 'lease lost' "$BATS_FILE_TMPDIR/w.log"
-	wait_for 10 eval "! alive $(cat "$pidfile")"
+	wait_for 30 grep -q 'lease lost' "$BATS_FILE_TMPDIR/w.log"
+	wait_for 30 eval "! alive $(cat "$pidfile")"
 	# the row is the thief's, untouched; the worker's attempt is recorded as lease_lost
-	wait_for 10 grep -q 'nothing written' "$BATS_FILE_TMPDIR/w.log"
+	wait_for 30 grep -q 'nothing written' "$BATS_FILE_TMPDIR/w.log"
 	[ "$(sql "SELECT row_to_json(j)::text FROM pendulum.jobs j WHERE id = $id")" = "$after" ]
-	wait_for 10 sql_is "SELECT outcome FROM pendulum.job_attempts WHERE lease_token = $token" lease_lost
+	wait_for 30 sql_is "SELECT outcome FROM pendulum.job_attempts WHERE lease_token = $token" lease_lost
 	# and the worker carries on
 	alive "$(bg_pid w)"
 	rm -f "$pidfile"
