@@ -88,7 +88,7 @@ marker_runs() {
 }
 
 @test "queue pause: no start for 5 s while a worker claims; enqueue works; resume starts them before the next poll (30 s)" {
-	local d t0 i took
+	local d t0 i
 	d=$BATS_TEST_TMPDIR
 	run --separate-stderr pd-admin queue pause held
 	[ "$status" -eq 0 ]
