@@ -101,14 +101,11 @@ half_hour_ago_cron() {
 }
 
 @test "preview: Feb 29 across 2100 is found; only an expression that can never fire is refused" {
-	local t0 t1
-	t0=$(date +%s%N)
+	# How fast (months and days that cannot match skipped, not scanned minute
+	# by minute) is make bench's "cron preview" figure.
 	run --separate-stderr pd-cron preview '0 0 29 2 *' --from 2096-03-01T00:00:00Z -n 2
-	t1=$(date +%s%N)
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(printf '2104-02-29T00:00:00Z\n2108-02-29T00:00:00Z')" ]
-	# Months and days that cannot match are skipped, not scanned minute by minute.
-	[ $(((t1 - t0) / 1000000)) -lt 2000 ]
 	run --separate-stderr pd-cron preview '0 0 30 2 *'
 	[ "$status" -eq 65 ]
 	[ -z "$output" ]

@@ -39,12 +39,12 @@ setup() {
 	[[ "$stderr" == *"--lease"*"longer than 0"* ]]
 }
 
-@test "a retry with a 200 ms backoff starts within 700 ms, whatever the poll interval" {
+@test "a retry with a 200 ms backoff starts at its backoff, not at the next poll (60 s)" {
 	cfg=$BATS_TEST_TMPDIR/pd.yaml
 	marker=$BATS_TEST_TMPDIR/failed-once
 	printf 'retry: {base: 200ms, cap: 200ms}\n' >"$cfg"
 	id=$(pd-enqueue t '{}')
-	start_worker w -c "$cfg" -j 1 --poll 5s \
+	start_worker w -c "$cfg" -j 1 --poll 60s \
 		--handler "t=$(counting_handler "$LOG" "if [ -e '$marker' ]; then exit 0; fi; touch '$marker'; exit 1")"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
 	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE job_id = $id")" -eq 2 ]
@@ -52,7 +52,9 @@ setup() {
 	           FROM pendulum.job_attempts a JOIN pendulum.job_attempts b
 	           ON b.job_id = a.job_id AND b.attempt = 2 WHERE a.job_id = $id AND a.attempt = 1")
 	echo "gap between attempts: ${gap} ms" >&2
-	[ "$gap" -lt 700 ]
+	# Half the poll interval: a worker that waited for its poll is 60 s late.
+	# How soon it starts is make bench's "retry start" figure.
+	[ "$gap" -lt 30000 ]
 }
 
 @test "a batch of outcomes with one stale token: the others land, the stale one is fenced and counted" {

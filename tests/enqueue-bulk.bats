@@ -140,14 +140,18 @@ keyed_lines() {
 @test "one NOTIFY per queue per transaction, none for a queue that got only BLOCKED jobs" {
 	dep=$(pd-enqueue t '{}')
 	sql "SELECT pg_stat_reset()" >/dev/null
+	gate=$BATS_TEST_TMPDIR/listen-gate
+	# the session listens until the gate opens, then prints what it got
 	start_bg listen psql -X -q -d "$PD_DATABASE_URL application_name=pd-listen" \
-		-c "LISTEN pendulum_jobs" -c "SELECT pg_sleep(3)" -c "SELECT 1"
-	wait_for 10 backend_waiting pd-listen
+		-c "LISTEN pendulum_jobs" -c "\\! while [ ! -e '$gate' ]; do sleep 0.05; done" -c "SELECT 1"
+	wait_for 30 sql_is "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pd-listen'
+	                    AND state = 'idle' AND query LIKE 'LISTEN%'" 1
 	awk -v d="$dep" 'BEGIN { for (i = 1; i <= 1000; i++)
 		printf "{\"type\": \"t\", \"queue\": \"q%d\"}\n", i % 2
 		for (i = 1; i <= 10; i++) printf "{\"type\": \"t\", \"queue\": \"q3\", \"depends_on\": [%d]}\n", d }' |
 		PGOPTIONS='-c track_functions=all' pd-enqueue --ndjson >/dev/null
-	wait_for 20 test -s "$BATS_FILE_TMPDIR/listen.status"
+	touch "$gate"
+	wait_for 30 test -s "$BATS_FILE_TMPDIR/listen.status"
 	[ "$(grep -c '^Asynchronous notification "pendulum_jobs"' "$BATS_FILE_TMPDIR/listen.out")" -eq 2 ]
 	[ "$(grep -c 'with payload "q0"' "$BATS_FILE_TMPDIR/listen.out")" -eq 1 ]
 	[ "$(grep -c 'with payload "q1"' "$BATS_FILE_TMPDIR/listen.out")" -eq 1 ]
@@ -375,15 +379,19 @@ EOF
 
 @test "the direct path: one NOTIFY per queue per transaction" {
 	sql "SELECT pg_stat_reset()" >/dev/null
+	gate=$BATS_TEST_TMPDIR/listen-gate
+	# the session listens until the gate opens, then prints what it got
 	start_bg listen psql -X -q -d "$PD_DATABASE_URL application_name=pd-listen" \
-		-c "LISTEN pendulum_jobs" -c "SELECT pg_sleep(3)" -c "SELECT 1"
-	wait_for 10 backend_waiting pd-listen
+		-c "LISTEN pendulum_jobs" -c "\\! while [ ! -e '$gate' ]; do sleep 0.05; done" -c "SELECT 1"
+	wait_for 30 sql_is "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pd-listen'
+	                    AND state = 'idle' AND query LIKE 'LISTEN%'" 1
 	awk 'BEGIN { for (i = 1; i <= 1000; i++) printf "{\"type\": \"t\", \"queue\": \"q%d\"}\n", i % 3
 		print "{\"type\": \"t\"}" }' |
 		PGOPTIONS='-c track_functions=all' PD_LOG_LEVEL=debug pd-enqueue --ndjson \
 			2>"$BATS_TEST_TMPDIR/err" >/dev/null
 	grep -q 'path=direct jobs=1001 ' "$BATS_TEST_TMPDIR/err"
-	wait_for 20 test -s "$BATS_FILE_TMPDIR/listen.status"
+	touch "$gate"
+	wait_for 30 test -s "$BATS_FILE_TMPDIR/listen.status"
 	[ "$(grep -c '^Asynchronous notification "pendulum_jobs"' "$BATS_FILE_TMPDIR/listen.out")" -eq 4 ]
 	for q in q0 q1 q2 default; do
 		[ "$(grep -c "with payload \"$q\"" "$BATS_FILE_TMPDIR/listen.out")" -eq 1 ]

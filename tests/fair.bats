@@ -184,7 +184,7 @@ rate_run() {
 	[ "$output" = t ]
 }
 
-@test "a paused queue starts nothing for 5 s while its worker serves another; resume starts it within 1 s" {
+@test "a paused queue starts nothing for 5 s while its worker serves another; resume starts it" {
 	sql "SELECT pendulum.limit_pause('queue:held', true)"
 	jobs 5 a held noop
 	start_worker w1 --quiet --exec noop=/bin/true -q held -q other -j 8 --lease 2s
@@ -192,7 +192,7 @@ rate_run() {
 	t0=$SECONDS
 	# The worker is alive and claiming: a job of its other queue runs meanwhile.
 	jobs 1 a other noop
-	wait_for 5 succeeded 1 "queue = 'other'"
+	wait_for 30 succeeded 1 "queue = 'other'"
 	while [ $((SECONDS - t0)) -lt 6 ]; do
 		sql_is "SELECT count(*) FROM pendulum.jobs WHERE queue = 'held' AND state = 'PENDING'" 5
 		sleep 0.2
@@ -201,9 +201,10 @@ rate_run() {
 	[ "$output" -eq 0 ]
 	resumed=$(sql "SELECT now()")
 	sql "SELECT pendulum.limit_pause('queue:held', false)"
-	wait_for 5 succeeded 5 "queue = 'held'"
-	run sql "SELECT max(started_at) - '$resumed' < interval '1 s' FROM pendulum.jobs WHERE queue = 'held'"
+	# how soon (a notification, not the next poll) is limits-admin.bats's queue pause test
+	wait_for 30 succeeded 5 "queue = 'held'"
 	echo "last start after resume: $(sql "SELECT max(started_at) - '$resumed' FROM pendulum.jobs WHERE queue = 'held'")"
+	run sql "SELECT bool_and(started_at >= '$resumed') FROM pendulum.jobs WHERE queue = 'held'"
 	[ "$output" = t ]
 }
 

@@ -13,9 +13,10 @@ setup() {
 	OK='result exit=0 signal=0 timed_out=0 truncated=0 killed=- tail_len=0'
 }
 
-# The tool blocks SIGTERM (as the worker does), so bound it with SIGKILL.
+# The tool blocks SIGTERM (as the worker does), so bound it with SIGKILL:
+# 90 s, past the 60 s bounds on elapsed time below, generous under load.
 tool() {
-	timeout -s KILL 10 "$T" "$@"
+	timeout -s KILL 90 "$T" "$@"
 }
 
 now_ms() {
@@ -176,14 +177,17 @@ gone() {
 	[ "$stderr" = "result exit=-1 signal=9 timed_out=0 truncated=0 killed=- tail_len=0" ]
 }
 
+# The upper bounds on elapsed below are half the time the handler would take
+# unkilled (120 s): generous on a loaded machine, and still red when the kill
+# does not come.
 @test "timeout: SIGTERM ends the handler quickly" {
 	start=$(now_ms)
-	run --separate-stderr tool run --timeout 300 -- sleep 30
+	run --separate-stderr tool run --timeout 300 -- sleep 120
 	elapsed=$(($(now_ms) - start))
 	[ "$status" -eq 0 ]
 	[ "$stderr" = "result exit=-1 signal=15 timed_out=1 truncated=0 killed=timeout tail_len=0" ]
 	[ "$elapsed" -ge 300 ]
-	[ "$elapsed" -lt 3000 ]
+	[ "$elapsed" -lt 60000 ]
 }
 
 @test "timeout: a handler that survives SIGTERM gets SIGKILL after the grace" {
@@ -196,7 +200,7 @@ gone() {
 	[[ "$stderr" == *$'stderr: got TERM\n'* ]]
 	[[ "${stderr_lines[-1]}" =~ ^result\ exit=-1\ signal=9\ timed_out=1\ truncated=0\ killed=timeout\ tail_len=[0-9]+$ ]]
 	[ "$elapsed" -ge 700 ]
-	[ "$elapsed" -lt 4000 ]
+	[ "$elapsed" -lt 60000 ]
 }
 
 @test "timeout: the whole process group is killed" {
@@ -207,7 +211,7 @@ gone() {
 	elapsed=$(($(now_ms) - start))
 	[ "$status" -eq 0 ]
 	[ "$stderr" = "result exit=-1 signal=15 timed_out=1 truncated=0 killed=timeout tail_len=0" ]
-	[ "$elapsed" -lt 3000 ]
+	[ "$elapsed" -lt 60000 ]
 	gone "sleep 8$$"
 	gone "sleep 9$$"
 }
@@ -219,19 +223,19 @@ gone() {
 	[ "$status" -eq 0 ]
 	[ "$output" = "hi" ]
 	[ "$stderr" = "$OK" ]
-	[ "$elapsed" -lt 2000 ]
+	[ "$elapsed" -lt 60000 ]
 	gone "sleep 7$$"
 }
 
 @test "a grandchild outside the group holding stdout does not hold up the run" {
 	command -v setsid >/dev/null || skip "no setsid"
 	start=$(now_ms)
-	run --separate-stderr tool run -- sh -c 'setsid sleep 60 & echo $!'
+	run --separate-stderr tool run -- sh -c 'setsid sleep 120 & echo $!'
 	elapsed=$(($(now_ms) - start))
 	[ -n "$output" ] && kill "$output" 2>/dev/null || true
 	[ "$status" -eq 0 ]
 	[ "$stderr" = "$OK" ]
-	[ "$elapsed" -lt 2000 ]
+	[ "$elapsed" -lt 60000 ]
 }
 
 @test "could not start: exit 70 and a message naming the program" {
@@ -297,32 +301,32 @@ gone() {
 
 @test "kill (lease lost, drain): SIGTERM to the group, with the reason" {
 	start=$(now_ms)
-	run --separate-stderr tool kill-after 200 -- sleep 30
+	run --separate-stderr tool kill-after 200 -- sleep 120
 	elapsed=$(($(now_ms) - start))
 	[ "$status" -eq 0 ]
 	[ "$stderr" = "result exit=-1 signal=15 timed_out=0 truncated=0 killed=test tail_len=0" ]
 	[ "$elapsed" -ge 200 ]
-	[ "$elapsed" -lt 3000 ]
+	[ "$elapsed" -lt 60000 ]
 }
 
 @test "kill: SIGKILL after the grace when SIGTERM is ignored" {
 	start=$(now_ms)
-	run --separate-stderr tool kill-after 100 --grace 300 -- sh -c 'trap "" TERM; sleep 30'
+	run --separate-stderr tool kill-after 100 --grace 300 -- sh -c 'trap "" TERM; sleep 120'
 	elapsed=$(($(now_ms) - start))
 	[ "$status" -eq 0 ]
 	[ "$stderr" = "result exit=-1 signal=9 timed_out=0 truncated=0 killed=test tail_len=0" ]
 	[ "$elapsed" -ge 400 ]
-	[ "$elapsed" -lt 3000 ]
+	[ "$elapsed" -lt 60000 ]
 }
 
 @test "kill: a handler that ends first is not killed, and its I/O is done" {
 	start=$(now_ms)
-	run --separate-stderr tool kill-after 5000 --input 'in put' -- sh -c 'cat; echo err >&2'
+	run --separate-stderr tool kill-after 120000 --input 'in put' -- sh -c 'cat; echo err >&2'
 	elapsed=$(($(now_ms) - start))
 	[ "$status" -eq 0 ]
 	[ "$output" = "in put" ]
 	[ "$stderr" = "$(printf 'stderr: err\nresult exit=0 signal=0 timed_out=0 truncated=0 killed=- tail_len=4')" ]
-	[ "$elapsed" -lt 3000 ]
+	[ "$elapsed" -lt 60000 ]
 }
 
 @test "pd-test-tool: bad usage exits 64" {

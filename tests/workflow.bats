@@ -219,7 +219,7 @@ workflows:
       - name: a
         run: '$(step a)'
       - name: rest
-        sleep: 10s
+        sleep: 1h
       - name: b
         run: '$(step b)'
 handlers:
@@ -230,16 +230,23 @@ EOF
 	job=$(run_job "$id")
 	worker w1 -j 1
 	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" SLEEPING
+	# the sleep's end, an hour on (database clock), is when the run's job is due
+	[ "$(sql "SELECT r.finished_at - r.started_at >= interval '1 h' AND j.run_at = r.finished_at
+	          FROM pendulum.workflow_steps r, pendulum.jobs j
+	          WHERE r.run_id = $id AND r.step_name = 'rest' AND j.id = $job")" = t ]
 	other=$(sql "SELECT pendulum.enqueue('default', 'other', '{}')")
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $other" SUCCEEDED
 	# the other job ran while the run slept: b had not run yet
 	[ "$(lines "$D/b.count")" = 0 ]
 	[ "$(run_state "$id")" = SLEEPING ]
+	# the hour passes now: the sleep's end moved to now, in the run, its job and the step
+	sql "UPDATE pendulum.workflow_runs SET sleep_until = now() WHERE id = $id;
+	     UPDATE pendulum.jobs SET run_at = now() WHERE id = $job;
+	     UPDATE pendulum.workflow_steps SET finished_at = now() WHERE run_id = $id AND step_name = 'rest'" >/dev/null
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" SUCCEEDED
-	# b started after the sleep's end, which was 10 s after it began (database clock)
+	# b started after the sleep's end
 	[ "$(sql "SELECT s.started_at >= r.finished_at FROM pendulum.workflow_steps s, pendulum.workflow_steps r
 	          WHERE s.run_id = $id AND r.run_id = $id AND s.step_name = 'b' AND r.step_name = 'rest'")" = t ]
-	[ "$(sql "SELECT finished_at - started_at >= interval '10 s' FROM pendulum.workflow_steps WHERE run_id = $id AND step_name = 'rest'")" = t ]
 	# sleeping used no attempt
 	[ "$(sql "SELECT attempts FROM pendulum.workflow_steps WHERE run_id = $id AND step_name = 'b'")" = 1 ]
 }

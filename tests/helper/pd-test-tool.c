@@ -7,6 +7,7 @@
  *   pd-test-tool notify-listen PATH
  *   pd-test-tool unblock-race ROUNDS
  *   pd-test-tool prepared-lost auto|on lost|taken
+ *   pd-test-tool start ID TOKEN
  *
  * The child's stdout goes to stdout verbatim, each stderr line to stderr as
  * "stderr: LINE", then one summary line on stderr:
@@ -56,6 +57,7 @@ static int cmd_kill_after(int argc, char **argv);
 static int cmd_notify_listen(int argc, char **argv);
 static int cmd_unblock_race(int argc, char **argv);
 static int cmd_prepared_lost(int argc, char **argv);
+static int cmd_start(int argc, char **argv);
 static int usage(void);
 
 static const struct cmd cmds[] = {
@@ -67,6 +69,7 @@ static const struct cmd cmds[] = {
     {"unblock-race", cmd_unblock_race, "unblock-race ROUNDS (on $PD_DATABASE_URL)"},
     {"prepared-lost", cmd_prepared_lost,
      "prepared-lost auto|on lost|taken (on a direct $PD_DATABASE_URL)"},
+    {"start", cmd_start, "start ID TOKEN (on $PD_DATABASE_URL)"},
 };
 
 struct run_opts {
@@ -578,4 +581,42 @@ int main(int argc, char **argv)
 			return cmds[i].fn(argc - 1, argv + 1);
 	fprintf(stderr, "%s: unknown command '%s'\n", pd_progname(), argv[1]);
 	return usage();
+}
+
+/*
+ * start ID TOKEN: the worker's start record for a LEASED job (lib/jobs.c's
+ * start_sql, sent as a round trip of pd_jobs_sync_send with one
+ * PD_TRIP_START item), with the token given; whether it matched is for the
+ * caller to read in the table. Exit 0 when the round trip ran, 69 or 70
+ * when it failed, 64 on bad usage.
+ */
+static int cmd_start(int argc, char **argv)
+{
+	const char *url = getenv("PD_DATABASE_URL");
+	struct pd_db db = PD_DB_INIT;
+	struct pd_err e = PD_ERR_INIT;
+	struct pd_trip_item item;
+	struct pd_trip s;
+	long long id, token;
+
+	if (argc != 3 || url == NULL || parse_num(argv[1], LLONG_MAX, &id) < 0 ||
+	    parse_num(argv[2], LLONG_MAX, &token) < 0)
+		return usage();
+	memset(&item, 0, sizeof(item));
+	item.kind = PD_TRIP_START;
+	item.id = id;
+	item.token = token;
+	memset(&s, 0, sizeof(s));
+	s.items = &item;
+	s.n = s.cap = 1;
+	s.nstart = 1;
+	s.worker = "pd-test-tool";
+	if (pd_db_connect(&db, url, "pd-test-tool", &e) < 0 || pd_jobs_sync_send(&db, &s, &e) < 0 ||
+	    pd_jobs_sync_wait(&db, &s, &e) < 0) {
+		fprintf(stderr, "%s: start: %s\n", pd_progname(), e.msg);
+		pd_db_close(&db);
+		return e.code ? e.code : PD_EX_SOFTWARE;
+	}
+	pd_db_close(&db);
+	return PD_EX_OK;
 }

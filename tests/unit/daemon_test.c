@@ -29,7 +29,8 @@ struct engine {
 	int nstops;
 	int reloads;
 	int children;
-	int raise_step; /* which signal to raise on the next tick */
+	int raise_step;	      /* which signal to raise on the next tick */
+	long long first_pass; /* the loop pass of on_period's first run */
 };
 
 static int deadline_tick(struct pd_daemon *d, long long now, struct pd_err *e)
@@ -66,8 +67,9 @@ static void test_deadlines(void)
 	struct engine g;
 	struct pd_daemon d;
 	struct pd_err e = PD_ERR_INIT;
-	long long start;
-	int late = 0, order = 1;
+	long long start, late = 0;
+	int order = 1;
+	char line[96];
 
 	memset(&g, 0, sizeof(g));
 	pd_daemon_init(&d, &ops, NULL, &g, NULL, NULL);
@@ -77,11 +79,14 @@ static void test_deadlines(void)
 		g.due[i] = start + 40 * (i + 1);
 	ok(pd_daemon_run(&d, &e) == 0, "run to the last deadline");
 	for (int i = 0; i < NDEADLINES; i++) {
-		late += g.ticked_at[i] - g.due[i] > 1000;
+		if (g.ticked_at[i] - g.due[i] > late)
+			late = g.ticked_at[i] - g.due[i];
 		order &= g.ticked_at[i] >= g.due[i];
 	}
 	ok(order, "every deadline was acted on at or after its time, never before");
-	is_int(late, 0, "none more than a second late");
+	/* How late is reported, never checked: make bench reads this line. */
+	snprintf(line, sizeof(line), "timing: the latest deadline acted on %lld ms after it", late);
+	diag(line);
 	ok(g.ticks <= NDEADLINES + 3, "no busy loop: a pass per deadline (and a first one)");
 	pd_daemon_close(&d);
 }
@@ -148,6 +153,8 @@ static int period_run(struct pd_daemon *d, struct pd_err *e)
 	struct engine *g = d->ctx;
 
 	(void)e;
+	if (g->next == 0)
+		g->first_pass = d->passes;
 	if (g->next < NDEADLINES)
 		g->ticked_at[g->next++] = pd_now_ms();
 	return 0;
@@ -175,7 +182,8 @@ static void test_period(void)
 	d.period_ms = 30;
 	ok(pd_daemon_open(&d, &e) == 0, "period: open without a database");
 	ok(pd_daemon_run(&d, &e) == 0, "period: run until the last period");
-	ok(g.ticked_at[0] - d.open_ms < 30, "period: the first run at once after open");
+	is_int((int)g.first_pass, 1,
+	       "period: the first run in the loop's first pass, before any wait");
 	for (int i = 1; i < NDEADLINES; i++)
 		early += g.ticked_at[i] - g.ticked_at[i - 1] < 30;
 	is_int(early, 0, "period: no run sooner than period_ms after the one before");
