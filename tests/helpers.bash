@@ -151,9 +151,10 @@ worker_id() {
 
 # kill_all_bg: SIGKILL every process of every session start_bg made in this
 # file (workers, their handlers, even orphaned ones; psql sessions of
-# start_psql, whose backends it ends too), and wait until they are gone.
+# start_psql, whose backends it ends too), and wait until they are gone;
+# then run what on_teardown registered.
 kill_all_bg() {
-	local f sid pid pids="" apps=""
+	local f sid pid pids="" apps="" line
 	for f in "$BATS_FILE_TMPDIR"/*.sid; do
 		[ -e "$f" ] || continue
 		sid=$(cat "$f")
@@ -181,6 +182,23 @@ kill_all_bg() {
 			   AND application_name = ANY (string_to_array(:'apps', ','));
 		EOF
 	fi
+	# then what on_teardown asked for, once
+	f=$BATS_FILE_TMPDIR/on-teardown
+	if [ -e "$f" ]; then
+		mv "$f" "$f.run"
+		while IFS= read -r line; do
+			eval "$line" >/dev/null 2>&1 || true
+		done <"$f.run"
+		rm -f "$f.run"
+	fi
+}
+
+# on_teardown CMD...: kill_all_bg runs CMD (its output and status ignored)
+# after its kills: to stop a daemon a test started outside start_bg's
+# sessions (scripts/pgbouncer start, scripts/pg start), whatever happened.
+on_teardown() {
+	printf '%q ' "$@" >>"$BATS_FILE_TMPDIR/on-teardown"
+	echo >>"$BATS_FILE_TMPDIR/on-teardown"
 }
 
 # start_psql NAME [PSQL-ARGS...]: a psql session in the background (see

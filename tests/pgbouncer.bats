@@ -267,6 +267,7 @@ utc_second_below() {
 	psql -X -q -d "$PD_PG_URL" -c "ALTER DATABASE $PD_DB_NAME SET timezone = 'Asia/Tokyo'"
 	one=$(PD_BOUNCER_POOL=1 sh "$PD_ROOT/scripts/pgbouncer" start "$DIRECT")
 	dir=$(printf '%s\n' "$one" | sed -n 's/^host=\([^ ]*\) .*/\1/p')
+	on_teardown sh "$PD_ROOT/scripts/pgbouncer" stop "$dir"
 	psql_coproc "$one"
 	# as pd_db_connect sets it
 	echo "SELECT pg_backend_pid() || ' ' || current_setting('TimeZone') FROM set_config('TimeZone', 'UTC', false);" >&"${PSQL[1]}"
