@@ -100,7 +100,16 @@ start_bg() {
 	(setsid sh -c 'echo $$ >"$0.sid"; "$@" </dev/null >"$0.out" 2>"$0.log" & echo $! >"$0.pid.tmp"
 		mv "$0.pid.tmp" "$0.pid"; wait $!; echo $? >"$0.status"' "$f" "$@" \
 		</dev/null >/dev/null 2>&1 3>&- &)
-	wait_for 10 test -s "$f.pid"
+	# a short poll (wait_for's is 50 ms): a test starting two racers one after
+	# the other starts them a few milliseconds apart
+	local deadline=$((SECONDS + 10))
+	until [ -s "$f.pid" ]; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			echo "start_bg: $name has not started after 10 s" >&2
+			return 1
+		fi
+		sleep 0.002
+	done
 }
 
 # start_worker NAME ARGS...: pd-worker ARGS in the background (see start_bg).
