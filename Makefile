@@ -194,7 +194,7 @@ lint:
 	sh scripts/man-lint $(MANS)
 	# lib/'s includes point only down the layers of lib/README.md.
 	sh scripts/layers
-	# No assertion a bats test cannot fail: chains, unchecked runs, || true (scripts/bats-lint).
+	# No assertion a bats test cannot fail: chains, unchecked runs, || true; no background start outside the helpers (scripts/bats-lint).
 	sh scripts/bats-lint $(BATS) $(HA_BATS) $(wildcard tests/deb/*.bats)
 
 install: $(BINS)

@@ -111,7 +111,7 @@ sched_file() {
 
 # checksum: set SUM to one line that changes when any row of any pendulum
 # base table does, through the psql session rows_begin opened (one psql a
-# row would be slow). No subshell: the coprocess is this shell's.
+# row would be slow). No subshell: the coprocess (psql_coproc) is this shell's.
 checksum() {
 	local line
 	SUM=""
@@ -128,7 +128,7 @@ rows_begin() {
 	: >"$T/failed"
 	CHECKSUM_SQL=$(<"$T/checksum.sql")
 	BASE_SUM=$(<"$T/base.sum")
-	coproc PSQL { psql -X -q -At -d "$PD_DATABASE_URL" 2>&1; }
+	psql_coproc "$PD_DATABASE_URL"
 }
 
 rows_end() {

@@ -149,6 +149,104 @@ EOF
 	[ "$output" = "" ]
 }
 
+@test "bg: a start with &, coproc, setsid or nohup is reported anywhere in the file, with its file and line" {
+	f=$(fixture bg.bats <<'EOF'
+setup() {
+	sleep 60 &
+}
+
+%test "t" {
+	pd-worker --until-idle >"$BATS_TEST_TMPDIR/w" 2>&1 &
+	PGAPPNAME=x psql -X <<-'SQL' &
+		SELECT 1;
+	SQL
+	coproc P { psql -X; }
+	FOO=1 setsid pd-relay
+	{ nohup pd-cron run; }
+	x=1; sleep 1 & y=2
+	[ 1 = 1 ]
+}
+EOF
+	)
+	run sh "$PD_ROOT/scripts/bats-lint" "$f"
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 7 ]
+	[ "${lines[0]}" = "$f:2: bg: a command put in the background with & outside the helpers: start_bg, start_psql or psql_coproc registers it for kill_all_bg" ]
+	[[ "${lines[1]}" == "$f:6: bg: a command put in the background with & "* ]]
+	[[ "${lines[2]}" == "$f:7: bg: a command put in the background with & "* ]]
+	[[ "${lines[3]}" == "$f:10: bg: coproc outside the helpers: "* ]]
+	[[ "${lines[4]}" == "$f:11: bg: setsid outside the helpers: "* ]]
+	[[ "${lines[5]}" == "$f:12: bg: nohup outside the helpers: "* ]]
+	[[ "${lines[6]}" == "$f:13: bg: a command put in the background with & "* ]]
+}
+
+@test "bg: quoted command lines, && and redirections, words as arguments, here-documents and allowed lines pass" {
+	f=$(fixture bg-ok.bats <<'EOF'
+%test "t" {
+	run tool run -- sh -c 'setsid sleep 60 & echo $!'
+	pd-worker --handler "t=sleep 30 & wait" 2>&1 >/dev/null && true
+	exec 3>&- 4<&0
+	echo x &>/dev/null
+	command -v setsid >/dev/null
+	[ "$((5 & 3))" -eq 1 ]
+	cat >"$BATS_TEST_TMPDIR/x" <<'END'
+sleep 60 &
+END
+	sleep 60 & # bats-lint: allow bg because killed two lines down
+	kill "$!"
+	[ "$status" -eq 0 ]
+}
+EOF
+	)
+	run sh "$PD_ROOT/scripts/bats-lint" "$f"
+	[ "$status" -eq 0 ]
+	[ "$output" = "" ]
+}
+
+@test "teardown: start_bg needs a teardown that calls kill_all_bg: pd_db_hooks' or the file's own" {
+	none=$(fixture none.bats <<'EOF'
+%test "t" {
+	start_bg w pd-worker
+}
+EOF
+	)
+	own=$(fixture own.bats <<'EOF'
+teardown() {
+	kill_all_bg
+}
+
+%test "t" {
+	start_psql p -c 'SELECT 1'
+}
+EOF
+	)
+	hooks=$(fixture hooks.bats <<'EOF'
+pd_db_hooks
+
+%test "t" {
+	start_worker w
+}
+EOF
+	)
+	replaced=$(fixture replaced.bats <<'EOF'
+pd_db_hooks
+teardown() {
+	rm -f x
+}
+
+%test "t" {
+	true
+	start_relay r
+}
+EOF
+	)
+	run sh "$PD_ROOT/scripts/bats-lint" "$none" "$own" "$hooks" "$replaced"
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 2 ]
+	[ "${lines[0]}" = "$none:2: teardown: a background start with no teardown that calls kill_all_bg" ]
+	[ "${lines[1]}" = "$replaced:8: teardown: a background start with no teardown that calls kill_all_bg" ]
+}
+
 @test "a file it cannot read: exit 2, named" {
 	run sh "$PD_ROOT/scripts/bats-lint" "$BATS_TEST_TMPDIR/missing.bats"
 	[ "$status" -eq 2 ]

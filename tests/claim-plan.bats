@@ -49,6 +49,7 @@ setup_file() {
 }
 
 teardown_file() {
+	kill_all_bg
 	pd_teardown_db
 }
 
@@ -57,7 +58,7 @@ setup() {
 }
 
 teardown() {
-	sql "INSERT INTO gate VALUES (true)" # let a background transaction end
+	kill_all_bg
 }
 
 # claim QUEUES [TYPES [START [FAIR]]]: in one transaction, rolled back: the
@@ -268,13 +269,12 @@ buffers_for() {
 	# The holder claims 4 from q5 and q6 and keeps its transaction open. It
 	# has locked the first 4 of each queue (it took the first 2 of each).
 	sql "TRUNCATE gate"
-	PGAPPNAME=pd-holder psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL" >/dev/null 2>&1 <<-'EOF' &
+	start_psql pd-holder <<-'EOF'
 		BEGIN;
 		SELECT count(*) FROM pendulum.claim_jobs('{q5,q6}', NULL, 4, 'holder', '30 s');
 		DO $$ BEGIN WHILE NOT EXISTS (SELECT 1 FROM gate) LOOP PERFORM pg_sleep(0.02); END LOOP; END $$;
 		ROLLBACK;
 	EOF
-	bg=$!
 	wait_for 20 backend_waiting pd-holder
 	run --separate-stderr psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL" <<-'EOF'
 		BEGIN;
@@ -290,7 +290,7 @@ buffers_for() {
 		ROLLBACK;
 	EOF
 	sql "INSERT INTO gate VALUES (true)"
-	wait "$bg"
+	wait_bg pd-holder
 	[ "$status" -eq 0 ]
 	[ "$(wc -w <<<"${lines[1]}")" -eq 8 ]
 	[ "${lines[1]}" = "${lines[0]}" ]

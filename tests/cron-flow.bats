@@ -108,12 +108,10 @@ tick() {
 	for round in 1 2; do
 		sql "TRUNCATE pendulum.jobs CASCADE"
 		outage orders '10 minutes'
-		pd-cron run --once >"$D/a" 2>/dev/null &
-		a=$!
-		pd-cron run --once >"$D/b" 2>/dev/null &
-		b=$!
-		wait "$a"
-		wait "$b"
+		start_bg tick-a pd-cron run --once
+		start_bg tick-b pd-cron run --once
+		wait_bg tick-a
+		wait_bg tick-b
 		n=$(runs_of order)
 		[ "$n" -ge 10 ] || { echo "round $round: $n runs"; return 1; }
 		[ "$n" -le 11 ] || { echo "round $round: $n runs"; return 1; }
@@ -121,7 +119,7 @@ tick() {
 		[ "$(sql "SELECT count(*), count(DISTINCT idempotency_key) FROM pendulum.jobs")" = "$n|$n" ] ||
 			{ echo "round $round: jobs and runs differ"; return 1; }
 		# the two together report every run once as new
-		total=$(($(sed -n 's/^enqueued \([0-9]*\),.*/\1/p' "$D/a") + $(sed -n 's/^enqueued \([0-9]*\),.*/\1/p' "$D/b")))
+		total=$(($(sed -n 's/^enqueued \([0-9]*\),.*/\1/p' "$BATS_FILE_TMPDIR/tick-a.out") + $(sed -n 's/^enqueued \([0-9]*\),.*/\1/p' "$BATS_FILE_TMPDIR/tick-b.out")))
 		[ "$total" -eq "$n" ] || { echo "round $round: reported $total, have $n"; return 1; }
 	done
 	# a ticker that died after the runs and before its progress fires them again: the keys hold

@@ -322,19 +322,17 @@ half_hour_ago_cron() {
 		sql "TRUNCATE pendulum.jobs CASCADE"
 		sql "UPDATE pendulum.cron_schedules SET last_fired_at = date_trunc('minute', now()) - interval '10 minutes',
 		     next_fire_at = date_trunc('minute', now()) - interval '10 minutes'"
-		pd-cron run --once >"$BATS_TEST_TMPDIR/a" 2>/dev/null &
-		a=$!
-		pd-cron run --once >"$BATS_TEST_TMPDIR/b" 2>/dev/null &
-		b=$!
-		wait "$a"
-		wait "$b"
+		start_bg tick-a pd-cron run --once
+		start_bg tick-b pd-cron run --once
+		wait_bg tick-a
+		wait_bg tick-b
 		# one job per occurrence: 10 (or 11 when a minute passed) per schedule
 		[ "$(sql "SELECT count(*) = count(DISTINCT (tenant_id, idempotency_key)) FROM pendulum.jobs")" = t ] ||
 			{ echo "round $round: duplicate jobs"; return 1; }
 		[ "$(sql "SELECT bool_and(n BETWEEN 10 AND 11) FROM (SELECT count(*) n FROM pendulum.jobs GROUP BY split_part(idempotency_key, ':', 2)) c")" = t ]
 		[ "$(sql "SELECT count(DISTINCT split_part(idempotency_key, ':', 2)) FROM pendulum.jobs")" -eq 12 ]
 		# the two together report every job once as new
-		total=$(($(sed -n 's/^enqueued \([0-9]*\),.*/\1/p' "$BATS_TEST_TMPDIR/a") + $(sed -n 's/^enqueued \([0-9]*\),.*/\1/p' "$BATS_TEST_TMPDIR/b")))
+		total=$(($(sed -n 's/^enqueued \([0-9]*\),.*/\1/p' "$BATS_FILE_TMPDIR/tick-a.out") + $(sed -n 's/^enqueued \([0-9]*\),.*/\1/p' "$BATS_FILE_TMPDIR/tick-b.out")))
 		[ "$total" -eq "$(njobs)" ] || { echo "round $round: reported $total, have $(njobs)"; return 1; }
 	done
 }

@@ -47,12 +47,20 @@ left_behind() {
 	done
 }
 
+# the demo, its worker and its PostgreSQL, whatever happened
+teardown() {
+	kill_demo demo-flow
+}
+
 @test "the demo runs place-order through its wait and its sleep to the end, and cleans up" {
-	run --separate-stderr timeout 120 sh "$PD_ROOT/scripts/demo-flow" </dev/null
-	[ "$status" -eq 0 ] || { echo "status $status"; echo "$output"; echo "$stderr"; return 1; }
-	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/out"
-	dir=$(demo_dir "$BATS_TEST_TMPDIR/out")
-	worker=$(demo_worker "$BATS_TEST_TMPDIR/out")
+	start_bg demo-flow sh "$PD_ROOT/scripts/demo-flow"
+	st=0
+	wait_bg demo-flow 120 || st=$?
+	output=$(bg_out demo-flow)
+	stderr=$(bg_log demo-flow)
+	[ "$st" -eq 0 ] || { echo "status $st"; echo "$output"; echo "$stderr"; return 1; }
+	dir=$(demo_dir "$BATS_FILE_TMPDIR/demo-flow.out")
+	worker=$(demo_worker "$BATS_FILE_TMPDIR/demo-flow.out")
 	[ -n "$dir" ]
 	[ -n "$worker" ]
 	[[ "$output" != *$'\033'* ]] # no terminal: no escape codes
@@ -90,17 +98,15 @@ left_behind() {
 }
 
 @test "the demo stops everything it started when interrupted while the run waits" {
-	log=$BATS_TEST_TMPDIR/demo-flow.out
-	sh "$PD_ROOT/scripts/demo-flow" </dev/null >"$log" 2>&1 &
-	demo=$!
+	start_bg demo-flow sh "$PD_ROOT/scripts/demo-flow"
+	log=$BATS_FILE_TMPDIR/demo-flow.out
 	wait_for 60 grep -q '^demo-flow: run [0-9]* is WAITING' "$log" || { cat "$log"; false; }
 	dir=$(demo_dir "$log")
 	worker=$(demo_worker "$log")
 	[ -d "$dir" ]
 	alive "$worker"
-	kill -TERM "$demo"
-	wait "$demo" || status=$?
-	[ "${status:-0}" -eq 143 ]
+	stop_bg demo-flow TERM 60
+	[ "$(bg_status demo-flow)" -eq 143 ]
 	[ ! -e "$dir" ] # the cluster was stopped and removed
 	[ -z "$(left_behind "$dir" "$worker")" ]
 }

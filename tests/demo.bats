@@ -16,9 +16,18 @@ row() {
 		{ echo "no row '$*' in:"; echo "$table"; return 1; }
 }
 
+# the demo, its workers and its PostgreSQL, whatever happened
+teardown() {
+	kill_demo demo
+}
+
 @test "the demo settles as documented, replays its dead letters, and cleans up" {
-	run --separate-stderr timeout 150 sh "$PD_ROOT/scripts/demo" </dev/null
-	[ "$status" -eq 0 ] || { echo "status $status"; echo "$output"; echo "$stderr"; return 1; }
+	start_bg demo sh "$PD_ROOT/scripts/demo"
+	st=0
+	wait_bg demo 150 || st=$?
+	output=$(bg_out demo)
+	stderr=$(bg_log demo)
+	[ "$st" -eq 0 ] || { echo "status $st"; echo "$output"; echo "$stderr"; return 1; }
 	[[ "$output" != *$'\033'* ]] # no terminal: no escape codes
 
 	table=$(section "settled after")
@@ -47,16 +56,14 @@ row() {
 }
 
 @test "the demo stops everything it started when interrupted" {
-	log=$BATS_TEST_TMPDIR/demo.out
-	sh "$PD_ROOT/scripts/demo" </dev/null >"$log" 2>&1 &
-	demo=$!
+	start_bg demo sh "$PD_ROOT/scripts/demo"
+	log=$BATS_FILE_TMPDIR/demo.out
 	wait_for 60 grep -q 'a worker (lease 2s' "$log"
 	dir=$(sed -n 's/^demo: PostgreSQL at \([^;]*\);.*/\1/p' "$log")
 	[ -d "$dir" ]
 	wait_for 30 grep -q '^t+' "$log"
-	kill -TERM "$demo"
-	wait "$demo" || status=$?
-	[ "${status:-0}" -eq 143 ]
+	stop_bg demo TERM 60
+	[ "$(bg_status demo)" -eq 143 ]
 	[ ! -e "$dir" ] # the cluster was stopped and removed
 	# no worker, reaper or handler of it is left
 	run pgrep -f "$dir/demo.yaml"

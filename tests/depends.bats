@@ -5,6 +5,11 @@
 load helpers
 pd_db_hooks
 
+# every test on empty job tables, so that each passes run alone
+setup() {
+	reset_jobs
+}
+
 @test "a job --after two others is BLOCKED until both succeed, then runs after them" {
 	log=$BATS_TEST_TMPDIR/order
 	a=$(pd-enqueue d '{"n": "a"}')

@@ -9,7 +9,12 @@ setup_file() {
 }
 
 teardown_file() {
+	kill_all_bg
 	pd_teardown_db
+}
+
+teardown() {
+	kill_all_bg
 }
 
 PROGS="pd-enqueue pd-worker pd-reaper pd-cron pd-relay pd-admin"
@@ -95,15 +100,13 @@ PROGS="pd-enqueue pd-worker pd-reaper pd-cron pd-relay pd-admin"
 
 @test "two migrators started at the same instant both succeed and apply once" {
 	sql "DROP SCHEMA IF EXISTS pendulum CASCADE"
-	pd-admin migrate >"$BATS_TEST_TMPDIR/a" 2>&1 &
-	a=$!
-	pd-admin migrate >"$BATS_TEST_TMPDIR/b" 2>&1 &
-	b=$!
-	wait "$a"
-	wait "$b"
+	start_bg migrate-a pd-admin migrate
+	start_bg migrate-b pd-admin migrate
+	wait_bg migrate-a
+	wait_bg migrate-b
 	# exactly one of them applied the migrations
-	[ "$(cat "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b" | grep -c '^applied')" -eq 1 ]
-	[ "$(cat "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b" | grep -c 'nothing applied')" -eq 1 ]
+	[ "$(cd "$BATS_FILE_TMPDIR" && cat migrate-a.out migrate-a.log migrate-b.out migrate-b.log | grep -c '^applied')" -eq 1 ]
+	[ "$(cd "$BATS_FILE_TMPDIR" && cat migrate-a.out migrate-a.log migrate-b.out migrate-b.log | grep -c 'nothing applied')" -eq 1 ]
 	[ "$(sql "SELECT count(*) = count(DISTINCT version) FROM pendulum.schema_migrations")" = t ]
 	[ "$(sql "SELECT count(*) FROM pendulum.schema_migrations")" -eq "$(find "$PD_ROOT/sql" -name '[0-9]*.sql' | wc -l)" ]
 }

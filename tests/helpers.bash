@@ -89,14 +89,27 @@ start_bg() {
 	local name=$1 f
 	shift
 	f=$BATS_FILE_TMPDIR/$name
-	rm -f "$f.pid" "$f.sid" "$f.status"
+	# an earlier session of this name stays registered for kill_all_bg
+	if [ -e "$f.sid" ]; then
+		mv "$f.sid" "$f.$(date +%s%N).sid"
+	fi
+	rm -f "$f.pid" "$f.status"
 	# The subshell exits at once: the session is not a job of this shell, so
 	# killing it prints no "Killed" notice.
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	(setsid sh -c 'echo $$ >"$0.sid"; "$@" </dev/null >"$0.out" 2>"$0.log" & echo $! >"$0.pid.tmp"
 		mv "$0.pid.tmp" "$0.pid"; wait $!; echo $? >"$0.status"' "$f" "$@" \
 		</dev/null >/dev/null 2>&1 3>&- &)
-	wait_for 10 test -s "$f.pid"
+	# a short poll (wait_for's is 50 ms): a test starting two racers one after
+	# the other starts them a few milliseconds apart
+	local deadline=$((SECONDS + 10))
+	until [ -s "$f.pid" ]; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			echo "start_bg: $name has not started after 10 s" >&2
+			return 1
+		fi
+		sleep 0.002
+	done
 }
 
 # start_worker NAME ARGS...: pd-worker ARGS in the background (see start_bg).
@@ -146,9 +159,11 @@ worker_id() {
 }
 
 # kill_all_bg: SIGKILL every process of every session start_bg made in this
-# file (workers, their handlers, even orphaned ones), and wait until they are gone.
+# file (workers, their handlers, even orphaned ones; psql sessions of
+# start_psql, whose backends it ends too), and wait until they are gone;
+# then run what on_teardown registered.
 kill_all_bg() {
-	local f sid pid pids=""
+	local f sid pid pids="" apps="" line
 	for f in "$BATS_FILE_TMPDIR"/*.sid; do
 		[ -e "$f" ] || continue
 		sid=$(cat "$f")
@@ -162,6 +177,88 @@ kill_all_bg() {
 	for pid in $pids; do
 		wait_for 10 eval "! alive $pid" || true
 	done
+	for f in "$BATS_FILE_TMPDIR"/*.app; do
+		[ -e "$f" ] || continue
+		apps="$apps,$(cat "$f")"
+		rm -f "$f"
+	done
+	# A psql killed mid-statement leaves its backend running it (holding its
+	# locks, looping at a gate): end them too, waiting up to 10 s each.
+	if [ -n "$apps" ]; then
+		psql -X -q -At -d "$PD_DATABASE_URL" -v apps="${apps#,}" >/dev/null 2>&1 <<-'EOF' || true
+			SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
+			 WHERE datname = current_database() AND pid <> pg_backend_pid()
+			   AND application_name = ANY (string_to_array(:'apps', ','));
+		EOF
+	fi
+	# then what on_teardown asked for, once
+	f=$BATS_FILE_TMPDIR/on-teardown
+	if [ -e "$f" ]; then
+		mv "$f" "$f.run"
+		while IFS= read -r line; do
+			eval "$line" >/dev/null 2>&1 || true
+		done <"$f.run"
+		rm -f "$f.run"
+	fi
+}
+
+# on_teardown CMD...: kill_all_bg runs CMD (its output and status ignored)
+# after its kills: to stop a daemon a test started outside start_bg's
+# sessions (scripts/pgbouncer start, scripts/pg start), whatever happened.
+on_teardown() {
+	printf '%q ' "$@" >>"$BATS_FILE_TMPDIR/on-teardown"
+	echo >>"$BATS_FILE_TMPDIR/on-teardown"
+}
+
+# start_psql NAME [PSQL-ARGS...]: a psql session in the background (see
+# start_bg) whose application_name is NAME (for backend_waiting and
+# pg_stat_activity), stopping at the first error, unaligned output to
+# NAME.out. With no PSQL-ARGS it runs the script on stdin (kept as NAME.sql).
+# kill_all_bg kills it and ends its backend.
+start_psql() {
+	local name=$1 f
+	shift
+	f=$BATS_FILE_TMPDIR/$name
+	if [ "$#" -eq 0 ]; then
+		cat >"$f.sql"
+		set -- -f "$f.sql"
+	fi
+	printf '%s\n' "$name" >"$f.app"
+	start_bg "$name" env PGAPPNAME="$name" psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL" "$@"
+}
+
+# psql_coproc URL: an interactive psql on URL as this shell's coprocess PSQL
+# (write to ${PSQL[1]}, read ${PSQL[0]}, PSQL_PID its pid; errors come on
+# the same pipe), in a session of its own that kill_all_bg ends.
+psql_coproc() {
+	# shellcheck disable=SC2034 # PSQL is read by the caller
+	coproc PSQL { exec setsid psql -X -q -At -d "$1" 2>&1; }
+	echo "$PSQL_PID" >"$BATS_FILE_TMPDIR/psql-coproc.$PSQL_PID.sid"
+}
+
+# kill_demo NAME: kill_all_bg, then stop and remove the PostgreSQL that the
+# demo started as NAME announced ("...: PostgreSQL at DIR;" on its stdout or
+# stderr), if it is still there: pg_ctl puts the postmaster in a session of
+# its own, out of kill_all_bg's reach.
+kill_demo() {
+	local f=$BATS_FILE_TMPDIR/$1 dir
+	kill_all_bg
+	dir=$(cat "$f.out" "$f.log" 2>/dev/null | sed -n 's/^[a-z-]*: PostgreSQL at \([^;]*\);.*/\1/p' | head -n 1)
+	if [ -n "$dir" ] && [ -f "$dir/port" ]; then
+		sh "$PD_ROOT/scripts/pg" stop "$dir"
+	fi
+}
+
+# wait_bg NAME [SECONDS]: wait (default 30 s) for a background command to
+# exit and return its exit status; 124, with a message, if it has not.
+wait_bg() {
+	wait_for "${2:-30}" test -s "$BATS_FILE_TMPDIR/$1.status" || return 124
+	return "$(bg_status "$1")"
+}
+
+# bg_out NAME: its stdout so far.
+bg_out() {
+	cat "$BATS_FILE_TMPDIR/$1.out"
 }
 
 kill_all_workers() {

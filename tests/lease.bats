@@ -4,6 +4,11 @@
 load helpers
 pd_db_hooks
 
+# every test on empty job tables, so that each passes run alone
+setup() {
+	reset_jobs
+}
+
 @test "inside a handler, lease check exits 0 while the lease is held" {
 	id=$(pd-enqueue lc '{}')
 	pd-worker --until-idle --poll 200ms --handler 'lc=pd-admin lease check; echo "{\"rc\": $?}"' 2>/dev/null

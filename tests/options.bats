@@ -59,6 +59,12 @@ table_pairs() {
 		awk -v p="$1" '{ for (i = 3; i <= NF; i++) if ($i == p) print $1, $2 }' | sort -u
 }
 
+# Two tests make a database of their own (pd_setup_db): drop it (and stop a
+# cluster the test started) whatever happened; nothing when the test made none.
+teardown() {
+	pd_teardown_db
+}
+
 @test "pendulum(7) has a table of every short option" {
 	[ "$(table_pairs pd-worker | wc -l)" -ge 6 ]
 	[ "$(table_pairs pd-enqueue | cut -d' ' -f1 | tr -d '\n')" = "Vcdhkpqtv" ]
@@ -151,7 +157,6 @@ table_pairs() {
 	run --separate-stderr bash -c 'pd-admin jobs --limit 5000 >/dev/full'
 	[ "$status" -eq 70 ]
 	[[ "$stderr" == "pd-admin: cannot write to standard output"* ]]
-	pd_teardown_db
 }
 
 # group_helps PROG: `PROG GROUP --help` for each group of commands its --help lists.
@@ -240,5 +245,4 @@ group_helps() {
 	[[ "$stderr" == "pd-enqueue: invalid JSON in stdin"*"(to not read stdin: --no-stdin)" ]]
 	run --separate-stderr pd-enqueue --no-stdin --ndjson </dev/null
 	[ "$status" -eq 64 ]
-	pd_teardown_db
 }

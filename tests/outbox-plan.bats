@@ -23,17 +23,20 @@ c_sql() {
 		sed -n 's/^[[:space:]]*"\(.*\)";\{0,1\}$/\1/p' | tr -d '\n'
 }
 
-# in_session SCRIPT: psql with the relay's statements prepared, as
+# session_script SCRIPT: SCRIPT after the relay's statements, prepared as
 # claim(topics, limit, relay, visibility_ms) and
-# finish(id, token, kind, backoff_ms, error, dead_reason); unaligned output.
+# finish(id, token, kind, backoff_ms, error, dead_reason).
 # A statement over 10 s is cancelled: the claim before 006 took minutes.
+session_script() {
+	printf "SET statement_timeout = '10s';\n"
+	printf 'PREPARE claim(text[], integer, text, bigint) AS %s;\n' "$CLAIM_SQL"
+	printf 'PREPARE finish(bigint, bigint, text, bigint, text, text) AS %s;\n' "$FINISH_SQL"
+	printf '%s\n' "$1"
+}
+
+# in_session SCRIPT: psql runs session_script SCRIPT; unaligned output.
 in_session() {
-	{
-		printf "SET statement_timeout = '10s';\n"
-		printf 'PREPARE claim(text[], integer, text, bigint) AS %s;\n' "$CLAIM_SQL"
-		printf 'PREPARE finish(bigint, bigint, text, bigint, text, text) AS %s;\n' "$FINISH_SQL"
-		printf '%s\n' "$1"
-	} | psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL"
+	session_script "$1" | psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL"
 }
 
 setup_file() {
@@ -201,37 +204,33 @@ race_state() {
 	sql "TRUNCATE gate"
 	read -r h tok <<<"$(race_head K)"
 	# the recorder first: its transaction stays open, the publish waits for it
-	PGAPPNAME=pd-rec psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL" >"$BATS_TEST_TMPDIR/m1" <<-EOF &
+	start_psql pd-rec <<-EOF
 		BEGIN;
 		SELECT pendulum.outbox_record('default', 'race', '{}', 'K');
 		$GATE
 		COMMIT;
 	EOF
-	rec=$!
 	wait_for 20 backend_waiting pd-rec
-	PGAPPNAME=pd-fin in_session "EXECUTE finish($h, $tok, 'published', 0, NULL, NULL)" >/dev/null &
-	fin=$!
+	session_script "EXECUTE finish($h, $tok, 'published', 0, NULL, NULL)" | start_psql pd-fin
 	wait_for 20 sql_is "SELECT wait_event_type FROM pg_stat_activity WHERE application_name = 'pd-fin'" Lock
 	sql "INSERT INTO gate VALUES (true)"
-	wait "$rec"
-	wait "$fin"
-	m1=$(cat "$BATS_TEST_TMPDIR/m1")
+	wait_bg pd-rec
+	wait_bg pd-fin
+	m1=$(bg_out pd-rec)
 	[ "$(outbox_state "$h")" = PUBLISHED ]
 	[ "$(race_state K)" = "$m1:true / $m1" ]
 	# the publisher first: the recorder waits for it, then finds the key free
 	sql "TRUNCATE gate"
 	tok=$(in_session "EXECUTE claim('{race}', 10, 'racer', 60000)" | cut -d'|' -f2)
-	PGAPPNAME=pd-fin in_session "BEGIN; EXECUTE finish($m1, $tok, 'published', 0, NULL, NULL); $GATE COMMIT;" \
-		>/dev/null &
-	fin=$!
+	session_script "BEGIN; EXECUTE finish($m1, $tok, 'published', 0, NULL, NULL); $GATE COMMIT;" |
+		start_psql pd-fin
 	wait_for 20 backend_waiting pd-fin
-	PGAPPNAME=pd-rec sql "SELECT pendulum.outbox_record('default', 'race', '{}', 'K')" >"$BATS_TEST_TMPDIR/m2" &
-	rec=$!
+	start_psql pd-rec -c "SELECT pendulum.outbox_record('default', 'race', '{}', 'K')"
 	wait_for 20 sql_is "SELECT wait_event_type FROM pg_stat_activity WHERE application_name = 'pd-rec'" Lock
 	sql "INSERT INTO gate VALUES (true)"
-	wait "$fin"
-	wait "$rec"
-	m2=$(cat "$BATS_TEST_TMPDIR/m2")
+	wait_bg pd-fin
+	wait_bg pd-rec
+	m2=$(bg_out pd-rec)
 	[ "$(outbox_state "$m1")" = PUBLISHED ]
 	[ "$(race_state K)" = "$m2:true / $m2" ]
 	[ "$(in_session "BEGIN; EXECUTE claim('{race}', 10, 'x', 60000); ROLLBACK;" | cut -d'|' -f1)" = "$m2" ]
@@ -242,22 +241,20 @@ race_state() {
 	read -r h tok <<<"$(race_head R)"
 	[ "$(race_state R)" = "$h:true / $h" ]
 	# the snapshot is taken at once; the sequence gate is read outside it
-	PGAPPNAME=pd-rr psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL" \
-		>"$BATS_TEST_TMPDIR/rr.out" 2>"$BATS_TEST_TMPDIR/rr.err" <<-'EOF' &
+	start_psql pd-rr <<-'EOF'
 		BEGIN ISOLATION LEVEL REPEATABLE READ;
 		SELECT count(*) FROM pendulum.outbox WHERE topic = 'race';
 		DO $$ BEGIN WHILE (SELECT last_value FROM rr_gate) < 2 LOOP PERFORM pg_sleep(0.02); END LOOP; END $$;
 		SELECT pendulum.outbox_record('default', 'race', '{}', 'R');
 		COMMIT;
 	EOF
-	rr=$!
 	wait_for 20 backend_waiting pd-rr
 	[ "$(in_session "EXECUTE finish($h, $tok, 'published', 0, NULL, NULL)")" = "PUBLISHED|0" ]
 	sql "SELECT setval('rr_gate', 2)" >/dev/null
 	st=0
-	wait "$rr" || st=$?
-	[ "$st" -ne 0 ]
-	grep -q 'could not serialize access' "$BATS_TEST_TMPDIR/rr.err" || { cat "$BATS_TEST_TMPDIR/rr.err"; return 1; }
+	wait_bg pd-rr || st=$?
+	[ "$st" -eq 3 ] # psql: a statement failed
+	grep -q 'could not serialize access' "$BATS_FILE_TMPDIR/pd-rr.log" || { bg_log pd-rr; return 1; }
 	# nothing recorded, and the key is free: a retry becomes the head
 	[ "$(race_state R)" = "- / -" ]
 	m=$(record race '{}' R)

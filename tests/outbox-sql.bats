@@ -104,7 +104,7 @@ counts() {
 	[ "${lines[0]}" = "${lines[3]}" ]
 	[ "$(counts)" = "0 0 0" ]
 	# and the transaction stays open: other sessions see nothing until COMMIT
-	PGAPPNAME=pd-open-tx app >/dev/null 2>&1 <<-EOF &
+	start_psql pd-open-tx <<-EOF
 		BEGIN;
 		INSERT INTO orders VALUES (4, 'di@example.com');
 		SELECT pendulum.enqueue('default', 't', '{}');
@@ -112,17 +112,16 @@ counts() {
 		$GATE
 		COMMIT;
 	EOF
-	bg=$!
 	wait_for 20 backend_waiting pd-open-tx
 	[ "$(counts)" = "0 0 0" ]
 	open_gate
-	wait "$bg"
+	wait_bg pd-open-tx
 	[ "$(counts)" = "1 1 1" ]
 }
 
 @test "a connection killed mid-transaction loses every half together" {
 	start_relay relay --poll 100ms --publish "$(publish_cmd "$LOG")"
-	PGAPPNAME=pd-victim app >/dev/null 2>&1 <<-'EOF' &
+	start_psql pd-victim <<-'EOF'
 		BEGIN;
 		INSERT INTO orders VALUES (5, 'ed@example.com');
 		SELECT pendulum.enqueue('default', 'send-email', '{"order": 5}');
@@ -130,13 +129,12 @@ counts() {
 		SELECT pg_sleep(60);
 		COMMIT;
 	EOF
-	victim=$!
 	wait_for 20 backend_waiting pd-victim
 	[ "$(sql "SELECT count(*) FROM pg_terminate_backend((SELECT pid FROM pg_stat_activity
 	          WHERE application_name = 'pd-victim'))")" = 1 ]
 	st=0
-	wait "$victim" || st=$?
-	[ "$st" -ne 0 ]
+	wait_bg pd-victim || st=$?
+	[ "$st" -eq 2 ] # psql: the connection was lost
 	[ "$(counts)" = "0 0 0" ]
 	# the ids it took are gone with it; the next message is published, the dead one never was
 	msg=$(record orders '{"order": 6}' order-6)
@@ -147,18 +145,17 @@ counts() {
 @test "enqueue wakes a listening worker on commit, not before" {
 	start_worker w --poll 1h --handler "send-email=$(counting_handler "$BATS_TEST_TMPDIR/jobs.log")"
 	wait_for 20 sql_is "SELECT count(*) FROM pendulum.workers" 1
-	PGAPPNAME=pd-enq app >/dev/null 2>&1 <<-EOF &
+	start_psql pd-enq <<-EOF
 		BEGIN;
 		SELECT pendulum.enqueue('default', 'send-email', '{}');
 		$GATE
 		COMMIT;
 	EOF
-	bg=$!
 	wait_for 20 backend_waiting pd-enq
 	[ "$(lines "$BATS_TEST_TMPDIR/jobs.log")" -eq 0 ]
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs")" -eq 0 ]
 	open_gate
-	wait "$bg"
+	wait_bg pd-enq
 	# committed: the job is in the table, as enqueued
 	[ "$(sql "SELECT job_type || ' ' || queue FROM pendulum.jobs")" = "send-email default" ]
 	# polling is an hour away: only the notification can wake it
@@ -168,18 +165,17 @@ counts() {
 @test "outbox_record wakes a listening relay on commit, not before" {
 	start_relay relay --poll 1h --publish "$(publish_cmd "$LOG")"
 	wait_for 20 grep -q 'relay started' "$BATS_FILE_TMPDIR/relay.log"
-	PGAPPNAME=pd-rec app >/dev/null 2>&1 <<-EOF &
+	start_psql pd-rec <<-EOF
 		BEGIN;
 		SELECT pendulum.outbox_record('default', 'orders', '{}', 'k');
 		$GATE
 		COMMIT;
 	EOF
-	bg=$!
 	wait_for 20 backend_waiting pd-rec
 	[ "$(lines "$LOG")" -eq 0 ]
 	[ "$(sql "SELECT count(*) FROM pendulum.outbox")" -eq 0 ]
 	open_gate
-	wait "$bg"
+	wait_bg pd-rec
 	# committed: the message is in the table, as recorded
 	[ "$(sql "SELECT topic || ' ' || message_key FROM pendulum.outbox")" = "orders k" ]
 	wait_for 15 lines_at_least "$LOG" 1
@@ -215,27 +211,24 @@ counts() {
 }
 
 @test "two transactions recording for one key are serialised; other keys are not held up" {
-	PGAPPNAME=pd-first app >/dev/null 2>&1 <<-EOF &
+	start_psql pd-first <<-EOF
 		BEGIN;
 		SELECT pendulum.outbox_record('default', 'orders', '{"n": 1}', 'K');
 		$GATE
 		COMMIT;
 	EOF
-	first=$!
 	wait_for 20 backend_waiting pd-first
 	# another key, and the same key under another topic or tenant, go through at once
 	record orders '{"n": 2}' L >/dev/null
 	record invoices '{"n": 3}' K >/dev/null
 	sql "SELECT pendulum.outbox_record('other', 'orders', '{\"n\": 4}', 'K')" >/dev/null
-	PGAPPNAME=pd-second app -c "SELECT pendulum.outbox_record('default', 'orders', '{\"n\": 5}', 'K')" \
-		>/dev/null 2>&1 &
-	second=$!
+	start_psql pd-second -c "SELECT pendulum.outbox_record('default', 'orders', '{\"n\": 5}', 'K')"
 	# the second waits for the first's lock, with no row yet
 	wait_for 20 sql_is "SELECT wait_event_type FROM pg_stat_activity WHERE application_name = 'pd-second'" Lock
 	[ "$(sql "SELECT count(*) FROM pendulum.outbox WHERE payload->>'n' = '5'")" -eq 0 ]
 	open_gate
-	wait "$first"
-	wait "$second"
+	wait_bg pd-first
+	wait_bg pd-second
 	# so for key K, id order is commit order
 	[ "$(sql "SELECT string_agg(payload->>'n', ' ' ORDER BY id) FROM pendulum.outbox
 	          WHERE tenant_id = 'default' AND topic = 'orders' AND message_key = 'K'")" = "1 5" ]

@@ -267,15 +267,16 @@ utc_second_below() {
 	psql -X -q -d "$PD_PG_URL" -c "ALTER DATABASE $PD_DB_NAME SET timezone = 'Asia/Tokyo'"
 	one=$(PD_BOUNCER_POOL=1 sh "$PD_ROOT/scripts/pgbouncer" start "$DIRECT")
 	dir=$(printf '%s\n' "$one" | sed -n 's/^host=\([^ ]*\) .*/\1/p')
-	coproc P { psql -X -q -At -d "$one" 2>&1; }
+	on_teardown sh "$PD_ROOT/scripts/pgbouncer" stop "$dir"
+	psql_coproc "$one"
 	# as pd_db_connect sets it
-	echo "SELECT pg_backend_pid() || ' ' || current_setting('TimeZone') FROM set_config('TimeZone', 'UTC', false);" >&"${P[1]}"
-	read -r -u "${P[0]}" a1
+	echo "SELECT pg_backend_pid() || ' ' || current_setting('TimeZone') FROM set_config('TimeZone', 'UTC', false);" >&"${PSQL[1]}"
+	read -r -u "${PSQL[0]}" a1
 	b=$(psql -X -At -d "$one" -c "SELECT pg_backend_pid() || ' ' || current_setting('TimeZone')")
-	echo "SELECT pg_backend_pid() || ' ' || current_setting('TimeZone');" >&"${P[1]}"
-	read -r -u "${P[0]}" a2
-	echo '\q' >&"${P[1]}"
-	wait "$P_PID" || true
+	echo "SELECT pg_backend_pid() || ' ' || current_setting('TimeZone');" >&"${PSQL[1]}"
+	read -r -u "${PSQL[0]}" a2
+	echo '\q' >&"${PSQL[1]}"
+	wait "$PSQL_PID" || true
 	sh "$PD_ROOT/scripts/pgbouncer" stop "$dir"
 	psql -X -q -d "$PD_PG_URL" -c "ALTER DATABASE $PD_DB_NAME RESET timezone"
 	echo "a: $a1 / $a2, b: $b"
