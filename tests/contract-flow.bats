@@ -7,43 +7,13 @@
 # position is simply followed.
 
 load helpers
+load flow
 pd_db_hooks
 
 setup() {
 	reset_jobs
 	D=$BATS_TEST_TMPDIR
 	CFG=$D/pendulum.yaml
-}
-
-# step NAME [BEFORE]: a step's shell command: appends a line to $D/NAME.count,
-# keeps its stdin in $D/NAME.in, runs BEFORE if given (its failure fails the
-# step), then prints {"step": NAME}.
-step() {
-	printf 'echo x >>%s/%s.count; cat >%s/%s.in; %s printf "{\\"step\\": \\"%s\\"}"' \
-		"$D" "$1" "$D" "$1" "${2:+$2 || exit 1;}" "$1"
-}
-
-# start NAME [MAX_ATTEMPTS]: a run of workflow NAME by SQL, input null; prints its id.
-start() {
-	sql "SELECT pendulum.start_workflow('default', '$1', 'null'::jsonb, max_attempts => ${2:-5})"
-}
-
-run_job() {
-	sql "SELECT job_id FROM pendulum.workflow_runs WHERE id = $1"
-}
-
-run_state() {
-	sql "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $1"
-}
-
-# worker NAME: pd-worker on $CFG, short leases and polls, one slot.
-worker() {
-	start_worker "$1" -c "$CFG" --lease 2s --heartbeat 500ms --poll 200ms -j 1
-}
-
-# same_json A B: the two JSON texts are equal as jsonb.
-same_json() {
-	[ "$(sql "SELECT '$1'::jsonb = '$2'::jsonb")" = t ]
 }
 
 # approve_config [FIRST SECOND]: a, the wait_for step approval, then b; the
@@ -75,11 +45,11 @@ workflows:
       - name: approval
         wait_for: approved
       - name: b
-        run: '$(step b "[ \$(wc -l <$D/b.count) -ge 2 ]")'
+        run: '$(step b "[ \$(wc -l <$D/b.count) -ge 2 ] || exit 1")'
 EOF
-	id=$(start approve 2)
+	id=$(start approve null 2)
 	job=$(run_job "$id")
-	worker w1
+	worker w1 -j 1
 	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" WAITING
 	# the claim that reached the wait took attempt 1; parking gave it back
 	[ "$(sql "SELECT state, attempt FROM pendulum.jobs WHERE id = $job")" = "PENDING|0" ]
@@ -107,7 +77,7 @@ workflows:
 EOF
 	id=$(start four)
 	job=$(run_job "$id")
-	worker w1
+	worker w1 -j 1
 	wait_for 30 lines_at_least "$D/a.count" 1
 	# While a runs under the current lease, the run moves on past a and b
 	# (as a write that raced it would have left it): position 2.
@@ -131,12 +101,12 @@ EOF
 	approve_config
 	id=$(start approve)
 	job=$(run_job "$id")
-	worker w1
+	worker w1 -j 1
 	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" WAITING
 	stop_worker w1
 	# the new definition calls step a "prepare"
 	approve_config prepare approval
-	worker w2
+	worker w2 -j 1
 	sql "SELECT pendulum.signal_workflow($id, 'approved')"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" DEAD_LETTERED
 	[ "$(sql "SELECT dead_reason FROM pendulum.jobs WHERE id = $job")" = "workflow 'approve' changed under the run: step 1 'a' is no longer in the definition" ]
@@ -150,12 +120,12 @@ EOF
 	approve_config
 	id=$(start approve)
 	job=$(run_job "$id")
-	worker w1
+	worker w1 -j 1
 	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" WAITING
 	stop_worker w1
 	# the new definition waits first, then runs a
 	approve_config approval a
-	worker w2
+	worker w2 -j 1
 	sql "SELECT pendulum.signal_workflow($id, 'approved')"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" DEAD_LETTERED
 	[ "$(sql "SELECT dead_reason FROM pendulum.jobs WHERE id = $job")" = "workflow 'approve' changed under the run: step 1 is 'a' in the run but 'approval' in the definition (step 'a' moved to 2)" ]
@@ -168,13 +138,13 @@ EOF
 	approve_config
 	id=$(start approve)
 	job=$(run_job "$id")
-	worker w1
+	worker w1 -j 1
 	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" WAITING
 	stop_worker w1
 	# step b, not reached yet, is now "finish"
 	sed -i 's/- name: b$/- name: finish/; s/b\.count/finish.count/; s/b\.in/finish.in/' "$CFG"
 	grep -q 'name: finish' "$CFG"
-	worker w2
+	worker w2 -j 1
 	sql "SELECT pendulum.signal_workflow($id, 'approved')"
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" SUCCEEDED
 	[ "$(lines "$D/finish.count")" = 1 ]

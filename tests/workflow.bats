@@ -3,6 +3,7 @@
 # once, runs resumed where they stopped, sleeps and waits that free the worker.
 
 load helpers
+load flow
 pd_db_hooks
 
 setup() {
@@ -11,44 +12,9 @@ setup() {
 	CFG=$D/pendulum.yaml
 }
 
-# step NAME [AFTER]: a step's shell command: counts its run in $D/NAME.count,
-# keeps its stdin in $D/NAME.in and its environment's workflow variables in
-# $D/NAME.env, runs AFTER if given, then prints {"step": NAME, "n": COUNT}.
-step() {
-	# shellcheck disable=SC2016 # expanded by the step's shell
-	printf 'echo x >>%s/%s.count; cat >%s/%s.in; echo "$PD_WORKFLOW_RUN_ID $PD_WORKFLOW $PD_STEP_NAME $PD_STEP_INDEX" >%s/%s.env; %s printf "{\\"step\\": \\"%s\\", \\"n\\": %%s}" "$(wc -l <%s/%s.count)"' \
-		"$D" "$1" "$D" "$1" "$D" "$1" "${2:+$2;}" "$1" "$D" "$1"
-}
-
-# start NAME [INPUT [MAX_ATTEMPTS]]: a run of workflow NAME by SQL; prints its id.
-start() {
-	sql "SELECT pendulum.start_workflow('default', '$1', '${2:-null}'::jsonb,
-	       max_attempts => ${3:-5})"
-}
-
-run_job() {
-	sql "SELECT job_id FROM pendulum.workflow_runs WHERE id = $1"
-}
-
-run_state() {
-	sql "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $1"
-}
-
-# worker NAME ARGS...: pd-worker on $CFG, short leases and polls.
-worker() {
-	local name=$1
-	shift
-	start_worker "$name" -c "$CFG" --lease 2s --heartbeat 500ms --poll 200ms "$@"
-}
-
 # child_exited PID: a child of PID has exited and waits to be reaped (PID is stopped).
 child_exited() {
 	ps -o stat= --ppid "$1" | grep -q '^Z'
-}
-
-# same_json A B: the two JSON texts are equal as jsonb.
-same_json() {
-	[ "$(sql "SELECT '$1'::jsonb = '$2'::jsonb")" = t ]
 }
 
 @test "a 4-step run: each step sees the input and the earlier outputs, and its own name" {
@@ -378,12 +344,11 @@ EOF
 	     CREATE OR REPLACE FUNCTION snap_wait(j bigint) RETURNS bigint LANGUAGE plpgsql VOLATILE AS
 	     \$\$ BEGIN WHILE NOT EXISTS (SELECT 1 FROM snap_gate) LOOP PERFORM pg_sleep(0.02); END LOOP;
 	     RETURN j; END \$\$"
-	start_bg ctx psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL application_name=pd-ctx" \
+	start_psql pd-ctx \
 		-c "SELECT pendulum.workflow_context(g.j) ->> 'run' FROM (SELECT snap_wait($job) AS j OFFSET 0) g"
 	wait_for 20 backend_waiting pd-ctx snap_wait
 	run=$(sql "INSERT INTO pendulum.workflow_runs (workflow, job_id) VALUES ('snap', $job) RETURNING id")
 	sql "INSERT INTO snap_gate VALUES (true)"
-	wait_for 20 test -s "$BATS_FILE_TMPDIR/ctx.status"
-	[ "$(bg_status ctx)" -eq 0 ]
-	[ "$(cat "$BATS_FILE_TMPDIR/ctx.out")" = "$run" ]
+	wait_bg pd-ctx 20
+	[ "$(bg_out pd-ctx)" = "$run" ]
 }
