@@ -203,6 +203,23 @@ EOF
 	[ "$output" = "" ]
 }
 
+@test "bg: a psql session under start_bg is flagged: start_psql ends its backend too" {
+	f=$(fixture bg-psql.bats <<'EOF'
+pd_db_hooks
+
+%test "t" {
+	start_bg locker psql -X -c 'SELECT pg_sleep(60)'
+	start_psql locker -c 'SELECT 1'
+	start_bg w pd-worker --handler "t=psql -c x"
+}
+EOF
+	)
+	run sh "$PD_ROOT/scripts/bats-lint" "$f"
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[ "${lines[0]}" = "$f:4: bg: a psql session started with start_bg: start_psql also ends its backend, which outlives a killed psql" ]
+}
+
 @test "teardown: start_bg needs a teardown that calls kill_all_bg: pd_db_hooks' or the file's own" {
 	none=$(fixture none.bats <<'EOF'
 %test "t" {

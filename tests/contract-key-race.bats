@@ -18,8 +18,7 @@ waiting_on_lock() {
 }
 
 @test "two single-job enqueues racing on one idempotency key: one job, both get its id, exit 0" {
-	start_bg locker psql -X -q -d "$PD_DATABASE_URL" -v ON_ERROR_STOP=1 \
-		-c "SET application_name = 't_locker'" \
+	start_psql t_locker \
 		-c "BEGIN" -c "LOCK TABLE pendulum.jobs IN SHARE MODE" -c "SELECT pg_sleep(600)"
 	wait_for 10 backend_waiting t_locker
 	start_bg e1 pd-enqueue --no-stdin -k race-1 t '{"n": 1}'

@@ -56,8 +56,7 @@ gated() {
 	id=$(make_job LEASED)
 	sql "UPDATE pendulum.jobs SET lease_expires_at = now() - interval '1 h' WHERE id = $id"
 	# the pass will wait on this lock, held by a session of the test's
-	start_bg locker psql -X -q -d "$PD_DATABASE_URL" -v ON_ERROR_STOP=1 \
-		-c "SET application_name = 't_locker'" \
+	start_psql t_locker \
 		-c "BEGIN" -c "LOCK TABLE pendulum.jobs IN EXCLUSIVE MODE" -c "SELECT pg_sleep(600)"
 	wait_for 10 backend_waiting t_locker
 	start_bg reaper pd-reaper --interval 1h

@@ -142,7 +142,7 @@ keyed_lines() {
 	sql "SELECT pg_stat_reset()" >/dev/null
 	gate=$BATS_TEST_TMPDIR/listen-gate
 	# the session listens until the gate opens, then prints what it got
-	start_bg listen psql -X -q -d "$PD_DATABASE_URL application_name=pd-listen" \
+	start_psql pd-listen \
 		-c "LISTEN pendulum_jobs" -c "\\! while [ ! -e '$gate' ]; do sleep 0.05; done" -c "SELECT 1"
 	wait_for 30 sql_is "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pd-listen'
 	                    AND state = 'idle' AND query LIKE 'LISTEN%'" 1
@@ -151,10 +151,10 @@ keyed_lines() {
 		for (i = 1; i <= 10; i++) printf "{\"type\": \"t\", \"queue\": \"q3\", \"depends_on\": [%d]}\n", d }' |
 		PGOPTIONS='-c track_functions=all' pd-enqueue --ndjson >/dev/null
 	touch "$gate"
-	wait_for 30 test -s "$BATS_FILE_TMPDIR/listen.status"
-	[ "$(grep -c '^Asynchronous notification "pendulum_jobs"' "$BATS_FILE_TMPDIR/listen.out")" -eq 2 ]
-	[ "$(grep -c 'with payload "q0"' "$BATS_FILE_TMPDIR/listen.out")" -eq 1 ]
-	[ "$(grep -c 'with payload "q1"' "$BATS_FILE_TMPDIR/listen.out")" -eq 1 ]
+	wait_bg pd-listen
+	[ "$(grep -c '^Asynchronous notification "pendulum_jobs"' "$BATS_FILE_TMPDIR/pd-listen.out")" -eq 2 ]
+	[ "$(grep -c 'with payload "q0"' "$BATS_FILE_TMPDIR/pd-listen.out")" -eq 1 ]
+	[ "$(grep -c 'with payload "q1"' "$BATS_FILE_TMPDIR/pd-listen.out")" -eq 1 ]
 	# one notify_jobs call for the whole batch: not one NOTIFY per job
 	wait_for 10 sql_is "SELECT sum(calls) FROM pg_stat_user_functions WHERE funcname = 'notify_jobs'" 1
 	[ "$(sql "SELECT count(*) FROM pg_stat_user_functions WHERE funcname = 'enqueue_ex'")" -eq 0 ]
@@ -256,7 +256,7 @@ EOF
 # transaction open until open_key_gate; returns once it holds the key.
 hold_key() {
 	sql "CREATE TABLE IF NOT EXISTS key_gate (open boolean); TRUNCATE key_gate"
-	start_bg "$1" psql -X -q -At -v ON_ERROR_STOP=1 -d "$PD_DATABASE_URL application_name=$1" \
+	start_psql "$1" \
 		-c "BEGIN" -c "SELECT pendulum.enqueue_many('[{\"type\": \"held\", \"idempotency_key\": \"$2\"}]')" \
 		-c "DO \$\$ BEGIN WHILE NOT EXISTS (SELECT 1 FROM key_gate) LOOP PERFORM pg_sleep(0.02); END LOOP; END \$\$" \
 		-c "COMMIT"
@@ -381,7 +381,7 @@ EOF
 	sql "SELECT pg_stat_reset()" >/dev/null
 	gate=$BATS_TEST_TMPDIR/listen-gate
 	# the session listens until the gate opens, then prints what it got
-	start_bg listen psql -X -q -d "$PD_DATABASE_URL application_name=pd-listen" \
+	start_psql pd-listen \
 		-c "LISTEN pendulum_jobs" -c "\\! while [ ! -e '$gate' ]; do sleep 0.05; done" -c "SELECT 1"
 	wait_for 30 sql_is "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pd-listen'
 	                    AND state = 'idle' AND query LIKE 'LISTEN%'" 1
@@ -391,10 +391,10 @@ EOF
 			2>"$BATS_TEST_TMPDIR/err" >/dev/null
 	grep -q 'path=direct jobs=1001 ' "$BATS_TEST_TMPDIR/err"
 	touch "$gate"
-	wait_for 30 test -s "$BATS_FILE_TMPDIR/listen.status"
-	[ "$(grep -c '^Asynchronous notification "pendulum_jobs"' "$BATS_FILE_TMPDIR/listen.out")" -eq 4 ]
+	wait_bg pd-listen
+	[ "$(grep -c '^Asynchronous notification "pendulum_jobs"' "$BATS_FILE_TMPDIR/pd-listen.out")" -eq 4 ]
 	for q in q0 q1 q2 default; do
-		[ "$(grep -c "with payload \"$q\"" "$BATS_FILE_TMPDIR/listen.out")" -eq 1 ]
+		[ "$(grep -c "with payload \"$q\"" "$BATS_FILE_TMPDIR/pd-listen.out")" -eq 1 ]
 	done
 	wait_for 10 sql_is "SELECT sum(calls) FROM pg_stat_user_functions WHERE funcname = 'notify_jobs'" 1
 }
