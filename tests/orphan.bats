@@ -86,13 +86,13 @@ lease_expired() {
 	a_id=$(worker_id a)
 	kill_worker a
 	# PR_SET_PDEATHSIG: the handler's shell dies with the worker, its sleep does not
-	wait_for 5 dead "$SH_PID"
+	wait_for 30 dead "$SH_PID"
 	alive "$SLEEP_PID"
 	wait_for 30 lease_expired "$id"
 	run --separate-stderr pd-reaper --once
 	[ "$status" -eq 0 ]
 	[ "$output" = "requeued 1, dead-lettered 0" ]
-	wait_for 5 dead "$SLEEP_PID"
+	wait_for 30 dead "$SLEEP_PID"
 	[[ "$stderr" == *'msg="killed a leftover handler process"'*" job=$id "*" pid=$SLEEP_PID "* ]]
 	[ "$(job_state "$id")" = PENDING ]
 	[ "$(sql "SELECT attempt || ':' || outcome || ':' || worker || ':' || (finished_at IS NOT NULL)
@@ -108,8 +108,8 @@ lease_expired() {
 	start_worker b -j 1 --lease 2s --heartbeat 500ms --poll 200ms \
 		--handler 't=echo "{\"by\": \"b\"}"'
 	wait_for 60 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" SUCCEEDED
-	wait_for 5 dead "$SH_PID"
-	wait_for 5 dead "$SLEEP_PID"
+	wait_for 30 dead "$SH_PID"
+	wait_for 30 dead "$SLEEP_PID"
 	b_id=$(worker_id b)
 	[ "$(sql "SELECT string_agg(attempt || ':' || outcome || ':' || worker, ' ' ORDER BY attempt)
 	          FROM pendulum.job_attempts WHERE job_id = $id")" = "1:lease_expired:$a_id 2:succeeded:$b_id" ]
@@ -163,7 +163,7 @@ lease_expired() {
 	run --separate-stderr pd-reaper --once
 	[ "$status" -eq 0 ]
 	[ "$output" = "requeued 1, dead-lettered 0" ]
-	wait_for 5 dead "$SLEEP_PID"
+	wait_for 30 dead "$SLEEP_PID"
 	alive "$other"
 	alive "$(sed -n 1p "$pids2")"
 	alive "$(sed -n 2p "$pids2")"
@@ -174,7 +174,7 @@ lease_expired() {
 	start_victim a "$id" poke_handler
 	a_id=$(worker_id a)
 	kill_worker a
-	wait_for 5 dead "$SH_PID"
+	wait_for 30 dead "$SH_PID"
 	sql "UPDATE pendulum.workers SET host = 'elsewhere' WHERE id = '$a_id'"
 	wait_for 30 lease_expired "$id"
 	run --separate-stderr pd-reaper --once
@@ -193,7 +193,7 @@ lease_expired() {
 	id=$(pd-enqueue t '{}')
 	start_victim a "$id" poke_handler
 	kill_worker a
-	wait_for 5 dead "$SH_PID"
+	wait_for 30 dead "$SH_PID"
 	wait_for 30 lease_expired "$id"
 	run --separate-stderr runuser -u postgres -- env PATH="$PATH" PD_DATABASE_URL="$PD_DATABASE_URL" pd-reaper --once
 	[ "$status" -eq 0 ]
