@@ -35,6 +35,23 @@ approve_config() {
 	} >"$CFG"
 }
 
+# parked_run: a run of approve, on $CFG as it is, taken by a worker up to
+# its wait, the worker then stopped; sets id (the run) and job (its job).
+parked_run() {
+	id=$(start approve)
+	job=$(run_job "$id")
+	worker w1 -j 1
+	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" WAITING
+	stop_worker w1
+}
+
+# approve_signalled: a new worker on $CFG as it is now, and the run's wait
+# signalled.
+approve_signalled() {
+	worker w2 -j 1
+	sql "SELECT pendulum.signal_workflow($id, 'approved')"
+}
+
 @test "a wait uses no attempt: parked at attempt 0, the step after it still gets its whole budget of 2" {
 	cat >"$CFG" <<EOF
 workflows:
@@ -99,15 +116,10 @@ EOF
 
 @test "a step renamed before the run's position dead-letters the run, naming the step; nothing after it runs" {
 	approve_config
-	id=$(start approve)
-	job=$(run_job "$id")
-	worker w1 -j 1
-	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" WAITING
-	stop_worker w1
+	parked_run
 	# the new definition calls step a "prepare"
 	approve_config prepare approval
-	worker w2 -j 1
-	sql "SELECT pendulum.signal_workflow($id, 'approved')"
+	approve_signalled
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" DEAD_LETTERED
 	[ "$(sql "SELECT dead_reason FROM pendulum.jobs WHERE id = $job")" = "workflow 'approve' changed under the run: step 1 'a' is no longer in the definition" ]
 	[ "$(run_state "$id")" = DEAD_LETTERED ]
@@ -118,15 +130,10 @@ EOF
 
 @test "steps reordered before the run's position dead-letter the run, naming where each is now; nothing runs" {
 	approve_config
-	id=$(start approve)
-	job=$(run_job "$id")
-	worker w1 -j 1
-	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" WAITING
-	stop_worker w1
+	parked_run
 	# the new definition waits first, then runs a
 	approve_config approval a
-	worker w2 -j 1
-	sql "SELECT pendulum.signal_workflow($id, 'approved')"
+	approve_signalled
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" DEAD_LETTERED
 	[ "$(sql "SELECT dead_reason FROM pendulum.jobs WHERE id = $job")" = "workflow 'approve' changed under the run: step 1 is 'a' in the run but 'approval' in the definition (step 'a' moved to 2)" ]
 	[ "$(run_state "$id")" = DEAD_LETTERED ]
@@ -136,16 +143,11 @@ EOF
 
 @test "a step renamed past the run's position is followed: the run goes on with the new definition" {
 	approve_config
-	id=$(start approve)
-	job=$(run_job "$id")
-	worker w1 -j 1
-	wait_for 30 sql_is "SELECT state FROM pendulum.workflow_run_states WHERE run_id = $id" WAITING
-	stop_worker w1
+	parked_run
 	# step b, not reached yet, is now "finish"
 	sed -i 's/- name: b$/- name: finish/; s/b\.count/finish.count/; s/b\.in/finish.in/' "$CFG"
 	grep -q 'name: finish' "$CFG"
-	worker w2 -j 1
-	sql "SELECT pendulum.signal_workflow($id, 'approved')"
+	approve_signalled
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $job" SUCCEEDED
 	[ "$(lines "$D/finish.count")" = 1 ]
 	[ "$(lines "$D/b.count")" = 0 ]
