@@ -146,9 +146,13 @@ err_rest() {
 	tail -n +2 "$BATS_FILE_TMPDIR/w.log" | grep -v "^pd-enqueue: warning: workflow run [0-9]* (job [0-9]*) waits, but no live worker serves type 'workflow:orders' in queue 'default'$"
 }
 
-# waited: the background pd-enqueue has exited.
+# waited: the background pd-enqueue has exited (its stderr shown if not).
 waited() {
-	wait_for 20 test -s "$BATS_FILE_TMPDIR"/w.status
+	wait_for 60 test -s "$BATS_FILE_TMPDIR"/w.status || {
+		echo "pd-enqueue --wait still running; its stderr:"
+		cat "$BATS_FILE_TMPDIR/w.log"
+		return 1
+	}
 }
 
 # out_line N: line N of its standard output.
