@@ -80,7 +80,7 @@ recorder() {
 	# The window opens after A's 300th start: each worker's first claims
 	# start with no cursor of their own (B had 37-49% of A's starts up to
 	# there, 32-33% after, with two busy loops beside it). The lower bound is
-	# 1.8, not 2.5: with two make checks beside it A:B measured 2.0-2.5
+	# 1.8, not 2.5: with a second make check beside it A:B measured 2.0-2.5
 	# (README, Fair shares; a claim that comes out short, its rows locked by
 	# the other worker's, ends its tenant's turn: the likely cause).
 	wait_for 120 all_started a
