@@ -99,14 +99,16 @@ setup() {
 	cmd="$(publish_cmd "$LOG" '[ "$PD_ATTEMPT" -ge 3 ] || { echo "broker down ($PD_ATTEMPT)" >&2; exit 3; }')"
 	for i in 1 2 3 4 5; do record orders "{\"n\": $i}" "k$i" >/dev/null; done
 	# one pass: every message fails once and gets a backoff
-	printf 'retry: {base: 1h, cap: 1h}\n' >"$CFG"
+	# days, not hours: a backoff that fell within the seconds this test takes
+	# would be due again on the second pass
+	printf 'retry: {base: 100d, cap: 100d}\n' >"$CFG"
 	run --separate-stderr pd-relay -c "$CFG" --once -j 5 --publish "$cmd"
 	[ "$status" -eq 0 ]
 	[ "$(lines "$LOG")" -eq 5 ]
 	[ "$(sql "SELECT count(*) FROM pendulum.outbox WHERE state = 'PENDING' AND attempts = 1
 	          AND last_error = 'exit 3: broker down (1)' AND claimed_by IS NULL")" -eq 5 ]
-	# uniform(0, min(cap, base * 2^0)) = uniform(0, 1h): within it, and not all alike
-	[ "$(sql "SELECT bool_and(next_attempt_at <= now() + interval '1 hour')
+	# uniform(0, min(cap, base * 2^0)) = uniform(0, 100 days): within it, and not all alike
+	[ "$(sql "SELECT bool_and(next_attempt_at <= now() + interval '100 days')
 	          AND bool_or(next_attempt_at > now() + interval '1 second')
 	          AND count(DISTINCT next_attempt_at) > 1 FROM pendulum.outbox")" = t ]
 	[[ "$stderr" == *'msg="publish failed" message='*' state=PENDING retry_ms='*' error="exit 3: broker down (1)"'* ]]
