@@ -158,7 +158,7 @@ EOF
 	pd-admin job cancel "$b" --reason deaf >/dev/null
 	wait_for 10 sql_is "SELECT state || ' ' || dead_reason FROM pendulum.jobs WHERE id = $b" "CANCELLED deaf"
 	grep -qx "{\"cancel\":$b}" "$D/lines"
-	grep -q 'not answered within the grace' "$BATS_FILE_TMPDIR/w1.log"
+	wait_for 10 grep -q 'not answered within the grace' "$BATS_FILE_TMPDIR/w1.log"
 	# its late answer comes with the next job: dropped, not a protocol error
 	c=$(pd-enqueue s '{"quick": true}')
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $c" SUCCEEDED

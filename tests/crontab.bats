@@ -313,7 +313,7 @@ $D/jobs:9: killed after 1h (timeout=); cron lets it run"* ]]
 	printf '# pd: name=stays\n@daily echo stays\n' >"$D/del.cron"
 	kill -HUP "$(bg_pid w)"
 	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $j4" CANCELLED
-	grep -q "change=\"delete parked (cancelled waiting jobs $j4)\"" "$BATS_FILE_TMPDIR/w.log"
+	wait_for 10 grep -q "change=\"delete parked (cancelled waiting jobs $j4)\"" "$BATS_FILE_TMPDIR/w.log"
 }
 
 @test "pd-cron list fits 120 columns with a COMMAND column, --wide has the rest; pause, resume and rm say what they changed" {

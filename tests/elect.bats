@@ -78,7 +78,7 @@ two_tickers() {
 	sql "UPDATE pendulum.cron_schedules SET last_fired_at = '$minute'::timestamptz - interval '1 minute',
 	     next_fire_at = '$minute'" >/dev/null
 	wait_for 15 sql_is "SELECT count(*) FROM pendulum.jobs WHERE run_at = '$minute'" 1
-	grep -q 'msg="schedule fired"' "$BATS_FILE_TMPDIR/t2.log"
+	wait_for 10 grep -q 'msg="schedule fired"' "$BATS_FILE_TMPDIR/t2.log"
 	kill -CONT "$(bg_pid t1)"
 	wait_for 10 grep -q 'msg="ticker role lost' "$BATS_FILE_TMPDIR/t1.log"
 	# the old leader, woken, fired nothing: one job, one fire record, for that minute

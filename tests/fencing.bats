@@ -62,7 +62,7 @@ setup() {
 		grep -E 'fenced|lease lost' "$BATS_FILE_TMPDIR/w1.log"
 		return 1
 	}
-	grep -q 'fenced' "$BATS_FILE_TMPDIR/w1.log"
+	wait_for 10 grep -q 'fenced' "$BATS_FILE_TMPDIR/w1.log"
 
 	# nothing of w1's is written: the job, its result and its attempts are w2's
 	[ "$(sql "SELECT state || ' ' || attempt || ' ' || result::text FROM pendulum.jobs WHERE id = $id")" = \

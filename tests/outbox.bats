@@ -213,7 +213,7 @@ setup() {
 	# at least once: a's attempt and b's; the later message for the key after it
 	[ "$(cut -d' ' -f1 "$LOG" | tr '\n' ' ')" = "$id $id $later " ]
 	[ "$(sql "SELECT attempts FROM pendulum.outbox WHERE id = $id")" -eq 2 ]
-	grep -q 'message published" message='"$id"' topic=orders key=k attempt=2' "$BATS_FILE_TMPDIR/b.log"
+	wait_for 10 grep -q 'message published" message='"$id"' topic=orders key=k attempt=2' "$BATS_FILE_TMPDIR/b.log"
 	[[ "$lapsed_by" == *":$(bg_pid a):"* ]]
 }
 
@@ -230,7 +230,7 @@ setup() {
 	          || coalesce(claimed_by, '-') FROM pendulum.outbox")" = \
 		"1 attempts exhausted (the last claim lapsed) / claim lapsed: relay $a_id recorded no outcome / -" ]
 	[ "$(lines "$LOG")" -eq 1 ]
-	grep -q 'dead-lettered: attempts used up and the last claim lapsed" messages=1' "$BATS_FILE_TMPDIR/b.log"
+	wait_for 10 grep -q 'dead-lettered: attempts used up and the last claim lapsed" messages=1' "$BATS_FILE_TMPDIR/b.log"
 }
 
 @test "a stalled relay's outcome for a claim taken over is fenced off and counted" {

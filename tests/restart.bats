@@ -59,10 +59,10 @@ teardown() {
 	# the same processes, still running, having noticed and recovered
 	alive "$worker_pid"
 	alive "$(bg_pid reaper)"
-	grep -q 'database connection lost' "$BATS_FILE_TMPDIR/w.log"
-	grep -q 'msg=reconnected' "$BATS_FILE_TMPDIR/w.log"
-	grep -q 'database connection lost' "$BATS_FILE_TMPDIR/reaper.log"
-	grep -q 'msg=reconnected' "$BATS_FILE_TMPDIR/reaper.log"
+	wait_for 10 grep -q 'database connection lost' "$BATS_FILE_TMPDIR/w.log"
+	wait_for 10 grep -q 'msg=reconnected' "$BATS_FILE_TMPDIR/w.log"
+	wait_for 10 grep -q 'database connection lost' "$BATS_FILE_TMPDIR/reaper.log"
+	wait_for 10 grep -q 'msg=reconnected' "$BATS_FILE_TMPDIR/reaper.log"
 	# the slow job, in flight across the restart, was recorded once
 	[ "$(sql "SELECT attempt || ' ' || result::text FROM pendulum.jobs WHERE id = $slow")" = '1 {"slow": true}' ]
 	[ "$(sql "SELECT string_agg(outcome, ' ') FROM pendulum.job_attempts WHERE job_id = $slow")" = succeeded ]

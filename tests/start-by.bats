@@ -35,7 +35,7 @@ state_is() {
 	[ "$(col "$id" last_error)" = "start deadline passed" ]
 	[ "$(col "$dep" state)" = CANCELLED ]
 	[ "$(col "$dep" dead_reason)" = "dependency $id cancelled" ]
-	grep -q 'cancelled=1 reason="start deadline passed"' "$BATS_FILE_TMPDIR/reaper.log"
+	wait_for 10 grep -q 'cancelled=1 reason="start deadline passed"' "$BATS_FILE_TMPDIR/reaper.log"
 	# A worker for it now: it runs the job enqueued after, never the cancelled one.
 	start_worker w --lease 2s --poll 100ms --handler "t=touch '$D/ran-'\$PD_JOB_ID"
 	later=$(pd-enqueue t '{}')

@@ -227,10 +227,10 @@ EOF
 	[ "$(sql "SELECT attempt FROM pendulum.jobs WHERE id = $hang")" -eq 1 ]
 	kill -KILL "$second"
 	wait_for 60 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'" 4
-	grep -q "msg=\"stream handler exited\" stream=t pid=$second status=\"killed by signal 9 (Killed)\" in_flight=1" "$BATS_FILE_TMPDIR/w.log"
+	wait_for 10 grep -q "msg=\"stream handler exited\" stream=t pid=$second status=\"killed by signal 9 (Killed)\" in_flight=1" "$BATS_FILE_TMPDIR/w.log"
 	# charged alone, with the reason; the others ran once, on attempt 1
 	[ "$(sql "SELECT string_agg(attempt || ':' || outcome, ',' ORDER BY attempt) FROM pendulum.job_attempts WHERE job_id = $hang")" = 1:failed,2:succeeded ]
-	grep -q "job=$hang attempt=1 outcome=failed state=PENDING error=\"stream handler killed by signal 9 (Killed) while running this job\"" "$BATS_FILE_TMPDIR/w.log"
+	wait_for 10 grep -q "job=$hang attempt=1 outcome=failed state=PENDING error=\"stream handler killed by signal 9 (Killed) while running this job\"" "$BATS_FILE_TMPDIR/w.log"
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE id <> $hang AND attempt = 1")" -eq 3 ]
 	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE job_id <> $hang AND outcome = 'succeeded'")" -eq 3 ]
 	[ "$(sql "SELECT count(*) FROM pendulum.job_attempts WHERE job_id <> $hang")" -eq 3 ]
@@ -314,10 +314,10 @@ EOF
 	first=$(head -n 1 "$T_DIR/pids")
 	wait_for 30 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'" 2
 	[ "$(sql "SELECT string_agg(attempt || ':' || outcome, ',' ORDER BY attempt) FROM pendulum.job_attempts WHERE job_id = $hang")" = 1:timeout,2:succeeded ]
-	grep -q "job=$hang attempt=1 outcome=timeout state=PENDING error=\"timeout after 3s\"" "$BATS_FILE_TMPDIR/w.log"
+	wait_for 10 grep -q "job=$hang attempt=1 outcome=timeout state=PENDING error=\"timeout after 3s\"" "$BATS_FILE_TMPDIR/w.log"
 	# the other job was in flight behind it: re-sent to the next process, no attempt used
 	[ "$(sql "SELECT string_agg(attempt || ':' || outcome, ',' ORDER BY attempt) FROM pendulum.job_attempts WHERE job_id = $other")" = 1:succeeded ]
-	grep -q "msg=\"stream jobs in flight re-sent after the restart\" stream=t jobs=1 timed_out=$hang" "$BATS_FILE_TMPDIR/w.log"
+	wait_for 10 grep -q "msg=\"stream jobs in flight re-sent after the restart\" stream=t jobs=1 timed_out=$hang" "$BATS_FILE_TMPDIR/w.log"
 	# the first process is gone (its group was terminated), a second one served the retries
 	wait_for 10 eval "! alive $first"
 	[ "$(lines "$T_DIR/pids")" -eq 2 ]
@@ -364,8 +364,8 @@ EOF
 	kill -CONT "$(bg_pid w1)"
 	# w1 writes both outcomes, and both are fenced off and counted
 	wait_for 30 sql_is "SELECT value FROM pendulum.counters WHERE name = 'writes_fenced'" $((before + 2))
-	grep -q "fenced: the lease was taken over, outcome not written\" job=$a" "$BATS_FILE_TMPDIR/w1.log"
-	grep -q "fenced: the lease was taken over, outcome not written\" job=$b" "$BATS_FILE_TMPDIR/w1.log"
+	wait_for 10 grep -q "fenced: the lease was taken over, outcome not written\" job=$a" "$BATS_FILE_TMPDIR/w1.log"
+	wait_for 10 grep -q "fenced: the lease was taken over, outcome not written\" job=$b" "$BATS_FILE_TMPDIR/w1.log"
 	# nothing of w1's is written: the rows and the attempts are w2's
 	[ "$(sql "SELECT string_agg(row_to_json(j)::text, ',' ORDER BY id) FROM pendulum.jobs j")" = "$rows" ]
 	[ "$(sql "SELECT string_agg(DISTINCT result->>'by', ',') FROM pendulum.jobs")" = w2 ]

@@ -105,7 +105,7 @@ EOF
 	failed_with utf8 "$UTF8_ERR"
 	# stderr with a NUL and invalid UTF-8 is kept (as valid text) with the attempt
 	[ "$(sql "SELECT stderr_tail IS NOT NULL FROM pendulum.job_attempts WHERE job_id = $(kind_id nul)")" = t ]
-	grep -q "job=$(kind_id num) attempt=1 outcome=failed state=DEAD_LETTERED error=\"result cannot be stored: number out of range" "$BATS_FILE_TMPDIR/w.log"
+	wait_for 10 grep -q "job=$(kind_id num) attempt=1 outcome=failed state=DEAD_LETTERED error=\"result cannot be stored: number out of range" "$BATS_FILE_TMPDIR/w.log"
 	still_serving
 }
 
@@ -163,8 +163,8 @@ EOF
 	wait_for 60 all_final
 	[ "$(sql "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED' AND result = '{\"ok\": true}'")" -eq 15 ]
 	failed_with refuse 'outcome cannot be stored: refused by the test trigger'
-	grep -q 'the database refused a batch: its outcomes go again one at a time" outcomes=[0-9]* sqlstate=22023 error="refused by the test trigger"' "$BATS_FILE_TMPDIR/w.log"
-	grep -q "the database refused a job's outcome: written as a failure\" job=$(kind_id refuse) attempt=1 sqlstate=22023" "$BATS_FILE_TMPDIR/w.log"
+	wait_for 10 grep -q 'the database refused a batch: its outcomes go again one at a time" outcomes=[0-9]* sqlstate=22023 error="refused by the test trigger"' "$BATS_FILE_TMPDIR/w.log"
+	wait_for 10 grep -q "the database refused a job's outcome: written as a failure\" job=$(kind_id refuse) attempt=1 sqlstate=22023" "$BATS_FILE_TMPDIR/w.log"
 	still_serving
 }
 

@@ -135,8 +135,8 @@ failover() {
 		"$(date -u +%FT%TZ)" "$action" "$settled" "$stall_s" "$(njobs)" "$nids" "$dup" "$inflight" "$expired" "$fenced" >>"$PD_HA_REPORT"
 	for w in w1 w2 w3; do
 		alive "$(bg_pid "$w")"
-		grep -q 'database connection lost' "$BATS_FILE_TMPDIR/$w.log"
-		grep -q 'msg=reconnected' "$BATS_FILE_TMPDIR/$w.log"
+		wait_for 10 grep -q 'database connection lost' "$BATS_FILE_TMPDIR/$w.log"
+		wait_for 10 grep -q 'msg=reconnected' "$BATS_FILE_TMPDIR/$w.log"
 	done
 	for w in w1 w2 w3; do
 		stop_worker "$w"
