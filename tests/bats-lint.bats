@@ -180,6 +180,28 @@ EOF
 	[[ "${lines[6]}" == "$f:13: bg: a command put in the background with & "* ]]
 }
 
+@test "bg: a start inside \$(...) is reported, quoted or not; arithmetic, quoted text and comments there pass" {
+	f=$(fixture bg-subst.bats <<'EOF'
+%test "t" {
+	pid=$(sleep 60 & echo $!)
+	x="$(pd-worker --until-idle >/dev/null 2>&1 & echo $!)"
+	y=$(echo "$(setsid sleep 9)")
+	[ "$(( (5 & 3) + 1 ))" -eq 2 ]
+	z=$(echo 'a & b' "c & d" 2>&1 && echo $((1 & 1)))
+	w=$(printf x # a comment & more
+	)
+	[ 1 = 1 ]
+}
+EOF
+	)
+	run sh "$PD_ROOT/scripts/bats-lint" "$f"
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 3 ]
+	[[ "${lines[0]}" == "$f:2: bg: a command put in the background with & "* ]]
+	[[ "${lines[1]}" == "$f:3: bg: a command put in the background with & "* ]]
+	[[ "${lines[2]}" == "$f:4: bg: setsid outside the helpers: "* ]]
+}
+
 @test "bg: quoted command lines, && and redirections, words as arguments, here-documents and allowed lines pass" {
 	f=$(fixture bg-ok.bats <<'EOF'
 %test "t" {
