@@ -136,9 +136,9 @@ pid_handler() {
 	wait_for 10 logged s 'msg="reaper on standby'
 	kill -STOP "$(bg_pid h)"
 	wait_for 30 holds s
-	logged s 'msg="reaper role taken'
+	wait_for 10 logged s 'msg="reaper role taken'
 	wait_for 30 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" PENDING
-	logged s 'msg="expired leases given back" requeued=1'
+	wait_for 10 logged s 'msg="expired leases given back" requeued=1'
 	kill -CONT "$(bg_pid h)"
 	wait_for 10 logged h 'msg="reaper role lost'
 	holds s
@@ -219,7 +219,7 @@ pid_handler() {
 	wait_for 30 eval "! alive $sleep_pid"
 	[[ "$(bg_log s)" == *'msg="killed a leftover handler process"'*" job=$id "*" pid=$sleep_pid "* ]]
 	run ! logged h leftover
-	logged h 'msg="expired leases given back" requeued=1'
+	wait_for 10 logged h 'msg="expired leases given back" requeued=1'
 	# killed before the job was given back
 	killed=$(grep -m1 'killed a leftover' "$BATS_FILE_TMPDIR/s.log" | sed 's/^ts=\([^ ]*\) .*/\1/')
 	[ "$(sql "SELECT finished_at >= '$killed' FROM pendulum.job_attempts WHERE job_id = $id")" = t ]

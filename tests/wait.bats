@@ -109,12 +109,12 @@ commits() {
 }
 
 @test "a failed attempt is reported while the job waits for its next try, not only at the end" {
-	printf 'retry:\n  base: 1h\n  cap: 1h\n' >"$CFG"
+	printf 'retry:\n  base: 100d\n  cap: 100d\n' >"$CFG"
 	start_worker w -c "$CFG" --handler 'bad=echo nope >&2; exit 7' --poll 200ms
 	start_bg waiter pd-enqueue --wait --wait-timeout 60s bad '{}'
 	wait_for 20 grep -q 'attempt 1 of 25 failed' "$BATS_FILE_TMPDIR/waiter.log"
 	alive "$(bg_pid waiter)"
-	grep -E '^pd-enqueue: job [0-9]+: attempt 1 of 25 failed: exit 7; stderr: nope; next try (in [0-9hms]+|now)$' \
+	grep -E '^pd-enqueue: job [0-9]+: attempt 1 of 25 failed: exit 7; stderr: nope; next try (in [0-9dhms]+|now)$' \
 		"$BATS_FILE_TMPDIR/waiter.log"
 	[ "$(grep -c failed "$BATS_FILE_TMPDIR/waiter.log")" -eq 1 ]
 }
