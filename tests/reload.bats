@@ -196,7 +196,7 @@ known_version() {
 	sql "UPDATE pendulum.jobs SET state = 'LEASED', attempt = 1,
 	       lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'gone:1:0000',
 	       lease_expires_at = now() - interval '1 s' WHERE id = $id"
-	printf 'log_level: info\nreaper: {interval: 100ms}\n' | put "$CFG"
+	printf 'log_level: info\nreaper: {interval: 100ms}\nhooks: {on_dead_letter: {run: "true"}}\n' | put "$CFG"
 	hup reaper
 	hup ticker
 	logged reaper 'msg="config reloaded" daemon=reaper'
@@ -216,6 +216,14 @@ known_version() {
 	       lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'gone:1:0000',
 	       lease_expires_at = now() - interval '1 s' WHERE id = $id2"
 	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id2" PENDING
+	# the old file as a whole, not the defaults: a lease that expired on the
+	# last attempt is dead-lettered with the old file's on_dead_letter hook
+	id3=$(pd-enqueue --max-attempts 1 t '{}')
+	sql "UPDATE pendulum.jobs SET state = 'LEASED', attempt = 1,
+	       lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'gone:1:0000',
+	       lease_expires_at = now() - interval '1 s' WHERE id = $id3"
+	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id3" DEAD_LETTERED
+	wait_for 10 sql_is "SELECT count(*) FROM pendulum.jobs WHERE job_type = 'pd:hook' AND payload->>'id' = '$id3'" 1
 	# and the ticker still fires the schedules (from the database) when due
 	pd-cron add every --cron '* * * * *' --tz UTC --type fired >/dev/null
 	sql "UPDATE pendulum.cron_schedules SET last_fired_at = date_trunc('minute', now()) - interval '1 minute',
