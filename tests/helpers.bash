@@ -93,10 +93,13 @@ start_bg() {
 	if [ -e "$f.sid" ]; then
 		mv "$f.sid" "$f.$(date +%s%N).sid"
 	fi
+	rm -f "$f.pid" "$f.status"
 	# the child opens NAME.out and NAME.log after NAME.pid is written: an
-	# earlier run's files must be gone by then, or a test reads them as this
-	# run's (one read an earlier pd-enqueue's output as its run id)
-	rm -f "$f.pid" "$f.status" "$f.out" "$f.log"
+	# earlier run's output must be gone by then, or a test reads it as this
+	# run's (one read an earlier pd-enqueue's output as its run id). Emptied,
+	# not removed: a test may have named the file's inode (JOURNAL_STREAM).
+	: >"$f.out"
+	: >"$f.log"
 	# The subshell exits at once: the session is not a job of this shell, so
 	# killing it prints no "Killed" notice.
 	# shellcheck disable=SC2016 # expanded by the inner shell
