@@ -77,6 +77,13 @@ sql_is() {
 	[ "$(sql "$1")" = "$2" ]
 }
 
+# utc_second_below N: the database's clock is less than N seconds into its
+# minute; `wait_for 25 utc_second_below 40` before making a minute's
+# occurrence due keeps the next minute from coming before it fires.
+utc_second_below() {
+	[ "$(sql "SELECT extract(second FROM now())::int")" -lt "$1" ]
+}
+
 # --- Background processes and counting handlers (dispatch, fencing, crash,
 # classify, enqueue, restart) ---
 #

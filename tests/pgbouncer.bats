@@ -58,11 +58,6 @@ no_errors() {
 	done
 }
 
-# utc_second_below N: the database's clock is less than N seconds into its minute.
-utc_second_below() {
-	[ "$(sql "SELECT extract(second FROM now())::int")" -lt "$1" ]
-}
-
 @test "three workers, a crontab worker, pd-relay, pd-reaper through PgBouncer: 2,000 jobs once each, a schedule fires once" {
 	for i in 1 2 3; do
 		start_bg "w$i" "${listening[@]}" pd-worker --handler "t=$(counting_handler "$D/runs")" \

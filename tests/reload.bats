@@ -226,6 +226,7 @@ known_version() {
 	wait_for 10 sql_is "SELECT count(*) FROM pendulum.jobs WHERE job_type = 'pd:hook' AND payload->>'id' = '$id3'" 1
 	# and the ticker still fires the schedules (from the database) when due
 	pd-cron add every --cron '* * * * *' --tz UTC --type fired >/dev/null
+	wait_for 25 utc_second_below 40
 	sql "UPDATE pendulum.cron_schedules SET last_fired_at = date_trunc('minute', now()) - interval '1 minute',
 	       next_fire_at = date_trunc('minute', now()) WHERE name = 'every'"
 	wait_for 10 sql_is "SELECT count(*) FROM pendulum.cron_fires WHERE kind = 'fired'" 1
