@@ -113,7 +113,8 @@ lease_expired() {
 	b_id=$(worker_id b)
 	[ "$(sql "SELECT string_agg(attempt || ':' || outcome || ':' || worker, ' ' ORDER BY attempt)
 	          FROM pendulum.job_attempts WHERE job_id = $id")" = "1:lease_expired:$a_id 2:succeeded:$b_id" ]
-	[[ "$(bg_log b)" == *'msg="killed a leftover handler process"'*" pid=$SLEEP_PID "* ]]
+	# logged after the kill: waited for, as the process may be gone first
+	wait_for 10 grep -q "msg=\"killed a leftover handler process\".* pid=$SLEEP_PID " "$BATS_FILE_TMPDIR/b.log"
 }
 
 @test "a live (stopped) worker's handler is not killed by the reap pass: the worker stops it itself" {

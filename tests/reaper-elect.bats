@@ -217,7 +217,8 @@ pid_handler() {
 	kill -KILL "$(bg_pid v)"
 	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id" PENDING
 	wait_for 30 eval "! alive $sleep_pid"
-	[[ "$(bg_log s)" == *'msg="killed a leftover handler process"'*" job=$id "*" pid=$sleep_pid "* ]]
+	# logged after the kill: waited for, as the process may be gone first
+	wait_for 10 grep -q "msg=\"killed a leftover handler process\".* job=$id .* pid=$sleep_pid " "$BATS_FILE_TMPDIR/s.log"
 	run ! logged h leftover
 	wait_for 10 logged h 'msg="expired leases given back" requeued=1'
 	# killed before the job was given back
