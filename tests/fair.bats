@@ -67,7 +67,7 @@ recorder() {
 	# would hand out all of A's 20,000 first.
 	run sql "SELECT count(*) FROM pendulum.jobs
 	         WHERE tenant_id = 'a' AND lease_token < (SELECT max(lease_token) FROM pendulum.jobs WHERE tenant_id = 'b')"
-	echo "A's jobs claimed before B's last: $output" >&3
+	echo "# A's jobs claimed before B's last: $output" >&3
 	[ "$status" -eq 0 ]
 	[ "$output" -lt 100 ]
 	# Finishing also depends on how soon each handler gets the CPU: one
@@ -76,7 +76,7 @@ recorder() {
 	run sql "SELECT count(*) FROM pendulum.jobs
 	         WHERE tenant_id = 'a' AND state = 'SUCCEEDED'
 	           AND finished_at <= (SELECT max(finished_at) FROM pendulum.jobs WHERE tenant_id = 'b')"
-	echo "A's jobs finished by B's last: $output" >&3
+	echo "# A's jobs finished by B's last: $output" >&3
 	[ "$status" -eq 0 ]
 	[ "$output" -lt 5000 ]
 }
@@ -101,7 +101,7 @@ recorder() {
 	                           (SELECT max(lease_token) FROM a) AS t1)
 	         SELECT count(*) FILTER (WHERE tenant_id = 'a') || ' ' || count(*) FILTER (WHERE tenant_id = 'b')
 	           FROM pendulum.jobs, t WHERE lease_token > t.t0 AND lease_token <= t.t1"
-	echo "claims of A and B in the window: $output" >&3
+	echo "# claims of A and B in the window: $output" >&3
 	read -r na nb <<<"$output"
 	[ "$na" -eq 1200 ]
 	[ "$((nb * 25))" -le "$((na * 10))" ]
