@@ -53,16 +53,6 @@ logged() {
 	grep -qF -- "$2" "$BATS_FILE_TMPDIR/$1.log"
 }
 
-# expired_lease: a job leased by a worker that is gone, its lease run out; prints its id.
-expired_lease() {
-	local id
-	id=$(pd-enqueue t '{}')
-	sql "UPDATE pendulum.jobs SET state = 'LEASED', attempt = 1,
-	       lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'gone:1:0000',
-	       lease_expires_at = now() - interval '1 s' WHERE id = $id" >/dev/null
-	echo "$id"
-}
-
 # start_daemons INTERVAL: pd-reaper and pd-cron run, both at INTERVAL, up and ticking.
 start_daemons() {
 	start_bg reaper pd-reaper --interval "$1"

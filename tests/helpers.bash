@@ -84,6 +84,17 @@ utc_second_below() {
 	[ "$(sql "SELECT extract(second FROM now())::int")" -lt "$1" ]
 }
 
+# expired_lease [PD-ENQUEUE OPTION...]: a job of type t (enqueued with the
+# options) leased by a worker that is gone, its lease run out; prints its id.
+expired_lease() {
+	local id
+	id=$(pd-enqueue "$@" t '{}')
+	sql "UPDATE pendulum.jobs SET state = 'LEASED', attempt = 1,
+	       lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'gone:1:0000',
+	       lease_expires_at = now() - interval '1 s' WHERE id = $id" >/dev/null
+	echo "$id"
+}
+
 # --- Background processes and counting handlers (dispatch, fencing, crash,
 # classify, enqueue, restart) ---
 #

@@ -192,10 +192,7 @@ known_version() {
 	start_bg ticker pd-cron -c "$CFG" run --interval 1h
 	wait_for 10 logged reaper 'msg="reaper started"'
 	wait_for 10 logged ticker 'msg="ticker started"'
-	id=$(pd-enqueue t '{}')
-	sql "UPDATE pendulum.jobs SET state = 'LEASED', attempt = 1,
-	       lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'gone:1:0000',
-	       lease_expires_at = now() - interval '1 s' WHERE id = $id"
+	id=$(expired_lease)
 	printf 'log_level: info\nreaper: {interval: 100ms}\nhooks: {on_dead_letter: {run: "true"}}\n' | put "$CFG"
 	hup reaper
 	hup ticker
@@ -211,17 +208,11 @@ known_version() {
 	logged ticker 'msg="config not reloaded: keeping the old one" daemon=ticker'
 	logged ticker "$CFG:2:13"
 	# the old file's 100 ms still rules the reaper (not the first file's 1 h)
-	id2=$(pd-enqueue t '{}')
-	sql "UPDATE pendulum.jobs SET state = 'LEASED', attempt = 1,
-	       lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'gone:1:0000',
-	       lease_expires_at = now() - interval '1 s' WHERE id = $id2"
+	id2=$(expired_lease)
 	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id2" PENDING
 	# the old file as a whole, not the defaults: a lease that expired on the
 	# last attempt is dead-lettered with the old file's on_dead_letter hook
-	id3=$(pd-enqueue --max-attempts 1 t '{}')
-	sql "UPDATE pendulum.jobs SET state = 'LEASED', attempt = 1,
-	       lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'gone:1:0000',
-	       lease_expires_at = now() - interval '1 s' WHERE id = $id3"
+	id3=$(expired_lease --max-attempts 1)
 	wait_for 10 sql_is "SELECT state FROM pendulum.jobs WHERE id = $id3" DEAD_LETTERED
 	wait_for 10 sql_is "SELECT count(*) FROM pendulum.jobs WHERE job_type = 'pd:hook' AND payload->>'id' = '$id3'" 1
 	# and the ticker still fires the schedules (from the database) when due

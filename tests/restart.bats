@@ -50,10 +50,7 @@ teardown() {
 
 	# new work after the restart, and a lease for the reaper to give back
 	awk 'BEGIN { for (i = 21; i <= 30; i++) printf "{\"n\": %d}\n", i }' | pd-enqueue --ndjson t >/dev/null
-	orphan=$(pd-enqueue t '{}')
-	sql "UPDATE pendulum.jobs SET state = 'LEASED', attempt = 1,
-	       lease_token = nextval('pendulum.lease_token_seq'), lease_owner = 'gone:1:0000',
-	       lease_expires_at = now() - interval '1 s' WHERE id = $orphan" >/dev/null
+	orphan=$(expired_lease)
 
 	wait_for 60 sql_is "SELECT count(*) FROM pendulum.jobs WHERE state = 'SUCCEEDED'" 32
 	# the same processes, still running, having noticed and recovered
